@@ -1,0 +1,224 @@
+"""Library API: the pipeline load → model → plan → clone → plugins → routing → emit → write.
+
+The CLI is a thin layer over these functions; tests call them directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from .clone import make_dev_copies
+from .config import CONFIG_FILE, RepoConfig, parse_config
+from .emit import RenderedFlow, build_metadata, build_readme, collect_objects, render_files
+from .errors import DevlaneError, Diagnostics, Problem
+from .flow import FlowSpec, apply_template, build_flow, load_flow_file, load_template_args
+from .invariants import check_names, check_references, check_selectors
+from .load import LoadResult, Source, load_documents, open_source
+from .model import Model, build_model
+from .plan import Plan, make_plan
+from .routing import check_mode, route_entries
+from .run_plugins import plugin_digest, resolve_sources, run_plugins
+from .write import write_flows
+
+DEFAULT_PLUGIN_TIMEOUT = 60.0
+
+
+@dataclass
+class Options:
+    """Where to read from and how to run; flow-independent."""
+
+    repo: Path = Path(".")
+    ref: str | None = None
+    routing: str | None = None
+    plugin_sources: dict[str, str] = field(default_factory=dict)
+    plugin_timeout: float | None = None
+    debug: bool = False
+
+
+@dataclass
+class FlowRequest:
+    """The flow as the user asked for it (command line or flow file)."""
+
+    flow_id: str | None = None
+    images: dict[str, str] = field(default_factory=dict)
+    env: list[tuple[str, str, str]] = field(default_factory=list)
+    flow_file: Path | None = None
+    template: Path | None = None
+    template_args: dict = field(default_factory=dict)
+    template_args_file: Path | None = None
+
+
+@dataclass
+class Repo:
+    """A loaded repository: config, documents and the model built from them."""
+
+    options: Options
+    source: Source
+    config: RepoConfig
+    config_bytes: bytes | None
+    loaded: LoadResult
+    model: Model
+    diagnostics: Diagnostics
+
+
+@dataclass
+class RenderResult:
+    flows: list[RenderedFlow]
+    plan: Plan
+    warnings: list[Problem]
+
+    @property
+    def main(self) -> RenderedFlow:
+        return self.flows[0]
+
+    def stream(self) -> str:
+        return "".join(f.stream() for f in self.flows)
+
+
+def resolve_flow(request: FlowRequest) -> FlowSpec:
+    """Validate the flow first: a bad flow id is refused before anything else is read."""
+    if request.flow_file is not None:
+        if request.flow_id is not None:
+            from .flow import validate_flow_id
+
+            validate_flow_id(request.flow_id)
+        flow = load_flow_file(request.flow_file)
+        if request.flow_id and request.flow_id != flow.id:
+            raise DevlaneError(f"--flow {request.flow_id} differs from the flow file's id {flow.id}")
+        if request.images or request.env:
+            extra = build_flow(flow.id, request.images, request.env)
+            names = {s.name for s in extra.services}
+            flow.services = sorted([s for s in flow.services if s.name not in names] + extra.services,
+                                   key=lambda s: s.name)  # fmt: skip
+    else:
+        flow = build_flow(request.flow_id or "", request.images, request.env)
+        if not flow.services:
+            raise DevlaneError(
+                Problem("the flow changes no service", hint="pass --service NAME=IMAGE (or --flow-file FILE)")
+            )
+    if request.template is not None:
+        flow.template_file = str(request.template)
+    args = {}
+    if request.template_args_file is not None:
+        args.update(load_template_args(request.template_args_file))
+    args.update(flow.template_args)
+    args.update(request.template_args)
+    flow.template_args = args
+    return flow
+
+
+def open_repo(options: Options, flow: FlowSpec | None = None) -> Repo:
+    """Load config and manifests, apply the flow's template, and build the model."""
+    root = Path(options.repo)
+    source = open_source(root, options.ref)
+    config_bytes = source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None
+    config = parse_config(config_bytes)
+    excludes = [*config.exclude, f"{config.output.strip('/')}/**"]
+    loaded = load_documents(source, config.manifests, excludes)
+    documents = loaded.documents
+    if flow is not None and flow.template_file:
+        documents = apply_template(documents, Path(flow.template_file), flow.template_args)
+    model = build_model(documents, config.namespace)
+    diags = Diagnostics()
+    diags.problems += loaded.diagnostics.problems + model.diagnostics.problems
+    return Repo(options, source, config, config_bytes, loaded, model, diags)
+
+
+def lint(options: Options) -> list[Problem]:
+    """Every problem in the repository at once (errors and warnings)."""
+    repo = open_repo(options)
+    return repo.diagnostics.problems
+
+
+def _routing(options: Options, config: RepoConfig) -> str:
+    mode = options.routing or config.routing
+    check_mode(mode)
+    return mode
+
+
+def plan(options: Options, flow: FlowSpec) -> tuple[Plan, list[Problem]]:
+    repo = open_repo(options, flow)
+    mode = _routing(options, repo.config)
+    result = make_plan(repo.model, flow, mode, repo.diagnostics)
+    _finish(repo)
+    return result, repo.diagnostics.warnings
+
+
+def _finish(repo: Repo) -> None:
+    if repo.config.warnings_as_errors and repo.diagnostics.warnings:
+        raise DevlaneError([Problem(p.message, p.where, p.hint, "error", p.code) for p in repo.diagnostics.problems])
+    repo.diagnostics.raise_if_errors()
+
+
+def render(options: Options, flow: FlowSpec) -> RenderResult:
+    """Render a flow in memory; nothing is written."""
+    repo = open_repo(options, flow)
+    model, diags, config = repo.model, repo.diagnostics, repo.config
+    mode = _routing(options, config)
+    the_plan = make_plan(model, flow, mode, diags)
+    _finish(repo)
+    sources = resolve_sources(model, the_plan, Path(options.repo).resolve(), options.plugin_sources,
+                              config.plugin_sources)  # fmt: skip
+    dev = make_dev_copies(model, the_plan, flow, config.replicas)
+    check_references(model, dev, diags)  # before plugins: what a plugin returns is final
+    check_selectors(model, dev, diags)
+    diags.raise_if_errors()
+    timeout = options.plugin_timeout or config.plugin_timeout or DEFAULT_PLUGIN_TIMEOUT
+    stage = run_plugins(model, the_plan, dev, sources, float(timeout), debug=options.debug)
+    diags.problems += stage.messages
+    entries, entry_summary = route_entries(model, dev, flow.id, config.domain, diags)
+    groups = collect_objects(the_plan, dev, stage, entries, model.default_namespace)
+    check_names(model, [o for objs in groups.values() for o in objs], diags)
+    check_selectors(model, dev, diags)
+    _finish(repo)
+    digests = {name: plugin_digest(src.path) for name, src in sorted(sources.items())}
+    context = {
+        "source": {"revision": repo.loaded.revision, "ref": options.ref},
+        "input_hash": _input_hash(repo, flow, mode, digests),
+        "targets": flow.as_dict()["services"],
+        "template": (
+            {"file": Path(flow.template_file).name, "args": flow.template_args} if flow.template_file else None
+        ),
+        "plugin_digests": digests,
+        "entries": entry_summary,
+        "rewrites": [r.as_dict() for r in dev.rewrites],
+    }
+    flows = []
+    for group in sorted(groups, key=lambda g: (g != flow.id, g)):
+        files = render_files(groups[group])
+        meta = build_metadata(flow.id, the_plan, context, stage, files, group)
+        flows.append(RenderedFlow(group, files, meta, build_readme(meta), groups[group]))
+    return RenderResult(flows, the_plan, diags.warnings)
+
+
+def _input_hash(repo: Repo, flow: FlowSpec, mode: str, digests: dict[str, str]) -> str:
+    template = None
+    if flow.template_file:
+        template = hashlib.sha256(Path(flow.template_file).read_bytes()).hexdigest()
+    doc = {
+        "devlane": __version__,
+        "files": repo.loaded.files,
+        "config": hashlib.sha256(repo.config_bytes or b"").hexdigest(),
+        "flow": {**flow.as_dict(), "template": {"sha256": template, "args": flow.template_args}},
+        "routing": mode,
+        "plugins": digests,
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def output_dir(options: Options, out: Path | None) -> Path:
+    """`--out DIR`, else the config's `output` inside the repository."""
+    if out is not None:
+        return Path(out)
+    root = Path(options.repo)
+    source = open_source(root, None)
+    config = parse_config(source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None)
+    return root / config.output
+
+
+def write(result: RenderResult, out_dir: Path) -> list[Path]:
+    return write_flows(result.flows, out_dir)

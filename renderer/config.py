@@ -1,0 +1,95 @@
+"""Repository configuration: `.devlane.yaml`, validated against `schemas/devlane-config.schema.json`.
+
+Every field is optional; `RepoConfig` holds the defaults so a repo without config renders.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .errors import DevlaneError, Problem, Where
+from .yamlio import load_one
+
+CONFIG_FILE = ".devlane.yaml"
+DEFAULT_MANIFESTS = ["**/*.yaml", "**/*.yml"]
+
+
+@dataclass
+class RepoConfig:
+    manifests: list[str] = field(default_factory=lambda: list(DEFAULT_MANIFESTS))
+    exclude: list[str] = field(default_factory=list)
+    routing: str = "none"
+    domain: str | None = None
+    namespace: str | None = None
+    output: str = "rendered"
+    replicas: int | str = 1
+    plugin_sources: dict[str, dict] = field(default_factory=dict)
+    plugin_timeout: float | None = None
+    warnings_as_errors: bool = False
+    present: bool = False
+
+
+@cache
+def load_schema(name: str) -> dict:
+    """Load a JSON Schema shipped in the `schemas` package."""
+    return json.loads(resources.files("schemas").joinpath(name).read_text())
+
+
+def schema_problems(instance: Any, schema_name: str, file: str) -> list[Problem]:
+    """Validate `instance` and return every violation, each naming its field path."""
+    import jsonschema  # lazy: only needed when a config or flow file exists
+
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    problems = []
+    for err in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
+        path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        problems.append(
+            Problem(
+                f"{path}: {_short(err)}",
+                Where(file=file),
+                hint=f"see schemas/{schema_name} for the allowed fields",
+                code="schema",
+            )
+        )
+    return problems
+
+
+def _short(err: Any) -> str:
+    if err.validator == "additionalProperties":
+        return f"unknown key(s): {err.message.split('(')[-1].rstrip(')')}"
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        best = min(err.context, key=lambda e: len(list(e.absolute_path)) * -1)
+        return best.message
+    return err.message
+
+
+def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
+    """Build the config from file content (None: no file, all defaults)."""
+    if data is None:
+        return RepoConfig()
+    raw = load_one(data, file) if data.strip() else {}
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise DevlaneError(Problem("the config must be a mapping", Where(file=file), code="schema"))
+    problems = schema_problems(raw, "devlane-config.schema.json", file)
+    if problems:
+        raise DevlaneError(problems)
+    plugins = raw.get("plugins") or {}
+    policy = raw.get("policy") or {}
+    return RepoConfig(
+        manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS),
+        exclude=list(raw.get("exclude") or []),
+        routing=raw.get("routing", "none"),
+        domain=raw.get("domain"),
+        namespace=raw.get("namespace"),
+        output=raw.get("output", "rendered"),
+        replicas=raw.get("replicas", 1),
+        plugin_sources=dict(plugins.get("sources") or {}),
+        plugin_timeout=plugins.get("timeoutSeconds"),
+        warnings_as_errors=bool(policy.get("warningsAsErrors", False)),
+        present=True,
+    )
