@@ -215,8 +215,8 @@ def _dev_service(doc: Document, dw: DevWorkload, dev: DevSet, ns: str | None) ->
         spec["type"] = "ClusterIP"  # a dev lane must not buy a cloud load balancer or a node port
     for port in spec.get("ports") or []:
         port.pop("nodePort", None)
-    if dw.obj.get("kind") == "StatefulSet" and dw.obj["spec"].get("serviceName") == doc.name:
-        dw.obj["spec"]["serviceName"] = meta["name"]
+    if dw.obj.get("kind") == "StatefulSet" and dw.obj["spec"].get("serviceName") in (doc.name, None):
+        dw.obj["spec"]["serviceName"] = meta["name"]  # the governing Service of the dev pods
     return obj
 
 

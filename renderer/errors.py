@@ -28,7 +28,7 @@ class Where:
             if self.line is not None:
                 loc += f":{self.line}"
             if self.document is not None:
-                loc += f" (document {self.document})"
+                loc += f" (document {self.document + 1})"  # stored 0-based, shown 1-based
             parts.append(loc)
         if self.object:
             parts.append(self.object)

@@ -132,8 +132,7 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
     """Build the topology; problems go to `model.diagnostics`."""
     diags = Diagnostics()
     if default_namespace is None:
-        namespaces = sorted({d.name for d in documents if d.kind == "Namespace" and d.api_version == "v1"})
-        default_namespace = namespaces[0] if len(namespaces) == 1 else None
+        default_namespace = infer_namespace(documents)
 
     def ns(doc: Document) -> str | None:
         return doc.namespace or default_namespace
@@ -169,7 +168,7 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
         if doc.name in seen_names:
             other = seen_names[doc.name]
             diags.error(
-                f"duplicate Service {doc.name!r}: also defined in {other.file} (document {other.index})",
+                f"duplicate Service {doc.name!r}: also defined in {other.file} (document {other.index + 1})",
                 doc.where(),
                 hint="service names must be unique; exclude template or copy files with `exclude:`",
                 code="duplicate-service",
@@ -193,6 +192,18 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
     return Model(
         documents, services, plugin_defs, dict(externals), entries, workloads, default_namespace, diags
     )
+
+
+def infer_namespace(documents: list[Document]) -> str | None:
+    """The repo's one namespace: a single Namespace object, else the single namespace objects use.
+
+    Kardinal renders a manifest into one namespace; objects that name none land in it too.
+    """
+    declared = {d.name for d in documents if d.kind == "Namespace" and d.api_version == "v1"}
+    if len(declared) == 1:
+        return declared.pop()
+    used = {d.namespace for d in documents if d.namespace}
+    return used.pop() if len(used) == 1 and not declared else None
 
 
 def _check_annotation_keys(documents: list[Document], diags: Diagnostics) -> None:
