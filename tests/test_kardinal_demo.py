@@ -42,7 +42,8 @@ def by_name(result, kind: str, name: str) -> dict:
 
 
 def env_of(obj: dict, container: int = 0) -> dict:
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in obj["spec"]["template"]["spec"]["containers"][container]["env"]}
+    env = obj["spec"]["template"]["spec"]["containers"][container]["env"]
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in env}
 
 
 def test_obd_flow_on_frontend_matches_kardinal(demo_repo):
@@ -189,7 +190,8 @@ def test_operator_demo_with_plugin_definitions_and_its_flow_cr(tmp_path):
     ],
 )
 def test_templates_make_postgres_shared_and_substitute_args(template, args, demo_repo, tmp_path):
-    repo = demo_repo("kardinal__ci__obd-demo.yaml" if "kardinal__" in template else "new-obd__release__obd-kardinal.yaml")
+    base = "kardinal__ci__obd-demo.yaml" if "kardinal__" in template else "new-obd__release__obd-kardinal.yaml"
+    repo = demo_repo(base)
     out = run_cli("render", str(repo), "--flow", "pr-6", "--service", "frontend=x/frontend:6",
                   "--template", str(demo_file(template)), "--template-args", str(demo_file(args)),
                   "--out", str(tmp_path / "out"), *standin_flags())  # fmt: skip
