@@ -42,7 +42,7 @@ def test_dependency_parser_never_crashes_and_only_accepts_one_colon(item):
 @given(st.from_regex(r"[a-z0-9]([a-z0-9.-]{0,120}[a-z0-9])?", fullmatch=True), flow_id)
 def test_dev_names_fit_63_and_keep_the_flow_suffix(base, flow):
     name = suffixed(base, flow)
-    assert len(name) <= 63 and name.endswith(f"-{flow}") or name == flow
+    assert (len(name) <= 63 and name.endswith(f"-{flow}")) or name == flow
     assert re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", name)
     if len(base) + len(flow) + 1 <= 63:
         assert name == f"{base}-{flow}"
