@@ -145,7 +145,8 @@ def test_ambiguous_selector_is_an_error_unless_a_workload_is_named():
 def test_stateful_defaults_and_overrides():
     model = build_model(docs(
         deployment("db", "db", "StatefulSet") + service("db", "db", http=False)
-        + deployment("cache", "cache", "StatefulSet") + service("cache", "cache", {"kardinal.dev.service/stateful": "false"})
+        + deployment("cache", "cache", "StatefulSet")
+        + service("cache", "cache", {"kardinal.dev.service/stateful": "false"})
         + deployment("q", "q") + service("q", "q", {"kardinal.dev.service/stateful": "true"})
         + deployment("x", "x") + service("x", "x", {"kardinal.dev.service/stateful": "yes"})
     ))  # fmt: skip
