@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,8 +162,15 @@ def render(options: Options, flow: FlowSpec) -> RenderResult:
     mode = _routing(options, config)
     the_plan = make_plan(model, flow, mode, diags)
     _finish(repo)
-    sources = resolve_sources(model, the_plan, Path(options.repo).resolve(), options.plugin_sources,
-                              config.plugin_sources)  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="devlane-plugins-") as scratch:
+        sources = resolve_sources(model, the_plan, Path(options.repo).resolve(), options.plugin_sources,
+                                  config.plugin_sources, repo.source, Path(scratch))  # fmt: skip
+        return _render_with(repo, options, flow, mode, the_plan, sources)
+
+
+def _render_with(repo: Repo, options: Options, flow: FlowSpec, mode: str, the_plan: Plan,
+                 sources: dict) -> RenderResult:  # fmt: skip
+    model, diags, config = repo.model, repo.diagnostics, repo.config
     dev = make_dev_copies(model, the_plan, flow, config.replicas)
     check_references(model, dev, diags)  # before plugins: what a plugin returns is final
     check_selectors(model, dev, diags)

@@ -245,6 +245,18 @@ class GitRefSource:
     def revision(self) -> str | None:
         return self.commit.hexsha
 
+    def export(self, directory: str, dest: Path) -> bool:
+        """Write the files under `directory` at this ref into `dest`; False if there are none."""
+        prefix = directory.strip("/") + "/"
+        found = False
+        for rel, blob in self._blobs.items():
+            if rel.startswith(prefix):
+                target = dest / rel[len(prefix) :]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(blob.data_stream.read())
+                found = True
+        return found
+
 
 Source = WorktreeSource | GitRefSource
 

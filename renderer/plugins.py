@@ -41,7 +41,6 @@ BUILTIN_PACKAGE = "plugins"
 SEVERITIES = ("error", "warning", "info")
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
-_HINT_SOURCE = "pass --plugin-source NAME=PATH or add plugins.sources.NAME.path to .devlane.yaml"
 _RESULT_SHAPE = '{"pod_specs": [...one per dependent, same order...], "config_map": {...}}'
 
 
@@ -67,7 +66,7 @@ def _builtin_root() -> Path | None:
 
 
 def _source_hint(name: str) -> str:
-    return f"{_HINT_SOURCE} (NAME = {name})"
+    return f"pass --plugin-source {name}=PATH, or add plugins.sources.{name!r}.path to .devlane.yaml"
 
 
 def _explicit_dir(name: str, path: Path, given_by: str) -> Path:

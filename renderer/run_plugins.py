@@ -17,6 +17,7 @@ from typing import Any
 
 from .clone import DevSet, DevWorkload
 from .errors import DevlaneError, Problem, Where, fail
+from .load import GitRefSource, Source
 from .model import Model
 from .plan import Plan
 from .plugins import PluginCall, PluginSource, resolve_plugin_source, run_create_flow
@@ -39,18 +40,39 @@ class PluginStageResult:
     messages: list[Problem] = field(default_factory=list)
 
 
+def _from_ref(name: str, source: GitRefSource, scratch: Path) -> PluginSource | None:
+    """A plugin kept in the repository, read from the rendered git ref rather than the work tree."""
+    rel = name[2:] if name.startswith("./") else name
+    if rel.startswith("/") or ".." in rel.split("/") or not source.exists(f"{rel.rstrip('/')}/main.py"):
+        return None
+    dest = scratch / f"plugin-{len(list(scratch.iterdir()))}"
+    source.export(rel, dest)
+    return PluginSource(name, dest, "repo")
+
+
 def resolve_sources(model: Model, plan: Plan, repo_root: Path, flag_sources: dict[str, str],
-                    config_sources: dict[str, dict]) -> dict[str, PluginSource]:  # fmt: skip
-    """Resolve every plugin the plan uses before running any, so a missing one fails fast."""
+                    config_sources: dict[str, dict], source: Source | None = None,
+                    scratch: Path | None = None) -> dict[str, PluginSource]:  # fmt: skip
+    """Resolve every plugin the plan uses before running any, so a missing one fails fast.
+
+    With `--ref`, plugins that live in the repository come from that ref (exported to `scratch`).
+    """
     out: dict[str, PluginSource] = {}
     for inst in plan.instances:
         pdef = model.plugin_defs[inst.servicename]
-        if pdef.name not in out:
-            try:
-                out[pdef.name] = resolve_plugin_source(pdef.name, repo_root, flag_sources, config_sources)
-            except DevlaneError as exc:  # point at the plugin definition that names the source
-                where = replace(pdef.where, plugin=inst.servicename)
-                raise DevlaneError([replace(p, where=where) for p in exc.problems]) from None
+        if pdef.name in out:
+            continue
+        explicit = pdef.name in flag_sources or pdef.name in config_sources
+        if isinstance(source, GitRefSource) and scratch is not None and not explicit:
+            found = _from_ref(pdef.name, source, scratch)
+            if found is not None:
+                out[pdef.name] = found
+                continue
+        try:
+            out[pdef.name] = resolve_plugin_source(pdef.name, repo_root, flag_sources, config_sources)
+        except DevlaneError as exc:  # point at the plugin definition that names the source
+            where = replace(pdef.where, plugin=inst.servicename)
+            raise DevlaneError([replace(p, where=where) for p in exc.problems]) from None
     return out
 
 

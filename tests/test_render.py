@@ -187,3 +187,19 @@ def test_plan_explains_each_service(example):
 def test_unimplemented_routing_modes_are_refused(example):
     out = run_cli("render", str(example), *FLOW, "--routing", "istio")
     assert out.returncode == 1 and "not implemented" in out.stderr
+
+
+def test_ref_takes_in_repo_plugins_from_that_ref(example):
+    """A plugin kept in the repo is part of the revision: --ref must not run the work tree's copy."""
+    git = ["git", "-C", str(example), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git[:3], "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    plugin = example / "plugins" / "stripe-test-mode" / "main.py"
+    plugin.write_text("def create_flow(service_specs, pod_specs, flow_uuid):\n"
+                      "    raise RuntimeError('work tree copy')\n")  # fmt: skip
+    at_ref = run_cli("render", str(example), *FLOW, "--ref", "main", "--stdout")
+    assert at_ref.returncode == 0, at_ref.stderr
+    assert "name: stripe-test" in at_ref.stdout
+    worktree = run_cli("render", str(example), *FLOW, "--stdout")
+    assert worktree.returncode == 1 and "work tree copy" in worktree.stderr and "stripe-test-mode" in worktree.stderr
