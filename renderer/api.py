@@ -181,7 +181,6 @@ def _render_with(repo: Repo, options: Options, flow: FlowSpec, mode: str, the_pl
     entries, entry_summary = route_entries(model, dev, flow.id, config.domain, diags)
     groups = collect_objects(the_plan, dev, stage, entries, model.default_namespace)
     check_names(model, [o for objs in groups.values() for o in objs], diags)
-    check_selectors(model, dev, diags)
     _finish(repo)
     digests = {name: plugin_digest(src.path) for name, src in sorted(sources.items())}
     context = {

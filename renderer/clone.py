@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .flow import FlowSpec
 from .load import Document
-from .model import Model, ServiceNode, Workload
+from .model import LabelIndex, Model, ServiceNode, Workload
 from .names import FLOW_LABEL, MANAGED_BY, MANAGED_BY_VALUE, dev_label_value, dev_name
 from .plan import SHARED, Plan
 from .references import Target, rewrite
@@ -169,19 +169,19 @@ def _copy_workload(
 
 def _copy_services(model: Model, dev: DevSet, versions: dict[str, str]) -> None:
     """A dev Service for every Service (node or legacy entry) that selects a dev workload."""
-    by_workload = {id(dw.baseline): dw for dw in dev.workloads.values()}
+    index = LabelIndex()
+    for dw in dev.unique_workloads():
+        index.add(dw.baseline.namespace or model.default_namespace, Workload(dw.baseline).pod_labels, dw)
     for doc in model.documents:
         if doc.kind != "Service" or "kardinal.dev.service/plugin-definition" in doc.annotations:
             continue
-        spec = doc.obj.get("spec") or {}
-        selector = spec.get("selector")
+        selector = (doc.obj.get("spec") or {}).get("selector")
         if not isinstance(selector, dict) or not selector:
             continue
         ns = doc.namespace or model.default_namespace
-        for dw in by_workload.values():
-            wl_ns = dw.baseline.namespace or model.default_namespace
+        for dw in index.candidates(ns, selector):
             labels = Workload(dw.baseline).pod_labels
-            if wl_ns == ns and all(labels.get(k) == v for k, v in selector.items()):
+            if all(labels.get(k) == v for k, v in selector.items()):
                 obj = _dev_service(doc, dw, dev, ns)
                 dev.services.append((doc, obj, dw.version))
                 dev.dev_names.setdefault(doc.name, obj["metadata"]["name"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .clone import DevSet, all_containers, reference_targets
 from .errors import Diagnostics, Where
-from .model import Model
+from .model import LabelIndex, Model
 from .references import find_references
 
 CLUSTER_SCOPED = {
@@ -40,23 +40,23 @@ def _selector_matches(sel: dict, labels: dict) -> bool:
 
 
 def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
-    pods = [
-        (meta["name"], meta.get("namespace"), dw.obj["spec"]["template"]["metadata"]["labels"])
-        for dw in dev.unique_workloads()
-        for meta in [dw.obj["metadata"]]
-    ]
+    pods = LabelIndex()
+    for dw in dev.unique_workloads():
+        meta = dw.obj["metadata"]
+        pods.add(meta.get("namespace"), dw.obj["spec"]["template"]["metadata"]["labels"], dw)
     for doc in model.documents:
         spec = doc.obj.get("spec") if isinstance(doc.obj.get("spec"), dict) else {}
         sel = spec.get("selector")
-        if not isinstance(sel, dict) or (doc.kind == "Service" and "matchLabels" in sel):
+        if not isinstance(sel, dict) or not sel:
             continue
         if doc.kind != "Service" and "matchLabels" not in sel and "matchExpressions" not in sel:
             continue
-        ns = doc.namespace or model.default_namespace
-        for name, pod_ns, labels in pods:
-            if pod_ns == ns and _selector_matches(sel, labels):
+        required = sel.get("matchLabels") or {} if doc.kind != "Service" else sel
+        for dw in pods.candidates(doc.namespace or model.default_namespace, required):
+            if _selector_matches(sel, dw.obj["spec"]["template"]["metadata"]["labels"]):
                 diags.error(
-                    f"isolation violated: the selector of baseline {doc.ref} matches the pods of dev workload {name}",
+                    f"isolation violated: the selector of baseline {doc.ref} matches the pods of dev workload "
+                    f"{dw.obj['metadata']['name']}",
                     doc.where(),
                     hint="report this as a devlane bug; meanwhile add a distinguishing label to the selector",
                     code="isolation",

@@ -92,6 +92,25 @@ class Entry:
         return self.doc.kind
 
 
+class LabelIndex:
+    """Items (workloads, pods) by (namespace, label, value), so matching a selector is not a scan."""
+
+    def __init__(self) -> None:
+        self._by_pair: dict[tuple, list] = defaultdict(list)
+        self._by_ns: dict[str | None, list] = defaultdict(list)
+
+    def add(self, namespace: str | None, labels: dict, item: object) -> None:
+        for k, v in labels.items():
+            self._by_pair[(namespace, k, v)].append(item)
+        self._by_ns[namespace].append(item)
+
+    def candidates(self, namespace: str | None, required: dict) -> list:
+        """Items that may match: those with the first required pair (all in the namespace if none)."""
+        if not required:
+            return self._by_ns.get(namespace, [])
+        return self._by_pair.get((namespace, *next(iter(required.items()))), [])
+
+
 @dataclass
 class Model:
     documents: list[Document]
@@ -111,9 +130,6 @@ class Model:
         out = [dep for dep, _ in node.dependencies]
         out += [p for p in node.plugins if p in self.plugin_defs and self.plugin_defs[p].type == "external"]
         return out
-
-    def parents(self, name: str) -> list[str]:
-        return sorted(s for s in self.services if name in self.edges(s))
 
 
 def _bool(value: object, key: str, where: Where, diags: Diagnostics) -> bool | None:
@@ -139,10 +155,9 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
 
     _check_annotation_keys(documents, diags)
     workloads = [Workload(d) for d in documents if d.kind in WORKLOAD_KINDS and d.api_version == "apps/v1"]
-    index: dict[tuple, list[Workload]] = defaultdict(list)
+    index = LabelIndex()
     for w in workloads:
-        for k, v in w.pod_labels.items():
-            index[(ns(w.doc), k, v)].append(w)
+        index.add(ns(w.doc), w.pod_labels, w)
 
     plugin_defs: dict[str, PluginDef] = {}
     services: dict[str, ServiceNode] = {}
@@ -239,7 +254,7 @@ def _check_annotation_keys(documents: list[Document], diags: Diagnostics) -> Non
 
 
 def _service_node(
-    doc: Document, namespace: str | None, index: dict, diags: Diagnostics, plugin_defs: dict[str, PluginDef]
+    doc: Document, namespace: str | None, index: LabelIndex, diags: Diagnostics, plugin_defs: dict[str, PluginDef]
 ) -> ServiceNode:
     ann, spec, where = doc.annotations, doc.obj.get("spec") or {}, doc.where()
     node = ServiceNode(doc.name, namespace, doc)
@@ -247,8 +262,7 @@ def _service_node(
     node.http = bool(ports) and str(ports[0].get("appProtocol", "")).upper() == "HTTP"
     selector = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
     if selector:
-        first = next(iter(selector.items()))
-        found = [w for w in index.get((namespace, *first), []) if _selector_matches(selector, w.pod_labels)]
+        found = [w for w in index.candidates(namespace, selector) if _selector_matches(selector, w.pod_labels)]
         wanted = ann.get(D + "workload")
         if wanted:
             found = [w for w in found if w.doc.name == wanted]

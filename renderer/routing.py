@@ -30,15 +30,19 @@ def check_mode(mode: str) -> None:
 
 
 def flow_host(host: str | None, flow_id: str, domain: str | None) -> str | None:
-    """`<flowId>.<domain>`: the domain from config, else the entry host minus its first label."""
+    """`<flowId>.<domain>`: the domain from config, else derived from the entry host as Kardinal does.
+
+    `*.app.example.com` and `app.localhost` keep their domain (`<flowId>.app.localhost`); with three
+    or more labels the first one is replaced (`baseline.app.localhost` -> `<flowId>.app.localhost`).
+    """
     if domain:
         return f"{flow_id}.{domain.strip('.')}"
     if not host:
         return None
-    labels = host.lstrip("*.").split(".") if host.startswith("*.") else host.split(".")
-    if host.startswith("*.") or len(labels) < 3:
-        return f"{flow_id}.{'.'.join(labels)}"
-    return f"{flow_id}.{'.'.join(labels[1:])}"
+    if host.startswith("*."):
+        return f"{flow_id}.{host[2:]}"
+    labels = host.split(".")
+    return f"{flow_id}.{'.'.join(labels[1:] if len(labels) >= 3 else labels)}"
 
 
 class HostMap:

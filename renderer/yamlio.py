@@ -44,7 +44,7 @@ def parse_documents(data: bytes, file: str) -> list[Any]:
         raise fail(f"invalid YAML: {exc}", Where(file=file), code="yaml") from None
     except RecursionError:
         raise fail("YAML nesting is too deep", Where(file=file), code="yaml") from None
-    if _ANCHOR.search(data):
+    if b"&" in data and _ANCHOR.search(data):
         for index, doc in enumerate(docs):
             check_expansion(doc, Where(file=file, document=index))
     return docs

@@ -200,3 +200,15 @@ def test_plan_follows_kardinal_rules_and_is_deterministic(topo, rnd: random.Rand
     assert again.as_dict() == plan.as_dict()  # document order never changes the plan
     routed = make_plan(build_model(docs), flow, "none", Diagnostics())
     assert dev <= {int(s[1:]) for s in routed.dev_services()}
+
+
+@given(flow_id, st.lists(label, min_size=1, max_size=5))
+def test_flow_hosts_follow_kardinal(flow, labels):
+    from renderer.routing import flow_host
+
+    host = ".".join(labels)
+    got = flow_host(host, flow, None)
+    expected_domain = ".".join(labels[1:]) if len(labels) >= 3 else host
+    assert got == f"{flow}.{expected_domain}"
+    assert flow_host(f"*.{host}", flow, None) == f"{flow}.{host}"
+    assert flow_host(host, flow, "preview.example.com") == f"{flow}.preview.example.com"
