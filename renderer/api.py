@@ -112,26 +112,39 @@ def resolve_flow(request: FlowRequest) -> FlowSpec:
     return flow
 
 
-def open_repo(options: Options, flow: FlowSpec | None = None) -> Repo:
-    """Load config and manifests, apply the flow's template, and build the model."""
+def open_repo(options: Options, flow: FlowSpec | None = None, collect: bool = False) -> Repo:
+    """Load config and manifests, apply the flow's template, and build the model.
+
+    Broken config or YAML stops a render at once; with `collect` (lint) they are recorded and the
+    rest of the repository is still checked, with default config where the config is broken.
+    """
     root = Path(options.repo)
     source = open_source(root, options.ref)
     config_bytes = source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None
-    config = parse_config(config_bytes)
+    early = Diagnostics()
+    try:
+        config = parse_config(config_bytes)
+    except DevlaneError as exc:
+        if not collect:
+            raise
+        early.problems += exc.problems
+        config = RepoConfig()
     excludes = [*config.exclude, f"{config.output.strip('/')}/**"]
     loaded = load_documents(source, config.manifests, excludes)
+    if not collect:
+        loaded.diagnostics.raise_if_errors()
     documents = loaded.documents
     if flow is not None and flow.template_file:
         documents = apply_template(documents, Path(flow.template_file), flow.template_args)
     model = build_model(documents, config.namespace)
     diags = Diagnostics()
-    diags.problems += loaded.diagnostics.problems + model.diagnostics.problems
+    diags.problems += early.problems + loaded.diagnostics.problems + model.diagnostics.problems
     return Repo(options, source, config, config_bytes, loaded, model, diags)
 
 
 def lint(options: Options) -> list[Problem]:
     """Every problem in the repository at once (errors and warnings)."""
-    repo = open_repo(options)
+    repo = open_repo(options, collect=True)
     return repo.diagnostics.problems
 
 

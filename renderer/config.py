@@ -60,7 +60,7 @@ def schema_problems(instance: Any, schema_name: str, file: str) -> list[Problem]
 
 def _short(err: Any) -> str:
     if err.validator == "additionalProperties":
-        return f"unknown key(s): {err.message.split('(')[-1].rstrip(')')}"
+        return f"unknown key(s): {err.message.split('(')[-1].rstrip(')').replace(' was unexpected', '')}"
     if err.validator in ("oneOf", "anyOf") and err.context:
         best = min(err.context, key=lambda e: len(list(e.absolute_path)) * -1)
         return best.message

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .errors import Diagnostics, Where, fail
+from .errors import DevlaneError, Diagnostics, Where, fail
 from .yamlio import parse_documents
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -281,9 +281,14 @@ def load_documents(source: Source, includes: list[str], excludes: list[str]) -> 
     documents: list[Document] = []
     files: dict[str, str] = {}
     for path in source.list_files(includes, list(ALWAYS_EXCLUDED) + excludes):
-        data = source.read(path)
-        files[path] = hashlib.sha256(data).hexdigest()
-        for index, doc in enumerate(parse_documents(data, path)):
+        try:
+            data = source.read(path)
+            files[path] = hashlib.sha256(data).hexdigest()
+            parsed = parse_documents(data, path)
+        except DevlaneError as exc:  # keep going: lint reports every broken file at once
+            diags.problems += exc.problems
+            continue
+        for index, doc in enumerate(parsed):
             if doc is None:
                 continue
             if not is_kubernetes_object(doc):

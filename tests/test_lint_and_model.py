@@ -236,3 +236,18 @@ def test_unknown_devlane_annotation_and_wrong_kind_are_reported():
     model = build_model(docs(text + service("a", "a", {"devlane.dev/contianer": "x"})))
     assert [p.code for p in model.diagnostics.errors] == ["unknown-key"]
     assert "only read on Services" in model.diagnostics.warnings[0].message
+
+
+def test_lint_reports_broken_config_and_every_broken_file(tmp_path):
+    (tmp_path / ".devlane.yaml").write_text("routing: mesh\ndomian: x.example.com\n")
+    (tmp_path / "a.yaml").write_text("kind: [\n")
+    (tmp_path / "b.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: b\n")
+    broken_annotation = service("c", "c", {"kardinal.dev.service/x": "1"})
+    (tmp_path / "c.yaml").write_text(textwrap.dedent(deployment("c", "c") + broken_annotation))
+    out = run_cli("lint", str(tmp_path), "-o", "json")
+    assert out.returncode == 1
+    found = sorted((p["where"].get("file"), p["code"]) for p in json.loads(out.stdout))
+    assert found == [(".devlane.yaml", "schema"), (".devlane.yaml", "schema"), ("a.yaml", "yaml"),
+                     ("b.yaml", "yaml"), ("c.yaml", "unknown-key")]  # fmt: skip
+    render = run_cli("render", str(tmp_path), "--flow", "pr-1", "--service", "c=x:1")
+    assert render.returncode == 1 and render.stderr.count("devlane: error:") == 2  # config first, then stop
