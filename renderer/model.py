@@ -486,6 +486,16 @@ def _resolve_references(
                     hint=f"port names of {dep}: {', '.join(str(p) for p in ports if p) or '(none)'}",
                     code="bad-dependency",
                 )
+        for dep, port in node.dependencies:
+            target = services.get(dep)
+            if target is not None and target.external and dep not in node.plugins:
+                diags.error(
+                    f"{dep} is external, but this Service does not list a plugin for it",
+                    where,
+                    hint=f"add {dep} to kardinal.dev.service/plugins and define a plugin with servicename {dep} "
+                    "(an external plugin makes the dev copy safe to call it)",
+                    code="external-without-plugin",
+                )
         for p in node.plugins:
             if p not in plugin_defs:
                 diags.error(

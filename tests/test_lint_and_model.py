@@ -251,3 +251,23 @@ def test_lint_reports_broken_config_and_every_broken_file(tmp_path):
                      ("b.yaml", "yaml"), ("c.yaml", "unknown-key")]  # fmt: skip
     render = run_cli("render", str(tmp_path), "--flow", "pr-1", "--service", "c=x:1")
     assert render.returncode == 1 and render.stderr.count("devlane: error:") == 2  # config first, then stop
+
+
+def test_dependency_on_an_external_service_needs_its_plugin():
+    ext = service("stripe", None, {"kardinal.dev.service/external": "true"})
+    caller = service("pay", "pay", {"kardinal.dev.service/dependencies": "stripe:http"})
+    model = build_model(docs(deployment("pay", "pay") + caller + ext))
+    assert [p.code for p in model.diagnostics.errors] == ["external-without-plugin"]
+    defined = """
+    apiVersion: v1
+    kind: Service
+    metadata:
+      name: stripe-def
+      annotations:
+        kardinal.dev.service/plugin-definition: "[{name: dummy, type: external, servicename: stripe}]"
+    ---"""
+    caller = service("pay", "pay", {"kardinal.dev.service/dependencies": "stripe:http",
+                                    "kardinal.dev.service/plugins": "stripe"})  # fmt: skip
+    model = build_model(docs(deployment("pay", "pay") + caller + ext + defined))
+    assert not model.diagnostics.errors
+    assert model.externals["stripe"] == ["pay"]
