@@ -486,7 +486,7 @@ def _resolve_references(
                     hint=f"port names of {dep}: {', '.join(str(p) for p in ports if p) or '(none)'}",
                     code="bad-dependency",
                 )
-        for dep, port in node.dependencies:
+        for dep, _port in node.dependencies:
             target = services.get(dep)
             if target is not None and target.external and dep not in node.plugins:
                 diags.error(
