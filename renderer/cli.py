@@ -125,10 +125,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"flow {the_plan.flow_id} (routing {the_plan.routing})")
     rows = [the_plan.decisions[n] for n in sorted(the_plan.decisions)]
     width = max([len(d.name) for d in rows] + [7])
-    print(f"  {'SERVICE':<{width}}  {'VERSION':<8}  WHY")
+    print(f"  {'SERVICE':<{width}}  {'VERSION':<9}  WHY")
     for d in rows:
         label = d.version + (" (ext)" if d.kind == "external" else "")
-        print(f"  {d.name:<{width}}  {label:<8}  {'; '.join(d.reasons)}")
+        print(f"  {d.name:<{width}}  {label:<9}  {'; '.join(d.reasons)}")
     if the_plan.instances:
         print("plugins, in run order:")
         for i, inst in enumerate(the_plan.instances, 1):
