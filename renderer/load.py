@@ -7,6 +7,7 @@ remembers its file and index, so later errors can point at it.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import re
@@ -276,7 +277,21 @@ def is_kubernetes_object(doc: Any) -> bool:
 
 
 def load_documents(source: Source, includes: list[str], excludes: list[str]) -> LoadResult:
-    """Read and parse every manifest file; skip (with a warning) documents that are not objects."""
+    """Read and parse every manifest file; skip (with a warning) documents that are not objects.
+
+    The cyclic garbage collector is paused meanwhile: parsing allocates about a million objects
+    at 5,000 services, none of them cyclic, and each full collection would walk all of them.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_documents(source, includes, excludes)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load_documents(source: Source, includes: list[str], excludes: list[str]) -> LoadResult:
     diags = Diagnostics()
     documents: list[Document] = []
     files: dict[str, str] = {}
