@@ -16,7 +16,7 @@ from .clone import make_dev_copies
 from .config import CONFIG_FILE, RepoConfig, parse_config
 from .emit import RenderedFlow, build_metadata, build_readme, collect_objects, render_files
 from .errors import DevlaneError, Diagnostics, Problem
-from .flow import FlowSpec, apply_template, build_flow, load_flow_file, load_template_args
+from .flow import FlowSpec, apply_template, build_flow, load_flow_file, load_template_args, validate_flow_id
 from .invariants import check_names, check_references, check_selectors
 from .load import LoadResult, Source, load_documents, open_source
 from .model import Model, build_model
@@ -84,17 +84,18 @@ def resolve_flow(request: FlowRequest) -> FlowSpec:
     """Validate the flow first: a bad flow id is refused before anything else is read."""
     if request.flow_file is not None:
         if request.flow_id is not None:
-            from .flow import validate_flow_id
-
             validate_flow_id(request.flow_id)
         flow = load_flow_file(request.flow_file)
         if request.flow_id and request.flow_id != flow.id:
             raise DevlaneError(f"--flow {request.flow_id} differs from the flow file's id {flow.id}")
-        if request.images or request.env:
-            extra = build_flow(flow.id, request.images, request.env)
-            names = {s.name for s in extra.services}
-            flow.services = sorted([s for s in flow.services if s.name not in names] + extra.services,
-                                   key=lambda s: s.name)  # fmt: skip
+        # flags add to the file: a new image or env entry for a service overrides the file's
+        services = {s.name: s for s in flow.services}
+        for extra in build_flow(flow.id, request.images, request.env).services:
+            mine = services.setdefault(extra.name, extra)
+            if mine is not extra:
+                mine.image = extra.image or mine.image
+                mine.env.update(extra.env)
+        flow.services = [services[n] for n in sorted(services)]
     else:
         flow = build_flow(request.flow_id or "", request.images, request.env)
         if not flow.services:

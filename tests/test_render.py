@@ -203,3 +203,16 @@ def test_ref_takes_in_repo_plugins_from_that_ref(example):
     assert "name: stripe-test" in at_ref.stdout
     worktree = run_cli("render", str(example), *FLOW, "--stdout")
     assert worktree.returncode == 1 and "work tree copy" in worktree.stderr and "stripe-test-mode" in worktree.stderr
+
+
+def test_flags_add_to_a_flow_file(example):
+    flow_file = str(example / "flows" / "pr-7.yaml")
+    out = run_cli("render", str(example), "--flow-file", flow_file, "--env", "orders:EXTRA=1", "--stdout")
+    assert out.returncode == 0, out.stderr
+    orders = next(d for d in yaml.safe_load_all(out.stdout) if d and d["metadata"]["name"] == "orders-pr-7")
+    app = next(c for c in orders["spec"]["template"]["spec"]["containers"] if c["name"] == "app")
+    env = {e["name"]: e.get("value") for e in app["env"]}
+    assert app["image"] == "ghcr.io/acme/bookshop-orders:pr-7"  # from the file
+    assert (env["LOG_LEVEL"], env["EXTRA"]) == ("debug", "1")  # file env kept, flag env added
+    clash = run_cli("render", str(example), "--flow-file", flow_file, "--flow", "pr-8", "--stdout")
+    assert clash.returncode == 1 and "differs from the flow file's id pr-7" in clash.stderr
