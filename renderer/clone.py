@@ -67,6 +67,15 @@ class DevSet:
     dev_names: dict[str, str] = field(default_factory=dict)  # service -> dev Service name
     selector_keys: dict[str | None, set[str]] = field(default_factory=dict)
 
+    versions: dict[str, str] = field(default_factory=dict)  # dev service -> flow id or "shared"
+
+    def rewrite_targets(self, version: str) -> list[str]:
+        """Services whose dev copies a workload of `version` may point at.
+
+        A shared copy serves every flow, so it may only point at other shared copies.
+        """
+        return sorted(n for n, v in self.versions.items() if version != SHARED or v == SHARED)
+
     def unique_workloads(self) -> list[DevWorkload]:
         """Each dev workload once, even when several services select it."""
         return list({id(w): w for w in self.workloads.values()}.values())
@@ -118,6 +127,7 @@ def isolate_labels(labels: dict, keys: set[str], version: str) -> dict:
 def make_dev_copies(model: Model, plan: Plan, flow: FlowSpec, replicas: int | str) -> DevSet:
     dev = DevSet(selector_keys=selector_keys(model))
     versions = {n: (SHARED if plan.version_of(n) == SHARED else flow.id) for n in plan.dev_services()}
+    dev.versions = versions
     for name in versions:
         dev.dev_names[name] = dev_name(name, versions[name])
     # workloads first: a workload selected by two dev services is copied once
@@ -132,11 +142,11 @@ def make_dev_copies(model: Model, plan: Plan, flow: FlowSpec, replicas: int | st
         dev.workloads[name] = copied[key]
     overrides = {s.name: s for s in flow.services}
     for dw in dev.unique_workloads():
-        _rewrite_references(dw, model, dev, versions)
+        _rewrite_references(dw, model, dev)
     for name, dw in dev.workloads.items():
         if name in overrides:
             _apply_override(dw, overrides[name])
-    _copy_services(model, dev, versions)
+    _copy_services(model, dev)
     return dev
 
 
@@ -167,7 +177,7 @@ def _copy_workload(
     return DevWorkload(node.name, version, wl.doc, obj, node.container)
 
 
-def _copy_services(model: Model, dev: DevSet, versions: dict[str, str]) -> None:
+def _copy_services(model: Model, dev: DevSet) -> None:
     """A dev Service for every Service (node or legacy entry) that selects a dev workload."""
     index = LabelIndex()
     for dw in dev.unique_workloads():
@@ -235,8 +245,8 @@ def reference_targets(model: Model, names: list[str]) -> dict[str, Target]:
     return out
 
 
-def _rewrite_references(dw: DevWorkload, model: Model, dev: DevSet, versions: dict[str, str]) -> None:
-    names = [n for n in versions if n in model.services]
+def _rewrite_references(dw: DevWorkload, model: Model, dev: DevSet) -> None:
+    names = [n for n in dev.rewrite_targets(dw.version) if n in model.services]
     if not names:
         return
     targets = reference_targets(model, names)

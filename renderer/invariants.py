@@ -65,9 +65,8 @@ def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
 
 def check_references(model: Model, dev: DevSet, diags: Diagnostics) -> None:
     """Run after rewriting and before plugins: inherited references must point at dev Services."""
-    moved = [n for n in dev.dev_names if n in model.services and dev.dev_names[n] != n]
-    targets = reference_targets(model, moved)
     for dw in dev.unique_workloads():
+        targets = reference_targets(model, [n for n in dev.rewrite_targets(dw.version) if n in model.services])
         skip = model.services[dw.service].no_rewrite
         for c in all_containers(dw.pod_spec):
             for env in c.get("env") or []:

@@ -271,3 +271,26 @@ def test_dependency_on_an_external_service_needs_its_plugin():
     model = build_model(docs(deployment("pay", "pay") + caller + ext + defined))
     assert not model.diagnostics.errors
     assert model.externals["stripe"] == ["pay"]
+
+
+def test_shared_copies_never_point_at_one_flows_dev_services(tmp_path):
+    def with_env(name: str, env: str) -> str:
+        return deployment(name, name).replace("image: x}", f"image: x, env: [{env}]}}")
+
+    text = (
+        with_env("api", "{name: DB_HOST, value: db}")
+        + service("api", "api", {"kardinal.dev.service/dependencies": "db:tcp"})
+        + with_env("db", "{name: CALLBACK_URL, value: 'http://api:80/hook'}")
+        + service("db", "db", {"kardinal.dev.service/stateful": "true", "kardinal.dev.service/shared": "true"},
+                  port="tcp", http=False)
+    )  # fmt: skip
+    (tmp_path / "app.yaml").write_text(textwrap.dedent(text))
+    result = api.render(api.Options(repo=tmp_path), build_flow("pr-1", {"api": "api:2"}, []))
+    deployments = {o["metadata"]["name"]: o for f in result.flows for o in f.objects if o["kind"] == "Deployment"}
+
+    def env(name: str) -> str:
+        return deployments[name]["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"]
+
+    assert [f.flow_id for f in result.flows] == ["pr-1", "shared"]
+    assert env("api-pr-1") == "db-shared"
+    assert env("db-shared") == "http://api:80/hook"  # the same for every flow
