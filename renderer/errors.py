@@ -7,7 +7,6 @@ prints them without a traceback and exits 1.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 
 
@@ -103,8 +102,3 @@ class Diagnostics:
     def raise_if_errors(self) -> None:
         if self.errors:
             raise DevlaneError(self.errors)
-
-    def emit_warnings(self, stream=None) -> None:
-        stream = stream or sys.stderr
-        for p in self.warnings:
-            print(f"devlane: warning: {p.format()}", file=stream)

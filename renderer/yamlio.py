@@ -140,8 +140,3 @@ def dump(obj: Any) -> str:
         width=1_000_000,
         indent=2,
     )
-
-
-def dump_stream(objs: list[dict]) -> str:
-    """Dump several objects as one multi-document stream."""
-    return "".join(f"---\n{dump(o)}" for o in objs)
