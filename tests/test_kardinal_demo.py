@@ -208,5 +208,8 @@ def test_templates_make_postgres_shared_and_substitute_args(template, args, demo
     frontend = yaml.safe_load((flow / "deployment-frontend-v1-pr-6.yaml").read_text())
     assert env_of(frontend)["CARTSERVICEHOST"] == "cartservice-shared"
     assert "deprecated" in out.stderr or "template" in template
-    kubectl_kustomize(flow)
-    kubectl_kustomize(shared)
+    for directory in (flow, shared):
+        for f in directory.glob("*.yaml"):
+            if f.name != "kustomization.yaml":
+                validate_strict(yaml.safe_load(f.read_text()))
+        kubectl_kustomize(directory)
