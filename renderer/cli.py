@@ -12,7 +12,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import __version__, api
+from . import __version__, api, cli_plugins
 from .errors import DevlaneError, Problem
 from .flow import parse_env_args, parse_service_args, parse_template_args, validate_flow_id
 
@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     lint = sub.add_parser("lint", help="report every problem in the repository at once")
     _common(lint, flow=False)
     lint.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    plugins = sub.add_parser("plugins", help="lock, fetch, prepare, inspect, scaffold and test plugins")
+    plugins_sub = plugins.add_subparsers(dest="plugins_command", required=True, metavar="SUBCOMMAND")
+    cli_plugins.add_parsers(plugins_sub, _common)
     return parser
 
 
@@ -151,12 +154,18 @@ def cmd_lint(args: argparse.Namespace) -> int:
 COMMANDS = {"render": cmd_render, "plan": cmd_plan, "lint": cmd_lint}
 
 
+def _dispatch(args: argparse.Namespace) -> int:
+    """Subcommand groups register their handler as `args.handler`; top-level commands use COMMANDS."""
+    handler = getattr(args, "handler", None)
+    return handler(args) if handler is not None else COMMANDS[args.command](args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
-        return COMMANDS[args.command](args)
+        return _dispatch(args)
     except DevlaneError as exc:
         if debug:
             traceback.print_exc()

@@ -20,7 +20,8 @@ from .errors import DevlaneError, Problem, Where, fail
 from .load import GitRefSource, Source
 from .model import Model
 from .plan import Plan
-from .plugins import PluginCall, PluginSource, resolve_plugin_source, run_create_flow
+from .plugins import PluginCall, run_create_flow
+from .sources import PluginSource, resolve_plugin_source
 
 
 @dataclass

@@ -13,15 +13,10 @@ from pathlib import Path
 import pytest
 
 import plugins as builtin_plugins_package
-from renderer import plugins
+from renderer import plugins, sources
 from renderer.errors import DevlaneError
-from renderer.plugins import (
-    PluginCall,
-    PluginSource,
-    resolve_plugin_source,
-    run_create_flow,
-    run_delete_flow,
-)
+from renderer.plugins import PluginCall, run_create_flow, run_delete_flow
+from renderer.sources import PluginSource, resolve_plugin_source
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "plugins"
@@ -464,7 +459,7 @@ def layout(tmp_path, monkeypatch):
     _plugin_dir(builtins / "dummy")
     _plugin_dir(builtins / "redis-sidecar")
     _plugin_dir(tmp_path / "outside")
-    monkeypatch.setattr(plugins, "_builtin_root", lambda: builtins)
+    monkeypatch.setattr(sources, "_builtin_root", lambda: builtins)
     return {"tmp": tmp_path, "repo": repo, "flag": flag, "builtins": builtins}
 
 
@@ -544,7 +539,7 @@ def test_explicit_sources_must_hold_main_py(layout):
     empty.mkdir()
     with pytest.raises(DevlaneError) as info:
         resolve_plugin_source("x", layout["repo"], {"x": str(empty)}, {})
-    assert "--plugin-source x=" in str(info.value) and "has no main.py" in str(info.value)
+    assert "--plugin-source x=" in str(info.value) and "has neither main.py nor plugin.yaml" in str(info.value)
     with pytest.raises(DevlaneError) as info:
         resolve_plugin_source("x", layout["repo"], {}, {"x": {"path": "nope"}})
     assert "plugins.sources.x.path" in str(info.value) and "not a directory" in str(info.value)
@@ -554,7 +549,7 @@ def test_explicit_sources_must_hold_main_py(layout):
 
 
 def test_builtin_root_is_the_top_level_plugins_package():
-    assert plugins._builtin_root() == Path(builtin_plugins_package.__file__).resolve().parent
+    assert sources._builtin_root() == Path(builtin_plugins_package.__file__).resolve().parent
 
 
 # --------------------------------------------------------------------------------------------------
