@@ -22,10 +22,9 @@ from .load import LoadResult, Source, load_documents, open_source
 from .model import Model, build_model
 from .plan import Plan, make_plan
 from .routing import check_mode, route_entries
-from .run_plugins import plugin_digest, resolve_sources, run_plugins
+from .run_plugins import Budget, PluginStageResult, Resolver, Settings, choose_all, plugin_digest, run_plugins
+from .state import write_records
 from .write import write_flows
-
-DEFAULT_PLUGIN_TIMEOUT = 60.0
 
 
 @dataclass
@@ -37,6 +36,8 @@ class Options:
     routing: str | None = None
     plugin_sources: dict[str, str] = field(default_factory=dict)
     plugin_timeout: float | None = None
+    timeout: float | None = None  # whole-render budget (--timeout)
+    jobs: int | None = None
     debug: bool = False
 
 
@@ -71,6 +72,7 @@ class RenderResult:
     flows: list[RenderedFlow]
     plan: Plan
     warnings: list[Problem]
+    stage: PluginStageResult | None = None
 
     @property
     def main(self) -> RenderedFlow:
@@ -177,26 +179,37 @@ def render(options: Options, flow: FlowSpec) -> RenderResult:
     the_plan = make_plan(model, flow, mode, diags)
     _finish(repo)
     with tempfile.TemporaryDirectory(prefix="devlane-plugins-") as scratch:
-        sources = resolve_sources(model, the_plan, Path(options.repo).resolve(), options.plugin_sources,
-                                  config.plugin_sources, repo.source, Path(scratch))  # fmt: skip
-        return _render_with(repo, options, flow, mode, the_plan, sources)
+        return _render_with(repo, options, flow, mode, the_plan, _resolver(repo, Path(scratch)), "render")
 
 
-def _render_with(repo: Repo, options: Options, flow: FlowSpec, mode: str, the_plan: Plan,
-                 sources: dict) -> RenderResult:  # fmt: skip
+def _resolver(repo: Repo, scratch: Path) -> Resolver:
+    return Resolver(Path(repo.options.repo).resolve(), repo.options.plugin_sources, repo.config.plugin_sources,
+                    repo.source, scratch)  # fmt: skip
+
+
+def _settings(options: Options, config: RepoConfig, mode: str) -> Settings:
+    budget = Budget(flag=options.plugin_timeout, config=config.plugin_timeout, total=options.timeout)
+    settings = Settings(budget=budget, mode=mode, debug=options.debug)
+    if options.jobs:
+        settings.jobs = options.jobs
+    return settings
+
+
+def _render_with(repo: Repo, options: Options, flow: FlowSpec, mode: str, the_plan: Plan, resolver: Resolver,
+                 run_mode: str) -> RenderResult:  # fmt: skip
     model, diags, config = repo.model, repo.diagnostics, repo.config
+    choices = choose_all(model, the_plan, resolver, run_mode, repo.source)
     dev = make_dev_copies(model, the_plan, flow, config.replicas)
     check_references(model, dev, diags)  # before plugins: what a plugin returns is final
     check_selectors(model, dev, diags)
     diags.raise_if_errors()
-    timeout = options.plugin_timeout or config.plugin_timeout or DEFAULT_PLUGIN_TIMEOUT
-    stage = run_plugins(model, the_plan, dev, sources, float(timeout), debug=options.debug)
+    stage = run_plugins(model, the_plan, dev, choices, _settings(options, config, run_mode))
     diags.problems += stage.messages
     entries, entry_summary = route_entries(model, dev, flow.id, config.domain, diags)
     groups = collect_objects(the_plan, dev, stage, entries, model.default_namespace)
     check_names(model, [o for objs in groups.values() for o in objs], diags)
     _finish(repo)
-    digests = {name: plugin_digest(src.path) for name, src in sorted(sources.items())}
+    digests = {c.name: plugin_digest(c.source.path) for c in sorted(choices.values(), key=lambda c: c.name)}
     context = {
         "source": {"revision": repo.loaded.revision, "ref": options.ref},
         "input_hash": _input_hash(repo, flow, mode, digests),
@@ -207,13 +220,15 @@ def _render_with(repo: Repo, options: Options, flow: FlowSpec, mode: str, the_pl
         "plugin_digests": digests,
         "entries": entry_summary,
         "rewrites": [r.as_dict() for r in dev.rewrites],
+        "choices": {name: c.as_dict() for name, c in sorted(choices.items())},
+        "bypassed": stage.bypassed,
     }
     flows = []
     for group in sorted(groups, key=lambda g: (g != flow.id, g)):
         files = render_files(groups[group])
         meta = build_metadata(flow.id, the_plan, context, stage, files, group)
         flows.append(RenderedFlow(group, files, meta, build_readme(meta), groups[group]))
-    return RenderResult(flows, the_plan, diags.warnings)
+    return RenderResult(flows, the_plan, diags.warnings, stage)
 
 
 def _input_hash(repo: Repo, flow: FlowSpec, mode: str, digests: dict[str, str]) -> str:
@@ -243,3 +258,21 @@ def output_dir(options: Options, out: Path | None) -> Path:
 
 def write(result: RenderResult, out_dir: Path) -> list[Path]:
     return write_flows(result.flows, out_dir)
+
+
+def provision(options: Options, flow: FlowSpec) -> tuple[RenderResult, list[Path]]:
+    """Run External plugins for real (CI on PR open) and record their results under `.devlane/state/`.
+
+    The whole flow is rendered in memory, so every External plugin sees exactly the inputs a later
+    `render` will give it; only the records are written.
+    """
+    if options.ref is not None:
+        raise DevlaneError("provision records state in the work tree; run it without --ref", exit_code=2)
+    repo = open_repo(options, flow)
+    mode = _routing(options, repo.config)
+    the_plan = make_plan(repo.model, flow, mode, repo.diagnostics)
+    _finish(repo)
+    with tempfile.TemporaryDirectory(prefix="devlane-plugins-") as scratch:
+        result = _render_with(repo, options, flow, mode, the_plan, _resolver(repo, Path(scratch)), "provision")
+    records = result.stage.records if result.stage else []
+    return result, write_records(Path(options.repo), flow.id, records)

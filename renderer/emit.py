@@ -151,10 +151,14 @@ def build_metadata(flow_id: str, plan: Plan, context: dict, stage: PluginStageRe
                 "source": r.source.origin,
                 "digest": context["plugin_digests"].get(r.source.name),
                 "dependents": r.dependents,
+                "runtime": r.choice.manifest.runtime if r.choice else None,
+                "status": r.status,
+                "choice": r.choice.as_dict() if r.choice else None,
             }
             for r in stage.results
             if r.flow_id == group
         ],
+        "bypassed": context.get("bypassed", []) if group != SHARED else [],
         "entries": context["entries"] if group != SHARED else [],
         "rewrites": context["rewrites"] if group != SHARED else [],
         "files": sorted(files),

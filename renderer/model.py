@@ -26,8 +26,9 @@ KNOWN_KARDINAL = {
 KNOWN_DEVLANE = {"container", "workload", "no-rewrite", "flow"}
 SERVICE_ONLY = {"dependencies", "stateful", "external", "shared", "plugin-definition", "plugins", "host"}
 ENTRY_KINDS = {"ingress": "Ingress", "gateway": "Gateway", "route": "HTTPRoute"}
-PLUGIN_DEF_KEYS = {"name", "type", "servicename", "serviceName", "args"}
-NOT_YET_PLUGIN_KEYS = {"behavior", "extensions", "implementations", "sideEffects"}
+PLUGIN_DEF_KEYS = {
+    "name", "type", "servicename", "serviceName", "args", "behavior", "sideEffects", "extensions", "implementations",
+}  # fmt: skip
 _SERVICENAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
@@ -41,6 +42,15 @@ class PluginDef:
     args: dict[str, str]
     where: Where
     legacy: bool = False
+    behavior: str = "enforce"  # kops: enforce (failure fails the render) | bypass (failure is a warning)
+    side_effects: str | None = None  # "External" overrides the plugin's own manifest
+    extensions: list[dict] = field(default_factory=list)  # object references: {kind, name, namespace?}
+    implementations: list[dict] = field(default_factory=list)  # fallbacks: {name, args}, in preference order
+
+    @property
+    def candidates(self) -> list[dict]:
+        """The plugin itself, then its `implementations`, in preference order."""
+        return [{"name": self.name, "args": self.args}, *self.implementations]
 
 
 @dataclass
@@ -395,15 +405,12 @@ def _parse_plugin_definition(
             diags.error(f"{at} must be a mapping", where, code="bad-plugin-definition")
             continue
         for key in sorted(set(item) - PLUGIN_DEF_KEYS):
-            if key in NOT_YET_PLUGIN_KEYS:
-                diags.error(f"{at}: {key!r} is not supported by this version of devlane", where)
-            else:
-                diags.error(
-                    f"{at}: unknown key {key!r}",
-                    where,
-                    hint="allowed keys: name, type, servicename, args",
-                    code="unknown-key",
-                )
+            diags.error(
+                f"{at}: unknown key {key!r}",
+                where,
+                hint="allowed keys: " + ", ".join(sorted(PLUGIN_DEF_KEYS - {"serviceName"})),
+                code="unknown-key",
+            )
         name = item.get("name")
         if not name:
             diags.error(f"{at} has no name (the plugin source)", where, code="bad-plugin-definition")
@@ -439,9 +446,51 @@ def _parse_plugin_definition(
                 code="bad-plugin-definition",
             )
             continue
-        args = {str(k): "" if v is None else str(v) for k, v in args.items()}
-        defs.append(PluginDef(servicename, str(name), ptype, args, where, legacy_service is not None))
+        args = _plain_args(args)
+        extras = _plugin_extras(item, f"{at} ({servicename})", where, diags)
+        if extras is None:
+            continue
+        defs.append(PluginDef(servicename, str(name), ptype, args, where, legacy_service is not None, **extras))
     return defs
+
+
+def _plain_args(args: dict) -> dict[str, str]:
+    return {str(k): "" if v is None else str(v) for k, v in args.items()}
+
+
+def _plugin_extras(item: dict, at: str, where: Where, diags: Diagnostics) -> dict | None:
+    """behavior, sideEffects, extensions and implementations of one plugin-definition entry."""
+    behavior = item.get("behavior", "enforce")
+    side_effects = item.get("sideEffects")
+    problems = []
+    if behavior not in ("enforce", "bypass"):
+        problems.append(f"behavior must be enforce or bypass, got {behavior!r}")
+    if side_effects not in (None, "None", "External"):
+        problems.append(f"sideEffects must be None or External, got {side_effects!r}")
+    extensions = []
+    for ref in item.get("extensions") or []:
+        if isinstance(ref, str) and "/" in ref:  # Kind/name or Kind/namespace/name
+            parts = ref.split("/")
+            ref = {"kind": parts[0], "name": parts[-1], **({"namespace": parts[1]} if len(parts) == 3 else {})}
+        if not isinstance(ref, dict) or not ref.get("kind") or not ref.get("name"):
+            problems.append(f"extensions entries must be {{kind, name, namespace?}} or 'Kind/name', got {ref!r}")
+            continue
+        extensions.append({k: str(ref[k]) for k in ("apiVersion", "kind", "namespace", "name") if ref.get(k)})
+    implementations = []
+    for alt in item.get("implementations") or []:
+        if isinstance(alt, str):
+            alt = {"name": alt}
+        args = alt.get("args") if isinstance(alt, dict) else None
+        if not isinstance(alt, dict) or not alt.get("name") or not isinstance(args or {}, dict):
+            problems.append(f"implementations entries must be a plugin name or {{name, args}}, got {alt!r}")
+            continue
+        implementations.append({"name": str(alt["name"]), "args": _plain_args(args or item.get("args") or {})})
+    for problem in problems:
+        diags.error(f"{at}: {problem}", where, code="bad-plugin-definition")
+    if problems:
+        return None
+    return {"behavior": behavior, "side_effects": side_effects, "extensions": extensions,
+            "implementations": implementations}
 
 
 def _last_segment(name: str) -> str:

@@ -14,6 +14,8 @@ plugin instance and says how to fix it.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import io
 import json
 import os
 import shutil
@@ -23,11 +25,13 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import DevlaneError, Problem, Where, fail
+from .invocation import Outcome as PluginOutcome
 from .sources import PluginSource, _source_hint
 
 SHIM = Path(__file__).resolve().with_name("shim.py")
@@ -62,20 +66,19 @@ class PluginCall:
 
 
 @dataclass
-class PluginOutcome:
-    pod_specs: list[dict]  # same length/order as the call's pod_specs
-    config_map: Any  # any JSON value
-    resources: list[dict] = field(default_factory=list)  # extra Kubernetes objects
-    messages: list[Problem] = field(default_factory=list)  # warnings / info for the user
-
-
-@dataclass
 class _Raw:
     returncode: int
     stdout: bytes
     stderr: str
     timed_out: bool
     overflow: bool
+
+
+def sandbox_argv(argv: list[str]) -> list[str]:  # TODO(sandbox): network isolation
+    return argv
+
+
+Executor = Callable[[dict, float], "_Raw"]
 
 
 def _plugin_env(home: str) -> dict[str, str]:
@@ -106,18 +109,23 @@ def _terminate_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _spawn(request: dict, timeout: float) -> _Raw:
-    data = json.dumps(request, separators=(",", ":")).encode("utf-8")
-    limit = MAX_REPLY_BYTES
+def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | None = None,
+          limit: int | None = None) -> _Raw:  # fmt: skip
+    """Run one plugin process: its own session and temp working directory, `data` on stdin.
+
+    Stdout is captured up to `limit` (the process group is killed beyond it), only the tail of
+    stderr is kept, and on timeout the whole process group gets SIGTERM, then SIGKILL.
+    """
+    limit = MAX_REPLY_BYTES if limit is None else limit
     tmp = tempfile.mkdtemp(prefix="devlane-plugin-")
     try:
         proc = subprocess.Popen(
-            [sys.executable, str(SHIM)],
+            sandbox_argv(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=tmp,
-            env=_plugin_env(tmp),
+            env=_plugin_env(tmp) if env is None else {**_plugin_env(tmp), **env},
             start_new_session=True,
             close_fds=True,
         )
@@ -129,7 +137,7 @@ def _spawn(request: dict, timeout: float) -> _Raw:
         def write_stdin() -> None:
             try:
                 proc.stdin.write(data)
-            except OSError:  # the shim died early; its exit status tells the story
+            except OSError:  # the plugin died early; its exit status tells the story
                 pass
             finally:
                 with contextlib.suppress(OSError):
@@ -175,6 +183,53 @@ def _spawn(request: dict, timeout: float) -> _Raw:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _shim_executor(python: str) -> Executor:
+    def execute(request: dict, timeout: float) -> _Raw:
+        data = json.dumps(request, separators=(",", ":")).encode("utf-8")
+        return spawn([python, str(SHIM)], data, timeout)
+
+    return execute
+
+
+_IN_PROCESS = threading.Lock()
+_MODULES: dict[Path, Any] = {}
+
+
+def in_process_executor(request: dict, timeout: float) -> _Raw:
+    """Built-in plugins (first-party, in `plugins/`) run in this process through the same shim code.
+
+    Calls are serialized: stray prints are redirected process-wide while a call runs.
+    """
+    from . import shim
+
+    plugin_dir = Path(request["plugin_dir"])
+    with _IN_PROCESS:
+        module = _MODULES.get(plugin_dir)
+        stray = io.StringIO()
+        with contextlib.redirect_stdout(stray):
+            try:
+                if module is None:
+                    module = _MODULES[plugin_dir] = _import_builtin(plugin_dir)
+                reply = shim.OPERATIONS[request["operation"]](request, module)
+            except shim.PluginFailure as failure:
+                reply = {"ok": False, "error": failure.error}
+        return _Raw(0, shim._encode(reply), stray.getvalue(), False, False)
+
+
+def _import_builtin(plugin_dir: Path):
+    from . import shim
+
+    spec = importlib.util.spec_from_file_location(f"devlane_builtin_{plugin_dir.name.replace('-', '_')}",
+                                                  plugin_dir / "main.py")  # fmt: skip
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        raise shim.PluginFailure(shim._exception("import", exc, str(plugin_dir),
+                                                 f"main.py failed to import: {exc}")) from None
+    return module
+
+
 def _stderr_tail(stderr: str, lines: int = STDERR_TAIL_LINES) -> str:
     tail = stderr.rstrip("\n").splitlines()[-lines:]
     if not tail:
@@ -206,7 +261,9 @@ def _plural(n: int, word: str) -> str:
 class _Runner:
     """One plugin invocation: runs the shim and turns every failure into a DevlaneError."""
 
-    def __init__(self, instance: str, source: PluginSource, operation: str, debug: bool):
+    def __init__(self, instance: str, source: PluginSource, operation: str, debug: bool,
+                 executor: Executor | None = None):  # fmt: skip
+        self.execute = executor or _shim_executor(sys.executable)
         self.instance = instance
         self.source = source
         self.operation = operation
@@ -229,7 +286,7 @@ class _Runner:
                 "plugin-no-main",
                 with_stderr=False,
             )
-        raw = _spawn(request, timeout)
+        raw = self.execute(request, timeout)
         self.stderr = raw.stderr
         if raw.overflow:
             raise self.error(
@@ -448,10 +505,11 @@ def _check_call(call: PluginCall) -> None:
         )
 
 
-def run_create_flow(call: PluginCall, timeout: float, debug: bool = False) -> PluginOutcome:
+def run_create_flow(call: PluginCall, timeout: float, debug: bool = False,
+                    executor: Executor | None = None) -> PluginOutcome:  # fmt: skip
     """Run ``create_flow`` of one plugin instance for all of its dependents and validate the reply."""
     _check_call(call)
-    runner = _Runner(call.instance, call.source, "create_flow", debug)
+    runner = _Runner(call.instance, call.source, "create_flow", debug, executor)
     request = {
         "protocol": PROTOCOL,
         "operation": "create_flow",
@@ -549,9 +607,10 @@ def run_delete_flow(
     timeout: float,
     args: dict[str, str] | None = None,
     debug: bool = False,
+    executor: Executor | None = None,
 ) -> list[Problem]:
     """Run ``delete_flow(config_map, flow_uuid)`` with the exact stored config_map; return messages."""
-    runner = _Runner(instance, source, "delete_flow", debug)
+    runner = _Runner(instance, source, "delete_flow", debug, executor)
     request = {
         "protocol": PROTOCOL,
         "operation": "delete_flow",
@@ -574,3 +633,19 @@ def run_delete_flow(
             messages.extend(runner.results(result.get("results"), "delete_flow"))
     messages.extend(runner.debug_messages(reply))
     return messages
+
+
+ABSENT = object()
+
+
+def run_function(source: PluginSource, instance: str, function: str, values: dict, timeout: float,
+                 debug: bool = False, executor: Executor | None = None) -> Any:  # fmt: skip
+    """Call an optional function (validate_args, default_args, ...); `ABSENT` when main.py lacks it."""
+    runner = _Runner(instance, source, function, debug, executor)
+    request = {"protocol": PROTOCOL, "operation": "call", "plugin_dir": str(source.path.resolve()),
+               "function": function, "values": values}
+    reply = runner.run(request, timeout)
+    if reply.get("mode") == "absent":
+        return ABSENT
+    results = reply.get("results") or [None]
+    return results[0]

@@ -164,9 +164,9 @@ def _ignored_args(fn, args: dict, known: set[str]) -> list[str]:
     return sorted(a for a in args if a not in names or a in known)
 
 
-def create_flow(request: dict) -> dict:
+def create_flow(request: dict, module=None) -> dict:
     plugin_dir = request["plugin_dir"]
-    module = _load(plugin_dir)
+    module = module or _load(plugin_dir)
     fn = getattr(module, "create_flow", None)
     if not callable(fn):
         raise PluginFailure({"kind": "no-function", "function": "create_flow",
@@ -210,9 +210,9 @@ def create_flow(request: dict) -> dict:
     }
 
 
-def delete_flow(request: dict) -> dict:
+def delete_flow(request: dict, module=None) -> dict:
     plugin_dir = request["plugin_dir"]
-    module = _load(plugin_dir)
+    module = module or _load(plugin_dir)
     fn = getattr(module, "delete_flow", None)
     if not callable(fn):
         return {"ok": True, "mode": "absent", "results": [None], "ignored_args": []}
@@ -227,7 +227,25 @@ def delete_flow(request: dict) -> dict:
     return {"ok": True, "mode": "plural", "results": [result], "ignored_args": []}
 
 
-OPERATIONS = {"create_flow": create_flow, "delete_flow": delete_flow}
+OPTIONAL = ("validate_args", "default_args", "validate_change", "lifecycle_hook")
+
+
+def call(request: dict, module=None) -> dict:
+    """One of the optional CNPG-I-style functions, bound by name like the others; absent is not an error."""
+    plugin_dir = request["plugin_dir"]
+    name = request.get("function")
+    if name not in OPTIONAL:
+        raise PluginFailure({"kind": "protocol", "message": f"unknown function {name!r}"})
+    module = module or _load(plugin_dir)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        return {"ok": True, "mode": "absent", "results": [None], "ignored_args": []}
+    positional, keywords = _bind(fn, request.get("values") or {}, {}, name)
+    return {"ok": True, "mode": "plural", "results": [_call(fn, positional, keywords, plugin_dir, name)],
+            "ignored_args": []}
+
+
+OPERATIONS = {"create_flow": create_flow, "delete_flow": delete_flow, "call": call}
 
 
 def _encode(reply: dict) -> bytes:
