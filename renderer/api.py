@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from . import __version__
 from .clone import make_dev_copies
 from .config import CONFIG_FILE, RepoConfig, parse_config
 from .emit import RenderedFlow, build_metadata, build_readme, collect_objects, render_files
-from .errors import DevlaneError, Diagnostics, Problem
+from .errors import DevlaneError, Diagnostics, Problem, Where
 from .flow import FlowSpec, apply_template, build_flow, load_flow_file, load_template_args, validate_flow_id
 from .invariants import check_names, check_references, check_selectors
 from .load import LoadResult, Source, load_documents, open_source
@@ -162,6 +163,9 @@ def plan(options: Options, flow: FlowSpec) -> tuple[Plan, list[Problem]]:
     mode = _routing(options, repo.config)
     result = make_plan(repo.model, flow, mode, repo.diagnostics)
     _finish(repo)
+    with tempfile.TemporaryDirectory(prefix="devlane-plugins-") as scratch:
+        choices = choose_all(repo.model, result, _resolver(repo, Path(scratch)), "render", repo.source)
+    result.choices = {name: c.as_dict() for name, c in choices.items()}
     return result, repo.diagnostics.warnings
 
 
@@ -276,3 +280,85 @@ def provision(options: Options, flow: FlowSpec) -> tuple[RenderResult, list[Path
         result = _render_with(repo, options, flow, mode, the_plan, _resolver(repo, Path(scratch)), "provision")
     records = result.stage.records if result.stage else []
     return result, write_records(Path(options.repo), flow.id, records)
+
+
+@dataclass
+class DeleteResult:
+    flow_id: str
+    flow_dir: Path
+    deleted: list[str]  # plugin instances whose delete_flow ran, in call order
+    messages: list[Problem]
+    removed: list[Path]
+
+
+def _rendered_files(options: Options, config: RepoConfig, source: Source, flow_dir: Path) -> dict[str, bytes]:
+    """The rendered flow's files: from the work tree, or from git at `--ref`."""
+    if options.ref is None:
+        if not flow_dir.is_dir():
+            return {}
+        return {p.name: p.read_bytes() for p in sorted(flow_dir.iterdir()) if p.is_file()}
+    try:
+        rel = flow_dir.resolve().relative_to(Path(options.repo).resolve()).as_posix()
+    except ValueError:
+        raise DevlaneError(f"with --ref, the output directory must be inside the repository: {flow_dir}",
+                           exit_code=2) from None
+    return {Path(f).name: source.read(f) for f in source.list_files([f"{rel}/*"], [])}
+
+
+def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteResult:
+    """Call every plugin's `delete_flow` with its stored state, newest first, then remove the flow.
+
+    The state comes from the rendered flow's state ConfigMaps (work tree, or `--ref`). The flow
+    directory and its provision records are removed only when every call succeeded.
+    """
+    import shutil
+
+    from .invocation import Invocation
+    from .runtimes import make_runtime
+    from .state import STATE_DIR, read_flow_states
+
+    validate_flow_id(flow_id)
+    repo = open_repo(options)
+    flow_dir = output_dir(options, out) / "flows" / flow_id
+    files = _rendered_files(options, repo.config, repo.source, flow_dir)
+    if not files:
+        where = f"{flow_dir}" + (f" at {options.ref}" if options.ref else "")
+        raise DevlaneError(Problem(f"no rendered flow {flow_id} in {where}",
+                                   hint="pass --out DIR (the render's output root) or --ref REF"))  # fmt: skip
+    states = read_flow_states(files, flow_id)
+    settings = _settings(options, repo.config, "delete")
+    messages: list[Problem] = []
+    failures: list[Problem] = []
+    deleted: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="devlane-plugins-") as scratch:
+        resolver = _resolver(repo, Path(scratch))
+        for st in reversed(states):
+            pdef = repo.model.plugin_defs.get(st.instance)
+            try:
+                src, manifest = resolver.get(st.plugin)
+                rt = make_runtime(src, manifest, options.debug)
+                try:
+                    where = Where(plugin=st.instance)
+                    inv = Invocation("DeleteFlow", st.instance, flow_id, st.plugin,
+                                     args=dict(pdef.args) if pdef and pdef.name == st.plugin else {},
+                                     state=st.config_map)  # fmt: skip
+                    messages += rt.delete_flow(inv, settings.budget.for_call(manifest, where))
+                finally:
+                    rt.close()
+                deleted.append(st.instance)
+            except DevlaneError as exc:
+                failures += [Problem(f"delete_flow failed: {p.message}", p.where, p.hint, code=p.code)
+                             for p in exc.problems]  # fmt: skip
+    if failures:
+        failures.append(Problem(f"kept {flow_dir} and the flow's state: run `devlane delete` again once fixed",
+                                severity="error", code="delete-kept"))  # fmt: skip
+        raise DevlaneError(failures)
+    removed = []
+    root = Path(options.repo)
+    for path in (flow_dir, root / STATE_DIR / flow_id):
+        if path.is_dir():
+            doomed = path.with_name(f".devlane-delete-{path.name}")
+            os.rename(path, doomed)
+            shutil.rmtree(doomed)
+            removed.append(path)
+    return DeleteResult(flow_id, flow_dir, deleted, messages, removed)

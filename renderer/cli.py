@@ -44,7 +44,10 @@ def _common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     g.add_argument("--routing", choices=["none", "gateway-api", "istio"], help="routing backend (default: none)")
     g.add_argument("--plugin-source", action="append", default=[], metavar="NAME=PATH",
                    help="use the plugin in PATH for plugin NAME")  # fmt: skip
-    g.add_argument("--plugin-timeout", type=float, metavar="SECONDS", help="per plugin call (default 60)")
+    g.add_argument("--plugin-timeout", type=float, metavar="SECONDS",
+                   help="per plugin call; overrides plugin.yaml timeoutSeconds (default 60)")  # fmt: skip
+    g.add_argument("--timeout", type=float, metavar="SECONDS", help="budget for the whole render (default: none)")
+    g.add_argument("--jobs", type=int, metavar="N", help="plugin instances run at once (default: CPUs, at most 8)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
     lint = sub.add_parser("lint", help="report every problem in the repository at once")
     _common(lint, flow=False)
     lint.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    provision = sub.add_parser("provision", help="run External plugins for real and record their results (CI)")
+    _common(provision)
+    delete = sub.add_parser("delete", help="call each plugin's delete_flow, then remove the rendered flow")
+    _common(delete, flow=False)
+    delete.add_argument("--flow", dest="flow_id", metavar="ID", required=True, help="the flow to delete")
+    delete.add_argument("--out", type=Path, metavar="DIR", help="output root the flow was rendered to")
+    delete.add_argument("--plugin-source", action="append", default=[], metavar="NAME=PATH")
+    delete.add_argument("--plugin-timeout", type=float, metavar="SECONDS")
     plugins = sub.add_parser("plugins", help="lock, fetch, prepare, inspect, scaffold and test plugins")
     plugins_sub = plugins.add_subparsers(dest="plugins_command", required=True, metavar="SUBCOMMAND")
     cli_plugins.add_parsers(plugins_sub, _common)
@@ -78,6 +89,8 @@ def _options(args: argparse.Namespace) -> api.Options:
         routing=getattr(args, "routing", None),
         plugin_sources=_repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
         plugin_timeout=getattr(args, "plugin_timeout", None),
+        timeout=getattr(args, "timeout", None),
+        jobs=getattr(args, "jobs", None),
         debug=args.debug,
     )
 
@@ -136,6 +149,33 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print("plugins, in run order:")
         for i, inst in enumerate(the_plan.instances, 1):
             print(f"  {i}. {inst.servicename} ({inst.flow_uuid}) for {', '.join(inst.dependents)}")
+            choice = the_plan.choices.get(inst.servicename)
+            if choice:
+                print(f"     uses {choice['name']} ({choice['runtime']}): {choice['reason']}")
+                for skipped in choice["skipped"]:
+                    print(f"     skipped {skipped['name']}: {skipped['reason']}")
+    return 0
+
+
+def cmd_provision(args: argparse.Namespace) -> int:
+    flow = api.resolve_flow(_flow(args))
+    result, paths = api.provision(_options(args), flow)
+    _warn(result.warnings)
+    for path in paths:
+        print(f"devlane: recorded {path}", file=sys.stderr)
+    if not paths:
+        print(f"devlane: flow {flow.id} uses no External plugin; nothing to provision", file=sys.stderr)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    validate_flow_id(args.flow_id)
+    result = api.delete(_options(args), args.flow_id, args.out)
+    _warn(result.messages)
+    for instance in result.deleted:
+        print(f"devlane: delete_flow done: {instance}", file=sys.stderr)
+    for path in result.removed:
+        print(f"devlane: removed {path}", file=sys.stderr)
     return 0
 
 
@@ -151,7 +191,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-COMMANDS = {"render": cmd_render, "plan": cmd_plan, "lint": cmd_lint}
+COMMANDS = {"render": cmd_render, "plan": cmd_plan, "lint": cmd_lint, "provision": cmd_provision,
+            "delete": cmd_delete}
 
 
 def _dispatch(args: argparse.Namespace) -> int:

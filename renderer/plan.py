@@ -50,6 +50,7 @@ class Plan:
     routing: str
     decisions: dict[str, Decision]
     instances: list[PluginInstance]
+    choices: dict[str, dict] = field(default_factory=dict)  # instance -> implementation chosen, and why
 
     def dev_services(self) -> list[str]:
         return sorted(n for n, d in self.decisions.items() if d.kind == "service" and d.version != "baseline")
@@ -64,7 +65,8 @@ class Plan:
             "routing": self.routing,
             "services": [self.decisions[n].as_dict() for n in sorted(self.decisions)],
             "plugins": [
-                {"instance": i.servicename, "flowUuid": i.flow_uuid, "dependents": i.dependents}
+                {"instance": i.servicename, "flowUuid": i.flow_uuid, "dependents": i.dependents,
+                 **({"choice": self.choices[i.servicename]} if i.servicename in self.choices else {})}
                 for i in self.instances
             ],
         }
