@@ -21,6 +21,7 @@ from .flow import FlowSpec, apply_template, build_flow, load_flow_file, load_tem
 from .invariants import check_names, check_references, check_selectors
 from .load import LoadResult, Source, load_documents, open_source
 from .model import Model, build_model
+from .pipeline import Steps
 from .plan import Plan, make_plan
 from .routing import check_mode, route_entries
 from .run_plugins import Budget, PluginStageResult, Resolver, Settings, choose_all, plugin_digest, run_plugins
@@ -140,9 +141,19 @@ def open_repo(options: Options, flow: FlowSpec | None = None, collect: bool = Fa
     documents = loaded.documents
     if flow is not None and flow.template_file:
         documents = apply_template(documents, Path(flow.template_file), flow.template_args)
+    late: list[Problem] = []
+    if flow is not None and any(s.stage == "pre-render" for s in config.pipeline):
+        with tempfile.TemporaryDirectory(prefix="devlane-plugins-") as scratch:
+            resolver = Resolver(root.resolve(), options.plugin_sources, config.plugin_sources, source, Path(scratch))
+            steps = Steps(config.pipeline, resolver, _settings(options, config, "render"), "render", source)
+            try:
+                documents = steps.pre_render(documents, flow.id)
+            finally:
+                steps.close()
+            late = steps.messages
     model = build_model(documents, config.namespace)
     diags = Diagnostics()
-    diags.problems += early.problems + loaded.diagnostics.problems + model.diagnostics.problems
+    diags.problems += early.problems + loaded.diagnostics.problems + model.diagnostics.problems + late
     return Repo(options, source, config, config_bytes, loaded, model, diags)
 
 
@@ -207,13 +218,22 @@ def _render_with(repo: Repo, options: Options, flow: FlowSpec, mode: str, the_pl
     check_references(model, dev, diags)  # before plugins: what a plugin returns is final
     check_selectors(model, dev, diags)
     diags.raise_if_errors()
-    stage = run_plugins(model, the_plan, dev, choices, _settings(options, config, run_mode))
-    diags.problems += stage.messages
-    entries, entry_summary = route_entries(model, dev, flow.id, config.domain, diags)
-    groups = collect_objects(the_plan, dev, stage, entries, model.default_namespace)
+    settings = _settings(options, config, run_mode)
+    steps = Steps(config.pipeline, resolver, settings, run_mode, repo.source)
+    try:
+        stage = run_plugins(model, the_plan, dev, choices, settings, extra=steps.per_flow_work(the_plan, dev))
+        diags.problems += stage.messages
+        entries, entry_summary = route_entries(model, dev, flow.id, config.domain, diags)
+        groups = collect_objects(the_plan, dev, stage, entries, model.default_namespace)
+        used = [r.choice for r in stage.results if r.choice is not None and r.flow_id == flow.id]
+        groups[flow.id] = steps.post_render(groups[flow.id], flow.id, used)
+    finally:
+        steps.close()
+    diags.problems += steps.messages
     check_names(model, [o for objs in groups.values() for o in objs], diags)
     _finish(repo)
-    digests = {c.name: plugin_digest(c.source.path) for c in sorted(choices.values(), key=lambda c: c.name)}
+    chosen = [*choices.values(), *(r.choice for r in stage.results if r.choice is not None)]
+    digests = {c.name: plugin_digest(c.source.path) for c in sorted(chosen, key=lambda c: c.name)}
     context = {
         "source": {"revision": repo.loaded.revision, "ref": options.ref},
         "input_hash": _input_hash(repo, flow, mode, digests),

@@ -31,6 +31,18 @@ class RepoConfig:
     plugin_timeout: float | None = None
     warnings_as_errors: bool = False
     present: bool = False
+    pipeline: list[PipelineStep] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PipelineStep:
+    """One repo-level plugin step from `.devlane.yaml` `pipeline`."""
+
+    name: str
+    plugin: str
+    stage: str  # pre-render | per-flow | post-render
+    args: dict[str, str]
+    behavior: str = "enforce"
 
 
 @cache
@@ -92,4 +104,22 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
         plugin_timeout=plugins.get("timeoutSeconds"),
         warnings_as_errors=bool(policy.get("warningsAsErrors", False)),
         present=True,
+        pipeline=_pipeline(raw.get("pipeline") or [], file),
     )
+
+
+def _pipeline(raw: list[dict], file: str) -> list[PipelineStep]:
+    steps = []
+    for item in raw:
+        plugin = item["plugin"]
+        default = plugin.rstrip("/").split("/")[-1].lower().replace("_", "-").removesuffix(".git")
+        args = {str(k): "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
+                for k, v in (item.get("args") or {}).items()}  # fmt: skip
+        steps.append(PipelineStep(item.get("name") or default, plugin, item["stage"], args,
+                                  item.get("behavior", "enforce")))  # fmt: skip
+    names = [s.name for s in steps]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise DevlaneError(Problem(f"pipeline: step name(s) used twice: {', '.join(dupes)}", Where(file=file),
+                                   "give each step a unique `name`", code="schema"))  # fmt: skip
+    return steps

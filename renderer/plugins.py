@@ -26,7 +26,7 @@ import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ class PluginCall:
     pod_specs: list[dict]  # pod template .spec dicts, same order
     workload_specs: list[dict]  # full workload .spec dicts, same order (for legacy deployment_spec)
     dependents: list[str]  # dependent service names, same order
+    extensions: list[dict] = field(default_factory=list)  # repo objects from the definition's `extensions`
 
     @property
     def flow_uuid(self) -> str:
@@ -519,6 +520,7 @@ def run_create_flow(call: PluginCall, timeout: float, debug: bool = False,
         "service_specs": call.service_specs,
         "pod_specs": call.pod_specs,
         "workload_specs": call.workload_specs,
+        "extensions": call.extensions,
     }
     reply = runner.run(request, timeout)
     mode = reply.get("mode")

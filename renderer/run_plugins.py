@@ -269,6 +269,7 @@ class Runner:
         self.settings = settings
         self.runtimes: dict[str, Runtime] = {}
         self.lock = threading.Lock()
+        self.messages: list[Problem] = []  # warnings and info from pipeline transforms
 
     def runtime(self, choice: Choice) -> Runtime:
         with self.lock:

@@ -119,6 +119,7 @@ class KardinalRuntime(Runtime):
             pod_specs=[copy.deepcopy(w["spec"]["template"]["spec"]) for w in inv.workloads],
             workload_specs=[copy.deepcopy(w.get("spec") or {}) for w in inv.workloads],
             dependents=list(inv.dependents),
+            extensions=copy.deepcopy(inv.extensions),
         )
         return run_create_flow(call, timeout, self.debug, self.executor)
 

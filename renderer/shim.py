@@ -179,7 +179,8 @@ def create_flow(request: dict, module=None) -> dict:
     mode = _signature_mode(fn)
     results = []
     if mode == "plural":
-        known = {"service_specs": service_specs, "pod_specs": pod_specs, "flow_uuid": flow_uuid}
+        known = {"service_specs": service_specs, "pod_specs": pod_specs, "flow_uuid": flow_uuid,
+                 "extensions": request.get("extensions") or []}
         positional, keywords = _bind(fn, known, args, "create_flow")
         results.append(_call(fn, positional, keywords, plugin_dir, "create_flow"))
     else:
@@ -205,7 +206,7 @@ def create_flow(request: dict, module=None) -> dict:
         "ok": True,
         "mode": mode,
         "results": results,
-        "ignored_args": _ignored_args(fn, args, {"service_specs", "pod_specs", "flow_uuid",
+        "ignored_args": _ignored_args(fn, args, {"service_specs", "pod_specs", "flow_uuid", "extensions",
                                                  "service_spec", "pod_spec", "deployment_spec"}),
     }
 

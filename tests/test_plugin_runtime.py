@@ -512,7 +512,7 @@ def test_git_source_needs_pinning(layout):
         resolve_plugin_source(name, layout["repo"], {}, config)
     problem = info.value.problems[0]
     assert name in problem.message and "05e71bc" in problem.message
-    assert "devlane plugins lock" in problem.message and "not available in this version" in problem.message
+    assert "devlane plugins lock" in problem.message and "not pinned in devlane.lock" in problem.message
     assert "--plugin-source" in problem.hint and "path" in problem.hint
     # a flag still wins over the git entry
     src = resolve_plugin_source(name, layout["repo"], {name: str(layout["flag"])}, config)
