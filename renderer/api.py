@@ -382,3 +382,37 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
             shutil.rmtree(doomed)
             removed.append(path)
     return DeleteResult(flow_id, flow_dir, deleted, messages, removed)
+
+
+def check_changes(options: Options, base_ref: str, head_ref: str | None = None) -> list[Problem]:
+    """`validate_change(old_args, new_args)` of every plugin whose definition's args changed between refs.
+
+    `devlane diff` runs this between a pull request's base and head; a plugin can refuse a change
+    it cannot apply to a live flow (for example a new database name for an existing branch).
+    """
+    from dataclasses import replace as _replace
+
+    from .invocation import Invocation
+    from .runtimes import make_runtime
+
+    base = open_repo(_replace(options, ref=base_ref), collect=True)
+    head = open_repo(_replace(options, ref=head_ref), collect=True)
+    settings = _settings(options, head.config, "render")
+    problems: list[Problem] = []
+    with tempfile.TemporaryDirectory(prefix="devlane-plugins-") as scratch:
+        resolver = _resolver(head, Path(scratch))
+        for name, pdef in sorted(head.model.plugin_defs.items()):
+            old = base.model.plugin_defs.get(name)
+            if old is None or old.name != pdef.name or old.args == pdef.args:
+                continue
+            src, manifest = resolver.get(pdef.name)
+            if not manifest.has("ValidateChange"):
+                continue
+            rt = make_runtime(src, manifest, options.debug)
+            try:
+                inv = Invocation("ValidateChange", name, "diff", pdef.name, args=dict(pdef.args),
+                                 old_args=dict(old.args))  # fmt: skip
+                problems += rt.validate_change(inv, settings.budget.for_call(manifest, Where(plugin=name)))
+            finally:
+                rt.close()
+    return problems

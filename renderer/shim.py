@@ -44,7 +44,8 @@ def _inside(path: str, directory: str) -> bool:
 def _frames(tb, plugin_dir: str) -> list[str]:
     """The last traceback frames that belong to the plugin (or, if none, the last few overall)."""
     shim = os.path.realpath(__file__)
-    entries = [f for f in traceback.extract_tb(tb) if os.path.realpath(f.filename) != shim]
+    entries = [f for f in traceback.extract_tb(tb)
+               if os.path.realpath(f.filename) != shim and not f.filename.startswith("<frozen")]
     own = [f for f in entries if _inside(f.filename, plugin_dir)]
     chosen = (own or entries)[-MAX_FRAMES:]
     out = []
