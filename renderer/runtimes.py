@@ -232,9 +232,19 @@ class DocumentRuntime(Runtime):
         return [by_id.get(str(i), copy.deepcopy(o)) for i, o in enumerate(inv.objects)]
 
 
+PYTHON_NAMES = ("python", "python3")
+
+
 def _resolve_command(command: tuple[str, ...], plugin_dir: Path) -> list[str]:
-    """Paths in `runtime.command` are relative to the plugin directory; bare names use PATH."""
+    """Paths in `runtime.command` are relative to the plugin directory; bare names use PATH.
+
+    `python`/`python3` as the program means the interpreter devlane runs on (or the plugin's
+    prepared virtualenv), so Python plugins can use devlane's SDK (`renderer.sdk`) wherever devlane
+    is installed.
+    """
     argv = list(command)
+    if argv and argv[0] in PYTHON_NAMES:
+        argv[0] = _python_for_dir(plugin_dir)
     for i, part in enumerate(argv):
         candidate = plugin_dir / part
         if ("/" in part or i == 0) and not Path(part).is_absolute() and candidate.exists():
@@ -306,7 +316,12 @@ class GrpcRuntime(DocumentRuntime):
         return self._client
 
     def transport(self, inv: Invocation, data: bytes, timeout: float) -> bytes:
-        return self.client(inv.instance).invoke(inv.operation, data, timeout)
+        try:
+            return self.client(inv.instance).invoke(inv.operation, data, timeout)
+        except DevlaneError as exc:
+            if any(p.code == "plugin-grpc-deadline" for p in exc.problems):
+                self.close()  # like an exec plugin on timeout: stop what we started
+            raise
 
     def close(self) -> None:
         if self._context is not None:
@@ -325,8 +340,12 @@ def make_runtime(source: PluginSource, manifest: Manifest, debug: bool = False) 
 
 
 def _python_for(source: PluginSource) -> str:
+    return _python_for_dir(source.path)
+
+
+def _python_for_dir(path: Path) -> str:
     try:
         from .venvs import python_for
     except ImportError:  # prepared virtualenvs are optional until `devlane plugins prepare` exists
         return sys.executable
-    return python_for(source.path)
+    return python_for(path)
