@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from . import cli_sources
+from . import cli_author, cli_inspect, cli_sources
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: Callable[..., None]) -> None:
     """Register every `devlane plugins` subcommand. `common(parser, flow=False)` adds REPO/--ref/--debug."""
     cli_sources.add_parsers(sub, common)
+    cli_inspect.add_parsers(sub, common)
+    cli_author.add_parsers(sub, common)

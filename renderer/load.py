@@ -276,6 +276,17 @@ def is_kubernetes_object(doc: Any) -> bool:
     return isinstance(doc, dict) and bool(doc.get("apiVersion")) and bool(doc.get("kind"))
 
 
+def _plugin_dirs(source: Source, paths: list[str]) -> list[str]:
+    """Directories (with a trailing /) holding a devlane `plugin.yaml` (`apiVersion: devlane.dev/...`)."""
+    out = []
+    for path in paths:
+        if path == "plugin.yaml" or path.endswith("/plugin.yaml"):
+            head = source.read(path)[:4096]
+            if b"devlane.dev/" in head and b"kind: Plugin" in head:
+                out.append(path[: -len("plugin.yaml")])
+    return out
+
+
 def load_documents(source: Source, includes: list[str], excludes: list[str]) -> LoadResult:
     """Read and parse every manifest file; skip (with a warning) documents that are not objects.
 
@@ -295,7 +306,11 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str]) ->
     diags = Diagnostics()
     documents: list[Document] = []
     files: dict[str, str] = {}
-    for path in source.list_files(includes, list(ALWAYS_EXCLUDED) + excludes):
+    paths = source.list_files(includes, list(ALWAYS_EXCLUDED) + excludes)
+    plugin_dirs = _plugin_dirs(source, paths)
+    for path in paths:
+        if any(path.startswith(d) for d in plugin_dirs):
+            continue  # a plugin's own plugin.yaml and testdata are not the repository's manifests
         try:
             data = source.read(path)
             files[path] = hashlib.sha256(data).hexdigest()

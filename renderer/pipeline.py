@@ -63,7 +63,10 @@ def _transform(runner: Runner, choice: Choice, step: PipelineStep, flow_id: str,
     inv = Invocation("CreateFlow", step.name, flow_id, choice.name, args=dict(choice.args),
                      objects=[copy.deepcopy(o) for o in objects], stage=step.stage)  # fmt: skip
     inv = runner.prepare_args(inv, choice)
-    doc, reader = rt._call(inv, runner.settings.budget.for_call(choice.manifest, where))
+    try:
+        doc, reader = rt._call(inv, runner.settings.budget.for_call(choice.manifest, where))
+    except DevlaneError as exc:
+        raise runner.settings.budget.explain(exc) from None
     runner_messages = reader.results(doc)
     by_id = {str(i): o for i, o in enumerate(objects)}
     out = []

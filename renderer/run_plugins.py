@@ -100,6 +100,15 @@ class Budget:
                        where, "raise --timeout, or make the plugins faster", code="render-timeout")  # fmt: skip
         return float(min(limit, left))
 
+    def explain(self, exc: DevlaneError) -> DevlaneError:
+        """A call that timed out as the whole-render budget ran out says so: --plugin-timeout would not help."""
+        if self.total is None or self.total - (time.monotonic() - self.started) > 0:
+            return exc
+        return DevlaneError([replace(p, message=f"{p.message} (the rest of the --timeout budget of {self.total:g} s "
+                                                "for the whole render)",
+                                     hint="raise --timeout, or make the plugins faster") if p.code == "plugin-timeout"
+                             else p for p in exc.problems], exc.exit_code)  # fmt: skip
+
 
 @dataclass
 class Settings:
@@ -362,13 +371,21 @@ def run_plugins(model: Model, plan: Plan, dev: DevSet, choices: dict[str, Choice
                     try:
                         outcome, status, record = future.result()
                     except DevlaneError as exc:
+                        exc = settings.budget.explain(exc)
                         if behavior != "bypass":
-                            raise
+                            raise exc from None
                         _bypass(stage, inst, choice, exc)
                         continue
                     _apply(stage, inst, choice, inv, workloads, outcome, status, record)
     finally:
         runner.close()
+    # waves finish out of plan order: list results (flow.metadata) as a serial run would
+    position = {(w[0].servicename, w[0].flow_id): i for i, w in enumerate(work)}
+    stage.results.sort(key=lambda r: position.get((r.servicename, r.flow_id), len(work)))
+    first: dict[str, int] = {}
+    for i, w in enumerate(work):
+        first.setdefault(w[0].servicename, i)
+    stage.bypassed.sort(key=lambda b: first.get(b["instance"], len(work)))
     return stage
 
 

@@ -190,8 +190,8 @@ class DocumentRuntime(Runtime):
         try:
             return reader.results(doc)
         except DevlaneError as exc:  # validation errors are the answer here, not a failed call
-            return [Problem(p.message, p.where, f"fix the args in the plugin definition of {inv.instance}",
-                            code="plugin-args") for p in exc.problems]  # fmt: skip
+            return [Problem(p.message, p.where, f"fix the args in the plugin definition of {inv.instance} "
+                            f"({self.manifest.name})", code="plugin-args") for p in exc.problems]  # fmt: skip
 
     def create_flow(self, inv: Invocation, timeout: float) -> Outcome:
         from .invocation import outcome_from_reply
@@ -258,7 +258,7 @@ class ExecRuntime(DocumentRuntime):
         where = Where(plugin=inv.instance)
         label = f"{inv.operation} of {self.manifest.name} ({' '.join(self.manifest.command)})"
         try:
-            raw = spawn(argv, data, timeout, env={"DEVLANE_PLUGIN_DIR": str(self.source.path)})
+            raw = spawn(argv, data, timeout, env={"DEVLANE_PLUGIN_DIR": str(self.source.path), **_sdk_env(argv)})
         except OSError as exc:
             raise fail(f"{label} could not start: {exc}", where,
                        "check spec.runtime.command in plugin.yaml (paths are relative to the plugin directory, "
@@ -310,7 +310,8 @@ class GrpcRuntime(DocumentRuntime):
 
             command = _resolve_command(self.manifest.command, self.source.path) if self.manifest.command else None
             self._context = GrpcPlugin(instance, command=command, address=self.manifest.address,
-                                       cwd=self.source.path, env=_plugin_env(str(self.source.path)),
+                                       cwd=self.source.path, env={**_plugin_env(str(self.source.path)),
+                                                                  **_sdk_env(command or [])},
                                        start_timeout=self.manifest.start_timeout)  # fmt: skip
             self._client = self._context.__enter__()
         return self._client
@@ -327,6 +328,14 @@ class GrpcRuntime(DocumentRuntime):
         if self._context is not None:
             context, self._context, self._client = self._context, None, None
             context.__exit__(None, None, None)
+
+
+DEVLANE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _sdk_env(argv: list[str]) -> dict[str, str]:
+    """Python plugins run on devlane's interpreter can import its SDK (`renderer.sdk`), installed or not."""
+    return {"PYTHONPATH": str(DEVLANE_ROOT)} if argv and argv[0] == sys.executable else {}
 
 
 def make_runtime(source: PluginSource, manifest: Manifest, debug: bool = False) -> Runtime:

@@ -1,0 +1,221 @@
+"""Exec plugins (KRM functions) in any language, through `devlane render` as a user runs it.
+
+Each plugin is a directory with only a `plugin.yaml` (`runtime: {type: exec, command: [...]}`)
+and, where needed, a script; the ResourceList goes in on stdin and comes back on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import run_cli
+
+FLOW = ["--flow", "pr-3", "--service", "api=api:2", "--service", "worker=worker:2"]
+# exec plugins get a scrubbed environment (PATH, HOME, DEVLANE_*): let `python3` be the test interpreter
+PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+
+APP = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: main, image: "api:1"}, {name: sidecar, image: "proxy:1"}]}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: api
+  annotations: {kardinal.dev.service/plugins: fn}
+spec:
+  selector: {app: api}
+  ports: [{name: http, port: 80}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: worker}
+spec:
+  selector: {matchLabels: {app: worker}}
+  template:
+    metadata: {labels: {app: worker}}
+    spec: {containers: [{name: main, image: "worker:1", env: [{name: KEEP, value: "1"}]}]}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: worker
+  annotations: {kardinal.dev.service/plugins: fn}
+spec:
+  selector: {app: worker}
+  ports: [{name: http, port: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: fn-def
+  annotations:
+    kardinal.dev.service/plugin-definition: |
+      - name: exec-fn
+        type: external
+        servicename: fn
+        args: {name: GREETING}
+"""
+
+PERL = r"""#!/usr/bin/env perl
+# Sets an env var on every workload's first container; reports a warning.
+use strict;
+use warnings;
+use JSON::PP;
+
+my $json = JSON::PP->new->utf8->canonical;
+my $rl = $json->decode(do { local $/; <STDIN> });
+my $spec = $rl->{functionConfig}{spec};
+my $name = $spec->{args}{name} // 'FROM_PERL';
+for my $item (@{ $rl->{items} }) {
+    my $ann = $item->{metadata}{annotations} || {};
+    next unless ($ann->{'devlane.dev/role'} // '') eq 'workload';
+    my $container = $item->{spec}{template}{spec}{containers}[0];
+    push @{ $container->{env} ||= [] }, { name => $name, value => "hello from perl, $spec->{flow}{uuid}" };
+}
+push @{ $rl->{results} ||= [] }, { severity => 'warning', message => 'perl was here' };
+print STDERR "perl: done\n";
+print $json->encode($rl);
+"""
+
+RESULT_LIST = '{"apiVersion":"config.kubernetes.io/v1","kind":"ResourceList","items":[],' \
+              '"results":[{"severity":"error","message":"quota exceeded for this flow"}]}'  # fmt: skip
+
+
+def make_plugin(root: Path, command: list[str], files: dict[str, str] | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    manifest = {"apiVersion": "devlane.dev/v1alpha1", "kind": "Plugin", "metadata": {"name": "exec-fn"},
+                "spec": {"version": "0.1.0", "runtime": {"type": "exec", "command": command}}}  # fmt: skip
+    (root / "plugin.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    for name, text in (files or {}).items():
+        (root / name).write_text(text)
+        (root / name).chmod(0o755)
+    return root
+
+
+def render(tmp_path: Path, plugin: Path, *extra: str) -> subprocess.CompletedProcess:
+    repo = tmp_path / "repo"
+    if not repo.exists():
+        repo.mkdir()
+        (repo / "app.yaml").write_text(APP)
+    return run_cli("render", str(repo), *FLOW, f"--plugin-source=exec-fn={plugin}", *extra, env={"PATH": PATH})
+
+
+def objects(stream: str) -> dict[str, dict]:
+    return {f"{d['kind']}/{d['metadata']['name']}": d for d in yaml.safe_load_all(stream) if d}
+
+
+def state(objs: dict[str, dict]) -> object:
+    return json.loads(objs["ConfigMap/devlane-state-fn-pr-3"]["data"]["config_map.json"])
+
+
+def containers(objs: dict[str, dict], name: str) -> list[dict]:
+    return objs[f"Deployment/{name}-pr-3"]["spec"]["template"]["spec"]["containers"]
+
+
+def test_perl_plugin_edits_every_workload_and_warns(tmp_path):
+    if subprocess.run(["perl", "-MJSON::PP", "-e1"], capture_output=True).returncode != 0:
+        pytest.skip("perl with JSON::PP is not available")
+    plugin = make_plugin(tmp_path / "perl", ["./fn.pl"], {"fn.pl": PERL})
+    out = render(tmp_path, plugin, "--stdout")
+    assert out.returncode == 0, out.stderr
+    objs = objects(out.stdout)
+    api, worker = containers(objs, "api"), containers(objs, "worker")
+    assert api[0]["env"] == [{"name": "GREETING", "value": "hello from perl, fn-pr-3"}]
+    assert "env" not in api[1]  # only the first container
+    assert worker[0]["env"] == [{"name": "KEEP", "value": "1"},
+                                {"name": "GREETING", "value": "hello from perl, fn-pr-3"}]
+    assert state(objs) == {}
+    assert "devlane: warning: plugin fn: perl was here" in out.stderr
+    assert "perl: done" not in out.stderr  # a plugin's stderr is shown only with --debug or on failure
+
+
+def test_error_result_and_exit_1_fails_with_the_result_message(tmp_path):
+    script = f"#!/bin/sh\ncat >/dev/null\necho 'checking quota' >&2\necho '{RESULT_LIST}'\nexit 1\n"
+    plugin = make_plugin(tmp_path / "quota", ["./fn.sh"], {"fn.sh": script})
+    out = render(tmp_path, plugin, "--out", str(tmp_path / "out"))
+    assert out.returncode == 1
+    assert "plugin fn" in out.stderr and "exited with status 1" in out.stderr
+    assert "result: quota exceeded for this flow" in out.stderr
+    assert "checking quota" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_error_result_with_exit_0_also_fails(tmp_path):
+    script = f"#!/bin/sh\ncat >/dev/null\necho '{RESULT_LIST}'\n"
+    plugin = make_plugin(tmp_path / "quota0", ["./fn.sh"], {"fn.sh": script})
+    out = render(tmp_path, plugin, "--stdout")
+    assert out.returncode == 1
+    assert "plugin fn: quota exceeded for this flow" in out.stderr
+    assert out.stdout == ""
+
+
+def test_nonzero_exit_without_output_shows_the_stderr_tail(tmp_path):
+    script = "#!/bin/sh\ncat >/dev/null\nfor i in 1 2 3; do echo \"line $i\" >&2; done\n" \
+             "echo 'fn: cannot reach the config service' >&2\nexit 3\n"  # fmt: skip
+    plugin = make_plugin(tmp_path / "dies", ["./fn.sh"], {"fn.sh": script})
+    out = render(tmp_path, plugin, "--stdout")
+    assert out.returncode == 1
+    assert "exited with status 3" in out.stderr
+    assert "plugin stderr" in out.stderr and "fn: cannot reach the config service" in out.stderr
+    assert out.stdout == ""
+
+
+def test_sh_c_identity_plugin(tmp_path):
+    plugin = make_plugin(tmp_path / "cat", ["sh", "-c", "cat"])
+    out = render(tmp_path, plugin, "--stdout")
+    assert out.returncode == 0, out.stderr
+    objs = objects(out.stdout)
+    assert containers(objs, "api")[0] == {"name": "main", "image": "api:2", "env": []}  # env: [] from clone
+    assert containers(objs, "api")[1] == {"name": "sidecar", "image": "proxy:1"}
+    assert state(objs) == {}
+
+
+def test_yaml_reply_is_accepted(tmp_path):
+    code = textwrap.dedent("""
+        import json, sys, yaml
+        doc = json.load(sys.stdin)
+        for item in doc["items"]:
+            if item["metadata"]["annotations"]["devlane.dev/role"] == "workload":
+                item["spec"]["template"]["spec"]["containers"][0]["args"] = ["--from-yaml"]
+        yaml.safe_dump(doc, sys.stdout, sort_keys=False)
+    """)
+    plugin = make_plugin(tmp_path / "yaml", ["python3", "-c", code])
+    out = render(tmp_path, plugin, "--stdout")
+    assert out.returncode == 0, out.stderr
+    objs = objects(out.stdout)
+    assert containers(objs, "api")[0]["args"] == ["--from-yaml"]
+    assert containers(objs, "worker")[0]["args"] == ["--from-yaml"]
+
+
+def test_kpt_style_function_ignoring_function_config(tmp_path):
+    """A kpt/kustomize function knows nothing of devlane: it returns the items it got, and no state."""
+    code = textwrap.dedent("""
+        import sys, yaml
+        rl = yaml.safe_load(sys.stdin)
+        print(yaml.safe_dump({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+                              "items": rl["items"]}, sort_keys=False))
+    """)
+    plugin = make_plugin(tmp_path / "kpt", ["python3", "-c", code])
+    out = render(tmp_path, plugin, "--stdout")
+    assert out.returncode == 0, out.stderr
+    objs = objects(out.stdout)
+    assert state(objs) == {}
+    assert containers(objs, "worker")[0] == {"name": "main", "image": "worker:2", "env": [{"name": "KEEP",
+                                                                                           "value": "1"}]}
+    baseline = render(tmp_path, make_plugin(tmp_path / "cat", ["sh", "-c", "cat"]), "--stdout")
+    assert out.stdout == baseline.stdout
