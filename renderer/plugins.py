@@ -223,11 +223,14 @@ def _import_builtin(plugin_dir: Path):
     spec = importlib.util.spec_from_file_location(f"devlane_builtin_{plugin_dir.name.replace('-', '_')}",
                                                   plugin_dir / "main.py")  # fmt: skip
     module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(plugin_dir))  # sibling modules import as under the shim, while loading
     try:
         spec.loader.exec_module(module)
     except BaseException as exc:
         raise shim.PluginFailure(shim._exception("import", exc, str(plugin_dir),
                                                  f"main.py failed to import: {exc}")) from None
+    finally:
+        sys.path.remove(str(plugin_dir))
     return module
 
 

@@ -209,9 +209,9 @@ def test_enforce_is_the_default_and_fails_the_render_writing_nothing(tmp_path):
 
 
 def _concurrency_repo(tmp_path: Path) -> None:
-    defs = [pdef("slow-a", args={"tag": "a", "sleep": "0.6", "env_name": "A_ENV", "env_value": "a"}),
+    defs = [pdef("slow-a", args={"tag": "a", "sleep": "0.8", "env_name": "A_ENV", "env_value": "a"}),
             pdef("then-c", args={"tag": "c", "env_name": "C_ENV", "env_value": "c"}),
-            pdef("slow-b", args={"tag": "b", "sleep": "0.6", "env_name": "B_ENV", "env_value": "b"})]  # fmt: skip
+            pdef("slow-b", args={"tag": "b", "sleep": "0.8", "env_name": "B_ENV", "env_value": "b"})]  # fmt: skip
     make_repo(tmp_path, defs, api="slow-a, then-c", worker="slow-b")
 
 
@@ -254,7 +254,7 @@ def test_plugin_yaml_timeout_seconds_limits_each_call(tmp_path):
     start = time.monotonic()
     out = render(tmp_path, *API)
     assert out.returncode == 1
-    assert time.monotonic() - start < 4.5  # the plugin's own 1 s, not the 60 s default
+    assert time.monotonic() - start < 20  # the plugin's own 1 s, not the 60 s default
     assert "plugin lim" in out.stderr and "timed out after 1 s" in out.stderr
     assert not (tmp_path / "out").exists()
 
@@ -274,7 +274,7 @@ def test_config_timeout_applies_to_plugins_without_their_own(tmp_path):
 
 
 def test_render_budget_covers_all_calls(tmp_path):
-    defs = [pdef("first", args={"tag": "first", "sleep": "1"}), pdef("second", args={"tag": "second", "sleep": "1"})]
+    defs = [pdef("first", args={"tag": "first", "sleep": "0.5"}), pdef("second", args={"tag": "second", "sleep": "2"})]
     make_repo(tmp_path, defs, api="first, second")
     log = tmp_path / "log"
     out = render(tmp_path, *API, "--timeout", "1.5", log=log)
@@ -423,7 +423,7 @@ def test_lifecycle_hook_patches_the_listed_kinds_only(tmp_path):
 
 @pytest.mark.parametrize(("op", "expected"), [
     ("rename", f"changed Deployment/api-{FLOW} at metadata.name"),
-    ("service", "at spec.ports[0].port"),
+    ("service", "changed Service/api (service) at spec.ports[0].port"),
 ])  # fmt: skip
 def test_exec_plugin_may_not_edit_what_it_does_not_own(tmp_path, op, expected):
     make_repo(tmp_path, [pdef("fn", "./krm", args={"op": op})], api="fn")
