@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,7 @@ class Repo:
     loaded: LoadResult
     model: Model
     diagnostics: Diagnostics
+    started: float | None = None  # when the render began (monotonic), for the --timeout budget
 
 
 @dataclass
@@ -123,6 +125,7 @@ def open_repo(options: Options, flow: FlowSpec | None = None, collect: bool = Fa
     Broken config or YAML stops a render at once; with `collect` (lint) they are recorded and the
     rest of the repository is still checked, with default config where the config is broken.
     """
+    started = time.monotonic()  # the --timeout budget covers the whole render, pre-render steps included
     root = Path(options.repo)
     source = open_source(root, options.ref)
     config_bytes = source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None
@@ -145,7 +148,8 @@ def open_repo(options: Options, flow: FlowSpec | None = None, collect: bool = Fa
     if flow is not None and any(s.stage == "pre-render" for s in config.pipeline):
         with tempfile.TemporaryDirectory(prefix="devlane-plugins-") as scratch:
             resolver = Resolver(root.resolve(), options.plugin_sources, config.plugin_sources, source, Path(scratch))
-            steps = Steps(config.pipeline, resolver, _settings(options, config, "render"), "render", source)
+            steps = Steps(config.pipeline, resolver, _settings(options, config, "render", started), "render",
+                          source)  # fmt: skip
             try:
                 documents = steps.pre_render(documents, flow.id)
             finally:
@@ -154,7 +158,7 @@ def open_repo(options: Options, flow: FlowSpec | None = None, collect: bool = Fa
     model = build_model(documents, config.namespace)
     diags = Diagnostics()
     diags.problems += early.problems + loaded.diagnostics.problems + model.diagnostics.problems + late
-    return Repo(options, source, config, config_bytes, loaded, model, diags)
+    return Repo(options, source, config, config_bytes, loaded, model, diags, started)
 
 
 def lint(options: Options) -> list[Problem]:
@@ -202,8 +206,10 @@ def _resolver(repo: Repo, scratch: Path) -> Resolver:
                     repo.source, scratch)  # fmt: skip
 
 
-def _settings(options: Options, config: RepoConfig, mode: str) -> Settings:
+def _settings(options: Options, config: RepoConfig, mode: str, started: float | None = None) -> Settings:
     budget = Budget(flag=options.plugin_timeout, config=config.plugin_timeout, total=options.timeout)
+    if started is not None:
+        budget.started = started
     settings = Settings(budget=budget, mode=mode, debug=options.debug)
     if options.jobs:
         settings.jobs = options.jobs
@@ -218,7 +224,7 @@ def _render_with(repo: Repo, options: Options, flow: FlowSpec, mode: str, the_pl
     check_references(model, dev, diags)  # before plugins: what a plugin returns is final
     check_selectors(model, dev, diags)
     diags.raise_if_errors()
-    settings = _settings(options, config, run_mode)
+    settings = _settings(options, config, run_mode, repo.started)
     steps = Steps(config.pipeline, resolver, settings, run_mode, repo.source)
     try:
         stage = run_plugins(model, the_plan, dev, choices, settings, extra=steps.per_flow_work(the_plan, dev))

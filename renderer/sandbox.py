@@ -394,10 +394,10 @@ def secret_values(args: dict, schema: dict | None = None) -> list[str]:
     found: set[str] = set()
 
     def add(value: str, from_name: bool) -> None:
-        value = value.strip() if from_name else value
-        if len(value) < MIN_SECRET_LENGTH or (from_name and value.lower() in _NOT_SECRET):
+        bare = value.strip()
+        if len(bare) < MIN_SECRET_LENGTH or (from_name and bare.lower() in _NOT_SECRET):
             return
-        found.add(value)
+        found.update((value, bare))
         if "\n" in value:  # a PEM key or a config file: single lines can leak on their own
             found.update(line.strip() for line in value.splitlines() if len(line.strip()) >= 8)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from conftest import kubectl_kustomize
 from test_plugin_behaviours import (
     API,
@@ -141,8 +140,6 @@ def test_post_render_step_timing_out_at_the_render_budget_says_so(tmp_path):
     assert "the rest of the --timeout budget of 1 s" in out.stderr and "hint: raise --timeout" in out.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="api.py gives pre-render steps (open_repo) and the rest of the render "
-                   "(_render_with) separate Budget clocks, so --timeout does not cover the whole render")  # fmt: skip
 def test_render_budget_includes_pre_render_steps(tmp_path):
     pre = step("slow-pre", "./krm", "pre-render", args={"sleep": "1"})
     make_repo(tmp_path, [pdef("first", args={"sleep": "1"})], api="first", config={"pipeline": [pre]})
