@@ -25,7 +25,8 @@ from .model import Model, build_model
 from .pipeline import Steps
 from .plan import Plan, make_plan
 from .routing import check_mode, route_entries
-from .run_plugins import Budget, PluginStageResult, Resolver, Settings, choose_all, plugin_digest, run_plugins
+from .run_plugins import Budget, PluginStageResult, Resolver, Settings, choose_all, plugin_digest, run_plugins, sanitize
+from .sandbox import secret_values
 from .state import write_records
 from .write import write_flows
 
@@ -362,7 +363,8 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
             pdef = repo.model.plugin_defs.get(st.instance)
             try:
                 src, manifest = resolver.get(st.plugin)
-                rt = make_runtime(src, manifest, options.debug)
+                external = manifest.side_effects == "External" or bool(pdef and pdef.side_effects == "External")
+                rt = make_runtime(src, manifest, options.debug, network=external)
                 try:
                     where = Where(plugin=st.instance)
                     inv = Invocation("DeleteFlow", st.instance, flow_id, st.plugin,
@@ -373,6 +375,8 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
                     rt.close()
                 deleted.append(st.instance)
             except DevlaneError as exc:
+                secrets = secret_values(dict(pdef.args) if pdef else {}, None)
+                exc = sanitize(exc, secrets, network_allowed=True)
                 failures += [Problem(f"delete_flow failed: {p.message}", p.where, p.hint, code=p.code)
                              for p in exc.problems]  # fmt: skip
     if failures:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import sandbox
 from .errors import DevlaneError, Problem, Where, fail
 from .invocation import Outcome as PluginOutcome
 from .sources import PluginSource, _source_hint
@@ -75,25 +76,12 @@ class _Raw:
     overflow: bool
 
 
-def sandbox_argv(argv: list[str]) -> list[str]:  # TODO(sandbox): network isolation
-    return argv
-
-
 Executor = Callable[[dict, float], "_Raw"]
 
 
 def _plugin_env(home: str) -> dict[str, str]:
-    env = {
-        "PATH": os.environ.get("PATH") or os.defpath,
-        "HOME": home,
-        "TMPDIR": home,
-        "LANG": "C.UTF-8",
-        "TZ": "UTC",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
-    env.update({k: v for k, v in os.environ.items() if k.startswith("DEVLANE_")})
-    return env
+    """The scrubbed environment every plugin process gets (see `sandbox.plugin_env`)."""
+    return sandbox.plugin_env(home)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -111,17 +99,18 @@ def _terminate_group(proc: subprocess.Popen) -> None:
 
 
 def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | None = None,
-          limit: int | None = None) -> _Raw:  # fmt: skip
+          limit: int | None = None, network: bool = False) -> _Raw:  # fmt: skip
     """Run one plugin process: its own session and temp working directory, `data` on stdin.
 
     Stdout is captured up to `limit` (the process group is killed beyond it), only the tail of
-    stderr is kept, and on timeout the whole process group gets SIGTERM, then SIGKILL.
+    stderr is kept, and on timeout the whole process group gets SIGTERM, then SIGKILL. Without
+    `network` (render), the process gets its own network namespace where the OS allows it.
     """
     limit = MAX_REPLY_BYTES if limit is None else limit
     tmp = tempfile.mkdtemp(prefix="devlane-plugin-")
     try:
         proc = subprocess.Popen(
-            sandbox_argv(argv),
+            sandbox.sandboxed_argv(argv, network=network),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -184,10 +173,10 @@ def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | No
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _shim_executor(python: str) -> Executor:
+def _shim_executor(python: str, network: bool = False) -> Executor:
     def execute(request: dict, timeout: float) -> _Raw:
         data = json.dumps(request, separators=(",", ":")).encode("utf-8")
-        return spawn([python, str(SHIM)], data, timeout)
+        return spawn([python, str(SHIM)], data, timeout, network=network)
 
     return execute
 

@@ -35,6 +35,7 @@ from .manifest import Manifest, args_problems, load_manifest
 from .model import Model, PluginDef
 from .plan import Plan, PluginInstance
 from .runtimes import Runtime, make_runtime
+from .sandbox import NETWORK_HINT, network_hint, scrub, secret_values
 from .sources import PluginSource, is_plugin_dir, resolve_plugin_source
 from .state import Record, input_hash, read_record
 
@@ -163,7 +164,13 @@ class Resolver:
             found = _from_ref(name, self.source, self.scratch)
             if found is not None:
                 return found
-        return resolve_plugin_source(name, self.repo_root, self.flag_sources, self.config_sources)
+        lock = None
+        if isinstance(self.source, GitRefSource):  # pins as committed at the rendered ref
+            from .lock import LOCK_FILE, parse_lock
+
+            data = self.source.read(LOCK_FILE) if self.source.exists(LOCK_FILE) else None
+            lock = parse_lock(data, LOCK_FILE)
+        return resolve_plugin_source(name, self.repo_root, self.flag_sources, self.config_sources, lock=lock)
 
 
 def _is_external(pdef_side_effects: str | None, manifest: Manifest) -> bool:
@@ -283,7 +290,8 @@ class Runner:
     def runtime(self, choice: Choice) -> Runtime:
         with self.lock:
             if choice.name not in self.runtimes:
-                self.runtimes[choice.name] = make_runtime(choice.source, choice.manifest, self.settings.debug)
+                network = choice.external and self.settings.mode == "provision"
+                self.runtimes[choice.name] = make_runtime(choice.source, choice.manifest, self.settings.debug, network)
             return self.runtimes[choice.name]
 
     def close(self) -> None:
@@ -310,6 +318,15 @@ class Runner:
         return inv
 
     def create(self, inv: Invocation, choice: Choice) -> tuple[Outcome, str, Record | None]:
+        secrets = secret_values(inv.args, choice.manifest.args_schema)
+        try:
+            outcome, status, record = self._create(inv, choice)
+        except DevlaneError as exc:
+            raise sanitize(exc, secrets, network_allowed=choice.external and self.settings.mode != "render") from None
+        outcome.messages = [_scrubbed(p, secrets) for p in outcome.messages]
+        return outcome, status, record
+
+    def _create(self, inv: Invocation, choice: Choice) -> tuple[Outcome, str, Record | None]:
         inv = self.prepare_args(inv, choice)
         where = Where(plugin=inv.instance)
         if choice.external:
@@ -329,6 +346,20 @@ class Runner:
             return outcome, "provisioned", rec
         outcome = self.runtime(choice).create_flow(inv, self.settings.budget.for_call(choice.manifest, where))
         return outcome, "ok", None
+
+
+def _scrubbed(p: Problem, secrets: list[str]) -> Problem:
+    if not secrets:
+        return p
+    return replace(p, message=scrub(p.message, secrets), hint=scrub(p.hint, secrets) if p.hint else p.hint)
+
+
+def sanitize(exc: DevlaneError, secrets: list[str], network_allowed: bool = False) -> DevlaneError:
+    """Secrets from args never reach logs or errors; a failed network attempt gets the External hint."""
+    problems = [_scrubbed(p, secrets) for p in exc.problems]
+    if not network_allowed:
+        problems = [replace(p, hint=NETWORK_HINT) if network_hint(p.message) else p for p in problems]
+    return DevlaneError(problems, exc.exit_code)
 
 
 def _levels(instances: list[PluginInstance]) -> list[list[int]]:

@@ -42,10 +42,11 @@ from .sources import PluginSource
 class Runtime(ABC):
     """A plugin ready to be called; `close()` stops whatever it started."""
 
-    def __init__(self, source: PluginSource, manifest: Manifest, debug: bool = False):
+    def __init__(self, source: PluginSource, manifest: Manifest, debug: bool = False, network: bool = False):
         self.source = source
         self.manifest = manifest
         self.debug = debug
+        self.network = network  # only External plugins in provision / delete get the network
 
     @property
     def kind(self) -> str:
@@ -96,14 +97,14 @@ class KardinalRuntime(Runtime):
     """`main.py` through the shim; `executor` decides subprocess (with the plugin's python) or in-process."""
 
     def __init__(self, source: PluginSource, manifest: Manifest, debug: bool = False, python: str | None = None,
-                 in_process: bool = False):  # fmt: skip
-        super().__init__(source, manifest, debug)
+                 in_process: bool = False, network: bool = False):  # fmt: skip
+        super().__init__(source, manifest, debug, network)
         if in_process:
             self.executor = in_process_executor
         else:
             from .plugins import _shim_executor
 
-            self.executor = _shim_executor(python or sys.executable)
+            self.executor = _shim_executor(python or sys.executable, network)
 
     @property
     def kind(self) -> str:
@@ -258,7 +259,8 @@ class ExecRuntime(DocumentRuntime):
         where = Where(plugin=inv.instance)
         label = f"{inv.operation} of {self.manifest.name} ({' '.join(self.manifest.command)})"
         try:
-            raw = spawn(argv, data, timeout, env={"DEVLANE_PLUGIN_DIR": str(self.source.path), **_sdk_env(argv)})
+            raw = spawn(argv, data, timeout, env={"DEVLANE_PLUGIN_DIR": str(self.source.path), **_sdk_env(argv)},
+                        network=self.network)  # fmt: skip
         except OSError as exc:
             raise fail(f"{label} could not start: {exc}", where,
                        "check spec.runtime.command in plugin.yaml (paths are relative to the plugin directory, "
@@ -293,8 +295,8 @@ class ExecRuntime(DocumentRuntime):
 class GrpcRuntime(DocumentRuntime):
     """A plugin server started from `command` (or dialled at `address`) once per render, probed first."""
 
-    def __init__(self, source: PluginSource, manifest: Manifest, debug: bool = False):
-        super().__init__(source, manifest, debug)
+    def __init__(self, source: PluginSource, manifest: Manifest, debug: bool = False, network: bool = False):
+        super().__init__(source, manifest, debug, network)
         self._client = None
         self._context = None
         self._lock = threading.Lock()
@@ -307,11 +309,14 @@ class GrpcRuntime(DocumentRuntime):
         if self._client is None:
             from .grpc_client import GrpcPlugin
             from .plugins import _plugin_env
+            from .sandbox import sandboxed_argv
 
             command = _resolve_command(self.manifest.command, self.source.path) if self.manifest.command else None
+            env = {**_plugin_env(str(self.source.path)), **_sdk_env(command or [])}
+            if command:  # the server talks over a unix socket, which works inside its own network namespace
+                command = sandboxed_argv(command, network=self.network)
             self._context = GrpcPlugin(instance, command=command, address=self.manifest.address,
-                                       cwd=self.source.path, env={**_plugin_env(str(self.source.path)),
-                                                                  **_sdk_env(command or [])},
+                                       cwd=self.source.path, env=env,
                                        start_timeout=self.manifest.start_timeout)  # fmt: skip
             self._client = self._context.__enter__()
         return self._client
@@ -338,23 +343,18 @@ def _sdk_env(argv: list[str]) -> dict[str, str]:
     return {"PYTHONPATH": str(DEVLANE_ROOT)} if argv and argv[0] == sys.executable else {}
 
 
-def make_runtime(source: PluginSource, manifest: Manifest, debug: bool = False) -> Runtime:
+def make_runtime(source: PluginSource, manifest: Manifest, debug: bool = False, network: bool = False) -> Runtime:
+    """The runtime for a plugin; `network` only for External plugins run by provision or delete."""
     if manifest.runtime == "exec":
-        return ExecRuntime(source, manifest, debug)
+        return ExecRuntime(source, manifest, debug, network)
     if manifest.runtime == "grpc":
-        return GrpcRuntime(source, manifest, debug)
+        return GrpcRuntime(source, manifest, debug, network)
     if source.origin == "builtin":
         return KardinalRuntime(source, manifest, debug, in_process=True)
-    return KardinalRuntime(source, manifest, debug, python=_python_for(source))
+    return KardinalRuntime(source, manifest, debug, python=_python_for_dir(source.path, source.name), network=network)
 
 
-def _python_for(source: PluginSource) -> str:
-    return _python_for_dir(source.path)
+def _python_for_dir(path: Path, name: str | None = None) -> str:
+    from .venvs import python_for
 
-
-def _python_for_dir(path: Path) -> str:
-    try:
-        from .venvs import python_for
-    except ImportError:  # prepared virtualenvs are optional until `devlane plugins prepare` exists
-        return sys.executable
-    return python_for(path)
+    return python_for(path, name)

@@ -87,7 +87,7 @@ def plugin_env(home: str, extra: dict[str, str] | None = None) -> dict[str, str]
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 PROBE_TIMEOUT_SECONDS = 10.0
-SETUP_FAILED_EXIT = 125  # the wrapper itself failed (as with env(1) / docker), before the plugin ran
+_SETUP_FAILED = 125  # the helper itself failed (as with env(1) / docker), before the plugin ran
 
 # Runs as `python -I -S -c _HELPER MODE -- ARGV...`: enters a new network namespace, then execs ARGV.
 # Standard library only and no site import, so it starts fast and works with any interpreter.
@@ -103,13 +103,13 @@ def unshare(flags):
         try:
             os.unshare(flags)
         except OSError as exc:
-            die(125, "unshare failed: %s (errno %d)" % (exc.strerror, exc.errno))
+            die({failed}, "unshare failed: %s (errno %d)" % (exc.strerror, exc.errno))
         return
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(flags) != 0:
         err = ctypes.get_errno()
-        die(125, "unshare failed: %s (errno %d)" % (os.strerror(err), err))
+        die({failed}, "unshare failed: %s (errno %d)" % (os.strerror(err), err))
 
 def write(name, text):
     try:
@@ -119,16 +119,16 @@ def write(name, text):
         finally:
             os.close(fd)
     except OSError as exc:
-        die(125, "cannot write /proc/self/%s: %s" % (name, exc.strerror))
+        die({failed}, "cannot write /proc/self/%s: %s" % (name, exc.strerror))
 
 if len(sys.argv) < 4 or sys.argv[2] != "--" or sys.argv[1] not in ("netns", "userns"):
-    die(125, "usage: MODE -- ARGV...")
+    die({failed}, "usage: MODE -- ARGV...")
 mode, argv = sys.argv[1], sys.argv[3:]
 uid, gid = os.getuid(), os.getgid()
 if mode == "netns":
-    unshare(0x40000000)
+    unshare({newnet})
 else:
-    unshare(0x10000000 | 0x40000000)
+    unshare({newuser} | {newnet})
     write("setgroups", "deny")
     write("uid_map", "%d %d 1" % (uid, uid))
     write("gid_map", "%d %d 1" % (gid, gid))
@@ -142,7 +142,7 @@ except FileNotFoundError:
     die(127, "cannot run %s: no such file or directory" % argv[0])
 except OSError as exc:
     die(126, "cannot run %s: %s" % (argv[0], exc.strerror))
-"""
+""".format(failed=_SETUP_FAILED, newnet=hex(CLONE_NEWNET), newuser=hex(CLONE_NEWUSER))
 
 # Runs inside a candidate wrapper during the probe: proves the namespace has only `lo` and the uid is kept.
 _VERIFY = r"""
@@ -174,7 +174,7 @@ _probed: Isolation | None = None
 
 
 def network_isolation() -> Isolation:
-    """Probe once per process (a few ms, cached) which way, if any, plugins can be kept off the network."""
+    """Which way, if any, plugins are kept off the network here; probed once per process (tens of ms), then cached."""
     global _probed
     with _probe_lock:
         if _probed is None:
@@ -253,7 +253,7 @@ def _probe(candidates: list[tuple[str, str, tuple[str, ...]]]) -> Isolation:
                 continue
             if proc.returncode != 0:
                 msg = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-                errors.append(f"{tool}: {msg}")
+                errors.append(f"{tool}: {msg.removeprefix('devlane-sandbox: ')}")
                 continue
             try:
                 facts = json.loads(proc.stdout)
@@ -277,45 +277,84 @@ NETWORK_HINT = (
     "(`sideEffects: External` in its plugin.yaml or in the plugin definition) and run `devlane provision` in CI"
 )
 
-# Failures that only a network attempt produces (Python, urllib3/requests/httpx/aiohttp, curl, wget,
-# Go, Node, Java, gRPC, ssh/git). Plain "connection refused" is handled separately below.
-_NETWORK_FAILURE = re.compile(
-    "|".join([
-        r"network is unreachable", r"\bENETUNREACH\b", r"no route to host", r"\bEHOSTUNREACH\b",
-        r"cannot assign requested address", r"\bEADDRNOTAVAIL\b",
-        r"temporary failure in name resolution", r"name or service not known",
-        r"no address associated with hostname", r"nodename nor servname provided",
-        r"\bgaierror\b", r"\bNameResolutionError\b", r"failed to resolve '",
-        r"could(?: not|n't) resolve (?:host|proxy)", r"unable to resolve host address",
-        r"\bgetaddrinfo (?:ENOTFOUND|EAI_AGAIN)\b", r"\blookup \S+(?: on \S+)?: no such host",
-        r"\bdial (?:tcp|udp)\b[^\n]*\bi/o timeout", r"\bconnection timed out\b",
-        r"requests\.exceptions\.(?:ConnectionError|ConnectTimeout|ProxyError)",
-        r"urllib3\.exceptions\.(?:NewConnectionError|MaxRetryError|ConnectTimeoutError)",
-        r"failed to establish a new connection", r"urllib\.error\.URLError", r"<urlopen error",
-        r"\bhttp(?:x|core)\.(?:ConnectError|ConnectTimeout)\b", r"\bClientConnectorError\b",
-        r"cannot connect to host \S+:\d+", r"\bcurl: \((?:5|6|7)\)",
-        r"java\.net\.(?:UnknownHostException|NoRouteToHostException)",
-        r"failed to connect to all addresses", r"DNS resolution failed",
-    ]),
-    re.IGNORECASE,
+# Lower-case phrases that only a network attempt produces (Python, urllib3/requests/httpx/aiohttp,
+# curl, wget, git, ssh, Node, Java, gRPC). Substring checks keep a 1 MiB stderr tail cheap to scan.
+_NETWORK_PHRASES = (
+    "network is unreachable",
+    "enetunreach",
+    "no route to host",
+    "ehostunreach",
+    "cannot assign requested address",
+    "eaddrnotavail",
+    "temporary failure in name resolution",
+    "name or service not known",
+    "no address associated with hostname",
+    "nodename nor servname provided",
+    "gaierror",
+    "nameresolutionerror",
+    "failed to resolve '",
+    "could not resolve host",
+    "couldn't resolve host",
+    "could not resolve proxy",
+    "couldn't resolve proxy",
+    "unable to resolve host address",
+    "getaddrinfo enotfound",
+    "getaddrinfo eai_again",
+    "connection timed out",
+    "requests.exceptions.connectionerror",
+    "requests.exceptions.connecttimeout",
+    "requests.exceptions.proxyerror",
+    "urllib3.exceptions.newconnectionerror",
+    "urllib3.exceptions.maxretryerror",
+    "urllib3.exceptions.connecttimeouterror",
+    "failed to establish a new connection",
+    "urllib.error.urlerror",
+    "<urlopen error",
+    "httpx.connecterror",
+    "httpx.connecttimeout",
+    "httpcore.connecterror",
+    "httpcore.connecttimeout",
+    "clientconnectorerror",
+    "cannot connect to host ",
+    "curl: (5)",
+    "curl: (6)",
+    "curl: (7)",
+    "java.net.unknownhostexception",
+    "java.net.noroutetohostexception",
+    "failed to connect to all addresses",
+    "dns resolution failed",
 )
-_REFUSED = re.compile(r"connection refused|\bECONNREFUSED\b|ConnectionRefusedError", re.IGNORECASE)
-# Where a refused connection went: urllib3 pools, Go dialers, Node, curl, ssh, then any URL.
+# Go's resolver and dialer name the operation on the same line as the failure.
+_GO_FAILURES = {
+    ": no such host": re.compile(r"\blookup \S{1,255}(?: on \S{1,255})?: no such host"),
+    "i/o timeout": re.compile(r"\bdial (?:tcp|udp)\b[^\n]{0,500}\bi/o timeout"),
+}
+_REFUSED_PHRASES = ("connection refused", "econnrefused", "connectionrefusederror")
+# Where a refused connection went: urllib3 pools, Go dialers, Node, curl, ssh, then any URL (text is lower-case).
 _TARGET_HOST = re.compile(
-    r"host='(?P<a>[^']+)'"
-    r"|\bdial tcp \[?(?P<b>[0-9A-Za-z.:\-]+?)\]?:\d+"
-    r"|\bECONNREFUSED \[?(?P<c>[0-9A-Fa-f.:]+?)\]?:\d+"
-    r"|failed to connect to (?P<d>[^\s:]+|\[[^\]]+\]) port"
-    r"|connect to host (?P<e>\S+) port"
-    r"|\b[a-z][a-z0-9+.\-]*://(?:[^/\s@]*@)?(?P<f>\[[^\]]+\]|[^/\s:'\"]+)",
-    re.IGNORECASE,
+    r"host='(?P<a>[^']{1,255})'"
+    r"|\bdial tcp \[?(?P<b>[0-9a-z.:\-]{1,255}?)\]?:\d+"
+    r"|\beconnrefused \[?(?P<c>[0-9a-f.:]{1,64}?)\]?:\d+"
+    r"|failed to connect to (?P<d>[^\s:]{1,255}|\[[^\]]{1,64}\]) port"
+    r"|connect to host (?P<e>\S{1,255}) port"
+    r"|\b[a-z][a-z0-9+.\-]{0,31}://(?:[^/\s@]{0,255}@)?(?P<f>\[[^\]]{1,64}\]|[^/\s:'\"]{1,255})"
 )
-_LOOPBACK = re.compile(r"^(?:localhost|.*\.localhost|127(?:\.\d+){3}|::1|0\.0\.0\.0|::|0:0:0:0:0:0:0:1)$", re.I)
+_LOOPBACK = re.compile(r"^(?:localhost|.*\.localhost|127(?:\.\d+){3}|::1|0\.0\.0\.0|::|0:0:0:0:0:0:0:1)$")
 
 
-def _refused_remote(text: str) -> bool:
+def _lines_with(text: str, needle: str) -> Iterable[str]:
+    """Each line of `text` that contains `needle` (once per line), without splitting the whole text."""
+    pos = text.find(needle)
+    while pos != -1:
+        start, end = text.rfind("\n", 0, pos) + 1, text.find("\n", pos)
+        end = len(text) if end == -1 else end
+        yield text[start:end]
+        pos = text.find(needle, end)
+
+
+def _refused_remote(line: str) -> bool:
     """A refused connection counts only when it names a non-loopback host (a local helper is not the network)."""
-    for m in _TARGET_HOST.finditer(text):
+    for m in _TARGET_HOST.finditer(line):
         host = next(v for v in m.groupdict().values() if v).strip("[]").rstrip(".")
         if not _LOOPBACK.match(host):
             return True
@@ -326,8 +365,15 @@ def network_hint(text: str) -> str | None:
     """`NETWORK_HINT` when a plugin's stderr or error text shows a network attempt, else None."""
     if not text:
         return None
-    if _NETWORK_FAILURE.search(text) or (_REFUSED.search(text) and _refused_remote(text)):
+    low = text.lower()
+    if any(p in low for p in _NETWORK_PHRASES):
         return NETWORK_HINT
+    for needle, pattern in _GO_FAILURES.items():
+        if any(pattern.search(line) for line in _lines_with(low, needle)):
+            return NETWORK_HINT
+    for needle in _REFUSED_PHRASES:
+        if any(_refused_remote(line) for line in _lines_with(low, needle)):
+            return NETWORK_HINT
     return None
 
 
@@ -338,7 +384,7 @@ SECRET_NAME_WORDS = ("key", "token", "secret", "password", "passwd", "pwd", "pas
 MIN_SECRET_LENGTH = 3  # shorter values are left alone: replacing "a" or "1" everywhere would mangle output
 MASK = "***"
 _NOT_SECRET = {"true", "false", "yes", "no", "on", "off", "null", "none"}  # flags such as USE_TOKEN: "true"
-_URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^/\s:@]*:(?P<pw>[^/\s@]+)@", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.\-]{0,31}://[^/\s:@]{0,255}:(?P<pw>[^/\s@]{1,1024})@", re.IGNORECASE)
 
 
 def is_secret_name(name: str) -> bool:
@@ -500,7 +546,7 @@ class BoundedTail:
         self.total += len(chunk)
         if len(chunk) >= self.limit:
             self._chunks.clear()
-            chunk = chunk[-self.limit:] if self.limit else b""
+            chunk = chunk[-self.limit :] if self.limit else b""
             self._size = 0
         self._chunks.append(chunk)
         self._size += len(chunk)
@@ -533,5 +579,5 @@ class BoundedTail:
         """The kept bytes as text; when the start was cut, from the first whole line on."""
         raw = self.data
         if self.truncated and b"\n" in raw:
-            raw = raw[raw.index(b"\n") + 1:]
+            raw = raw[raw.index(b"\n") + 1 :]
         return raw.decode("utf-8", errors="replace")

@@ -147,7 +147,7 @@ def test_plural_signature_survives_stdout_noise(monkeypatch):
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"
     assert env["DEVLANE_TEST_MARKER"] == "passed-through"
     assert "SECRET_TOKEN" not in env
-    allowed = {"PATH", "HOME", "TMPDIR", "LANG", "TZ", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE"}
+    allowed = {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE"}
     allowed.add("LC_CTYPE")  # Python may set it itself
     assert {k for k in env if not k.startswith("DEVLANE_")} <= allowed
 

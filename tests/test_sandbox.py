@@ -295,39 +295,45 @@ print(json.dumps(out))
 # Network hints
 
 
-@pytest.mark.parametrize("text", [
-    "OSError: [Errno 101] Network is unreachable",
-    "socket.gaierror: [Errno -3] Temporary failure in name resolution",
-    "socket.gaierror: [Errno -2] Name or service not known",
-    "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.neon.tech', port=443): Max retries "
-    "exceeded with url: /v2/projects (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object>: "
-    "Failed to establish a new connection: [Errno 111] Connection refused'))",
-    "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>",
-    "curl: (6) Could not resolve host: api.github.com",
-    "fatal: unable to access 'https://github.com/x/y/': Could not resolve host: github.com",
-    "Get \"https://api.example.com\": dial tcp: lookup api.example.com on 10.0.0.2:53: no such host",
-    "Error: getaddrinfo ENOTFOUND registry.npmjs.org",
-    "httpx.ConnectError: [Errno 99] Cannot assign requested address",
-    "dial tcp 10.1.2.3:5432: connect: connection refused",
-    "Error: connect ECONNREFUSED 203.0.113.9:443",
-    "java.net.UnknownHostException: api.example.com",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "OSError: [Errno 101] Network is unreachable",
+        "socket.gaierror: [Errno -3] Temporary failure in name resolution",
+        "socket.gaierror: [Errno -2] Name or service not known",
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.neon.tech', port=443): Max retries "
+        "exceeded with url: /v2/projects (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object>: "
+        "Failed to establish a new connection: [Errno 111] Connection refused'))",
+        "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>",
+        "curl: (6) Could not resolve host: api.github.com",
+        "fatal: unable to access 'https://github.com/x/y/': Could not resolve host: github.com",
+        'Get "https://api.example.com": dial tcp: lookup api.example.com on 10.0.0.2:53: no such host',
+        "Error: getaddrinfo ENOTFOUND registry.npmjs.org",
+        "httpx.ConnectError: [Errno 99] Cannot assign requested address",
+        "dial tcp 10.1.2.3:5432: connect: connection refused",
+        "Error: connect ECONNREFUSED 203.0.113.9:443",
+        "java.net.UnknownHostException: api.example.com",
+    ],
+)
 def test_network_hint_recognises_network_attempts(text):
     assert network_hint(f"Traceback (most recent call last):\n  ...\n{text}\n") == NETWORK_HINT
 
 
-@pytest.mark.parametrize("text", [
-    "",
-    "KeyError: 'token'",
-    "ValueError: port must be between 0 and 65535",
-    "error: NetworkPolicy 'deny-all' not found in the flow",
-    "plugin timed out after 30 s",
-    "ConnectionRefusedError: [Errno 111] Connection refused",  # no target named: may be a local helper
-    "dial tcp 127.0.0.1:8080: connect: connection refused",
-    "requests.exceptions.HTTPError: 404 Client Error for url: https://localhost:9000/x",
-    "Error: connect ECONNREFUSED 127.0.0.1:6379",
-    "see https://docs.example.com/plugins for the args schema",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "KeyError: 'token'",
+        "ValueError: port must be between 0 and 65535",
+        "error: NetworkPolicy 'deny-all' not found in the flow",
+        "plugin timed out after 30 s",
+        "ConnectionRefusedError: [Errno 111] Connection refused",  # no target named: may be a local helper
+        "dial tcp 127.0.0.1:8080: connect: connection refused",
+        "requests.exceptions.HTTPError: 404 Client Error for url: https://localhost:9000/x",
+        "Error: connect ECONNREFUSED 127.0.0.1:6379",
+        "see https://docs.example.com/plugins for the args schema",
+    ],
+)
 def test_network_hint_stays_quiet_on_other_failures(text):
     assert network_hint(text) is None
 
