@@ -180,7 +180,11 @@ def plan(options: Options, flow: FlowSpec) -> tuple[Plan, list[Problem]]:
     result = make_plan(repo.model, flow, mode, repo.diagnostics)
     _finish(repo)
     with tempfile.TemporaryDirectory(prefix="devlane-plugins-") as scratch:
-        choices = choose_all(repo.model, result, _resolver(repo, Path(scratch)), "render", repo.source)
+        resolver = _resolver(repo, Path(scratch))
+        choices = choose_all(repo.model, result, resolver, "render", repo.source)
+        steps = Steps(repo.config.pipeline, resolver, _settings(options, repo.config, "render"), "render", repo.source)
+        result.steps = [{"name": s.name, "stage": s.stage, "plugin": s.plugin, "behavior": s.behavior,
+                         "choice": steps.choice(s, flow.id).as_dict()} for s in repo.config.pipeline]  # fmt: skip
     result.choices = {name: c.as_dict() for name, c in choices.items()}
     return result, repo.diagnostics.warnings
 

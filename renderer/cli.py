@@ -154,6 +154,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 print(f"     uses {choice['name']} ({choice['runtime']}): {choice['reason']}")
                 for skipped in choice["skipped"]:
                     print(f"     skipped {skipped['name']}: {skipped['reason']}")
+    if the_plan.steps:
+        print("pipeline steps (.devlane.yaml), in order:")
+        for step in the_plan.steps:
+            choice = step["choice"]
+            print(f"  {step['stage']:<11}  {step['name']}: {choice['name']} ({choice['runtime']}, {step['behavior']})")
     return 0
 
 

@@ -51,6 +51,7 @@ class Plan:
     decisions: dict[str, Decision]
     instances: list[PluginInstance]
     choices: dict[str, dict] = field(default_factory=dict)  # instance -> implementation chosen, and why
+    steps: list[dict] = field(default_factory=list)  # `.devlane.yaml` pipeline steps: name, stage, choice
 
     def dev_services(self) -> list[str]:
         return sorted(n for n, d in self.decisions.items() if d.kind == "service" and d.version != "baseline")
@@ -69,6 +70,7 @@ class Plan:
                  **({"choice": self.choices[i.servicename]} if i.servicename in self.choices else {})}
                 for i in self.instances
             ],
+            "pipeline": self.steps,
         }
 
 
