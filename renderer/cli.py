@@ -13,18 +13,9 @@ import traceback
 from pathlib import Path
 
 from . import __version__, api, cli_plugins
+from .cli_args import repeat_pairs
 from .errors import DevlaneError, Problem
 from .flow import parse_env_args, parse_service_args, parse_template_args, validate_flow_id
-
-
-def _repeat_pairs(values: list[str], flag: str) -> dict[str, str]:
-    out = {}
-    for v in values:
-        key, sep, value = v.partition("=")
-        if not sep or not key or not value:
-            raise DevlaneError(f"{flag} {v!r}: expected NAME=PATH", exit_code=2)
-        out[key] = value
-    return out
 
 
 def _common(p: argparse.ArgumentParser, flow: bool = True) -> None:
@@ -87,7 +78,7 @@ def _options(args: argparse.Namespace) -> api.Options:
         repo=Path(args.repo),
         ref=args.ref,
         routing=getattr(args, "routing", None),
-        plugin_sources=_repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
+        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
         plugin_timeout=getattr(args, "plugin_timeout", None),
         timeout=getattr(args, "timeout", None),
         jobs=getattr(args, "jobs", None),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import api
+from .cli_args import repeat_pairs
 from .errors import DevlaneError, Problem
 from .manifest import MANIFEST, Manifest
 from .run_plugins import DEFAULT_PLUGIN_TIMEOUT, plugin_digest
@@ -387,12 +388,7 @@ def list_text(summaries: list[dict[str, Any]]) -> str:
 
 
 def _options(args: argparse.Namespace) -> api.Options:
-    sources = {}
-    for pair in args.plugin_source:
-        key, sep, value = pair.partition("=")
-        if not sep or not key or not value:
-            raise DevlaneError(f"--plugin-source {pair!r}: expected NAME=PATH", exit_code=2)
-        sources[key] = value
+    sources = repeat_pairs(args.plugin_source, "--plugin-source")
     return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources, debug=args.debug)
 
 

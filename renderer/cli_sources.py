@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .cli_args import repeat_pairs
 from .errors import DevlaneError, Problem, Where
 
 
@@ -140,16 +141,6 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pairs(values: list[str]) -> dict[str, str]:
-    out = {}
-    for v in values:
-        key, sep, value = v.partition("=")
-        if not sep or not key or not value:
-            raise DevlaneError(f"--plugin-source {v!r}: expected NAME=PATH", exit_code=2)
-        out[key] = value
-    return out
-
-
 def cmd_prepare(args: argparse.Namespace) -> int:
     from .sources import resolve_plugin_source
     from .venvs import prepare, target_for
@@ -157,7 +148,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     started = time.monotonic()
     repo, lock = _load(args)
     names, _ = _specs(repo)
-    flags = _pairs(args.plugin_source)
+    flags = repeat_pairs(args.plugin_source, "--plugin-source")
     primary = set(repo.config.plugin_sources) | {p.name for p in repo.model.plugin_defs.values()}
     root = Path(args.repo).resolve()
     targets, problems = [], []

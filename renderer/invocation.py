@@ -192,7 +192,7 @@ class ReplyReader:
             raise self.error(f"the plugin-state ConfigMap's data.{STATE_KEY} is not JSON") from None
 
 
-def _strip_internal(obj: dict) -> dict:
+def strip_internal(obj: dict) -> dict:
     meta = obj.get("metadata") or {}
     ann = meta.get("annotations")
     if isinstance(ann, dict):
@@ -234,7 +234,7 @@ def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outco
         ann = (item.get("metadata") or {}).get("annotations") or {}
         ident = ann.get(ID)
         if ident is None:
-            resources.append(_strip_internal(copy.deepcopy(item)))
+            resources.append(strip_internal(copy.deepcopy(item)))
             continue
         if ident not in sent:
             raise reader.error(f"returned an item with unknown {ID} {ident!r}", f"keep the {ID} annotation as sent")

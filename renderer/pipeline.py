@@ -21,7 +21,7 @@ from collections.abc import Callable
 from .clone import DevSet
 from .config import PipelineStep
 from .errors import DevlaneError, Problem, Where, fail
-from .invocation import ID, Invocation, _strip_internal
+from .invocation import ID, Invocation, strip_internal
 from .load import Document
 from .model import PluginDef
 from .plan import Plan, PluginInstance
@@ -74,7 +74,7 @@ def _transform(runner: Runner, choice: Choice, step: PipelineStep, flow_id: str,
         ident = ((item.get("metadata") or {}).get("annotations") or {}).get(ID)
         if ident is not None and ident not in by_id:
             raise reader.error(f"returned an item with unknown {ID} {ident!r}")
-        out.append(_strip_internal(copy.deepcopy(item)))
+        out.append(strip_internal(copy.deepcopy(item)))
     runner.messages += runner_messages
     return out
 

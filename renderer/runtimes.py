@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from .errors import DevlaneError, Problem, Where, fail
-from .invocation import ID, Invocation, Outcome, ReplyReader, _strip_internal, encode, request_document
+from .invocation import ID, Invocation, Outcome, ReplyReader, encode, request_document, strip_internal
 from .manifest import Manifest
 from .plugins import (
     ABSENT,
@@ -229,7 +229,7 @@ class DocumentRuntime(Runtime):
         for item in doc["items"]:
             ident = ((item.get("metadata") or {}).get("annotations") or {}).get(ID)
             if ident is not None:
-                by_id[ident] = _strip_internal(copy.deepcopy(item))
+                by_id[ident] = strip_internal(copy.deepcopy(item))
         return [by_id.get(str(i), copy.deepcopy(o)) for i, o in enumerate(inv.objects)]
 
 

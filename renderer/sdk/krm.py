@@ -39,7 +39,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..invocation import DEPENDENT, ID, INTERNAL, RESOURCE_LIST, ROLE, state_item
+from ..invocation import DEPENDENT, ID, RESOURCE_LIST, ROLE, state_item, strip_internal
 from ..shim import OPTIONAL, PluginFailure
 from ..shim import call as _shim_call
 from ..shim import create_flow as _shim_create_flow
@@ -190,15 +190,7 @@ def _ann(obj: dict) -> dict:
 
 def _plain(obj: dict) -> dict:
     """A copy of an item without devlane's internal annotations (what a Kardinal function sees)."""
-    obj = copy.deepcopy(obj)
-    meta = obj.get("metadata")
-    ann = meta.get("annotations") if isinstance(meta, dict) else None
-    if isinstance(ann, dict):
-        for key in INTERNAL:
-            ann.pop(key, None)
-        if not ann:
-            meta.pop("annotations")
-    return obj
+    return strip_internal(copy.deepcopy(obj))
 
 
 def _json_type(value: Any) -> str:
