@@ -435,7 +435,15 @@ def _apply(stage: PluginStageResult, inst: PluginInstance, choice: Choice, inv: 
                    Where(plugin=inst.servicename), "re-provision the flow", code="plugin-pod-spec-count")
     for w, new_spec in zip(workloads, outcome.pod_specs, strict=True):
         moved_idx = _to_front(copy.deepcopy(w.pod_spec), w.container)[1]
+        added = sorted(_duplicate_env(new_spec) - _duplicate_env(w.pod_spec))
         w.obj["spec"]["template"]["spec"] = _back(copy.deepcopy(new_spec), moved_idx)
+        for container, name in added:
+            stage.messages.append(Problem(
+                f"the plugin left env {name} twice in container {container} of {w.obj['kind']}/"
+                f"{w.obj['metadata']['name']}; the last one wins in the pod, but server-side apply (Flux, Argo CD "
+                "with ServerSideApply) rejects duplicate keys", Where(plugin=inst.servicename),
+                "set the variable once (replace it rather than append), or remove it from the manifest",
+                severity="warning", code="plugin-duplicate-env"))  # fmt: skip
     try:
         json.dumps(outcome.config_map)
     except (TypeError, ValueError):
@@ -446,6 +454,16 @@ def _apply(stage: PluginStageResult, inst: PluginInstance, choice: Choice, inv: 
     stage.results.append(InstanceResult(inst.servicename, inst.flow_id, inv.flow_uuid, choice.source,
                                         list(inv.dependents), outcome.config_map, list(outcome.resources),
                                         status, choice, record))  # fmt: skip
+
+
+def _duplicate_env(pod_spec: dict) -> set[tuple[str, str]]:
+    """(container, env name) pairs set more than once."""
+    out = set()
+    for key in ("initContainers", "containers"):
+        for c in pod_spec.get(key) or []:
+            names = [e.get("name") for e in (c.get("env") or []) if isinstance(e, dict)]
+            out |= {(str(c.get("name")), str(n)) for n in names if names.count(n) > 1}
+    return out
 
 
 def plugin_digest(path: Path) -> str:

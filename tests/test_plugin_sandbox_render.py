@@ -86,3 +86,17 @@ def test_secret_args_are_never_echoed(tmp_path):
     described = run_cli("plugins", "describe", "fixture", str(repo))
     assert "s3cr3t" not in described.stdout + described.stderr
     assert "network isolation" in described.stdout
+
+
+def test_duplicate_env_left_by_a_plugin_is_a_warning_naming_it(tmp_path):
+    repo = tmp_path / "dup"
+    make_repo(repo, "./plugins/dup", {"db": "orders"})
+    shutil.copytree(FIXTURES / "plugins" / "dup_env", repo / "plugins" / "dup")
+    out = run_cli("render", str(repo), *FLOW, "--stdout")
+    assert out.returncode == 0, out.stderr
+    warnings = [line for line in out.stderr.splitlines() if "twice" in line]
+    assert warnings == [
+        "devlane: warning: plugin fixture: the plugin left env POSTGRES_DB twice in container main of "
+        "Deployment/api-pr-1; the last one wins in the pod, but server-side apply (Flux, Argo CD with "
+        "ServerSideApply) rejects duplicate keys"
+    ]
