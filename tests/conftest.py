@@ -3,6 +3,7 @@ stand-in plugins, a CLI runner, and the real consumers (kubectl kustomize, kuber
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -116,3 +117,17 @@ def crd_schema(api_version: str, kind: str) -> dict:
     key = (api_version, kind)
     assert key in _CRD_CACHE, f"no CRD for {key}"
     return _CRD_CACHE[key]
+
+
+def app_yaml(name: str, plugins: str | None = None, containers: list[dict] | None = None, port: int = 80) -> str:
+    """A Deployment and the Service selecting it (annotated with the Kardinal plugins it uses), as a YAML
+    stream ending with `---`, for tests that build small repositories."""
+    containers = containers or [{"name": "main", "image": f"{name}:1"}]
+    annotations = "{}" if plugins is None else f"{{kardinal.dev.service/plugins: {json.dumps(plugins)}}}"
+    return (
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n"
+        f"  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n"
+        f"    spec: {{containers: {json.dumps(containers)}}}\n---\n"
+        f"apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  annotations: {annotations}\nspec:\n"
+        f"  selector: {{app: {name}}}\n  ports: [{{name: http, port: {port}}}]\n---\n"
+    )

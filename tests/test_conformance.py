@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT, run_cli
+from conftest import FIXTURES, ROOT, app_yaml, run_cli
 
 from renderer import api
 from renderer import run_plugins as rp
@@ -42,44 +42,8 @@ FLOW = ["--flow", "pr-1", "--service", "api=api:2", "--service", "worker=worker:
 # an interpreter that has grpc, i.e. the one running the tests.
 PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
 
-APP = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api}
-spec:
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec: {containers: [{name: main, image: "api:1", env: [{name: KEEP, value: "1"}]}]}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: api
-  annotations: {kardinal.dev.service/plugins: db}
-spec:
-  selector: {app: api}
-  ports: [{name: http, port: 80}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: worker}
-spec:
-  selector: {matchLabels: {app: worker}}
-  template:
-    metadata: {labels: {app: worker}}
-    spec: {containers: [{name: main, image: "worker:1"}]}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: worker
-  annotations: {kardinal.dev.service/plugins: db}
-spec:
-  selector: {app: worker}
-  ports: [{name: http, port: 8080}]
----
-apiVersion: v1
+APP = (app_yaml("api", "db", [{"name": "main", "image": "api:1", "env": [{"name": "KEEP", "value": "1"}]}])
+       + app_yaml("worker", "db", port=8080) + """apiVersion: v1
 kind: Service
 metadata:
   name: db-def
@@ -89,7 +53,7 @@ metadata:
         type: external
         servicename: db
         args: ARGS
-"""
+""")
 
 # The builtin runtime through the CLI: the plugin directory, resolved as if it lived under plugins/.
 BUILTIN_CLI = textwrap.dedent("""

@@ -15,50 +15,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_cli
+from conftest import app_yaml, run_cli
 
 FLOW = ["--flow", "pr-3", "--service", "api=api:2", "--service", "worker=worker:2"]
 # exec plugins get a scrubbed environment (PATH, HOME, DEVLANE_*): let `python3` be the test interpreter
 PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
 
-APP = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api}
-spec:
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec: {containers: [{name: main, image: "api:1"}, {name: sidecar, image: "proxy:1"}]}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: api
-  annotations: {kardinal.dev.service/plugins: fn}
-spec:
-  selector: {app: api}
-  ports: [{name: http, port: 80}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: worker}
-spec:
-  selector: {matchLabels: {app: worker}}
-  template:
-    metadata: {labels: {app: worker}}
-    spec: {containers: [{name: main, image: "worker:1", env: [{name: KEEP, value: "1"}]}]}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: worker
-  annotations: {kardinal.dev.service/plugins: fn}
-spec:
-  selector: {app: worker}
-  ports: [{name: http, port: 8080}]
----
-apiVersion: v1
+APP = (app_yaml("api", "fn", [{"name": "main", "image": "api:1"}, {"name": "sidecar", "image": "proxy:1"}])
+       + app_yaml("worker", "fn", [{"name": "main", "image": "worker:1", "env": [{"name": "KEEP", "value": "1"}]}],
+                  port=8080) + """apiVersion: v1
 kind: Service
 metadata:
   name: fn-def
@@ -68,7 +33,7 @@ metadata:
         type: external
         servicename: fn
         args: {name: GREETING}
-"""
+""")
 
 PERL = r"""#!/usr/bin/env perl
 # Sets an env var on every workload's first container; reports a warning.

@@ -15,49 +15,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FIXTURES, kubectl_kustomize, run_cli
+from conftest import FIXTURES, app_yaml, kubectl_kustomize, run_cli
 
 PLATFORM = FIXTURES / "platform"
 FLOW = "pr-1"
 PLUGIN_NAMES = ("worker", "limited", "argcheck", "ext", "external", "krm", "hooked")
 
-BASE = textwrap.dedent("""
-    apiVersion: apps/v1
-    kind: Deployment
-    metadata: {name: api}
-    spec:
-      selector: {matchLabels: {app: api}}
-      template:
-        metadata: {labels: {app: api}}
-        spec: {containers: [{name: main, image: api:1}]}
-    ---
-    apiVersion: v1
-    kind: Service
-    metadata:
-      name: api
-      annotations: {kardinal.dev.service/plugins: "%(api)s"}
-    spec:
-      selector: {app: api}
-      ports: [{name: http, port: 80}]
-    ---
-    apiVersion: apps/v1
-    kind: Deployment
-    metadata: {name: worker}
-    spec:
-      selector: {matchLabels: {app: worker}}
-      template:
-        metadata: {labels: {app: worker}}
-        spec: {containers: [{name: main, image: worker:1}]}
-    ---
-    apiVersion: v1
-    kind: Service
-    metadata:
-      name: worker
-      annotations: {kardinal.dev.service/plugins: "%(worker)s"}
-    spec:
-      selector: {app: worker}
-      ports: [{name: http, port: 80}]
-    ---
+BASE = app_yaml("api", "%(api)s") + app_yaml("worker", "%(worker)s") + textwrap.dedent("""
     apiVersion: networking.k8s.io/v1
     kind: Ingress
     metadata:

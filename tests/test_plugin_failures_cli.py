@@ -9,32 +9,14 @@ import textwrap
 import time
 
 import pytest
-from conftest import FIXTURES, kubectl_kustomize, run_cli
+from conftest import FIXTURES, app_yaml, kubectl_kustomize, run_cli
 
 PLUGINS = FIXTURES / "plugins"
 
 
 def make_repo(root, plugin_name: str, args: dict) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "app.yaml").write_text(WORKER + textwrap.dedent(f"""
-        apiVersion: apps/v1
-        kind: Deployment
-        metadata: {{name: api}}
-        spec:
-          selector: {{matchLabels: {{app: api}}}}
-          template:
-            metadata: {{labels: {{app: api}}}}
-            spec: {{containers: [{{name: main, image: api:1}}]}}
-        ---
-        apiVersion: v1
-        kind: Service
-        metadata:
-          name: api
-          annotations: {{kardinal.dev.service/plugins: fixture}}
-        spec:
-          selector: {{app: api}}
-          ports: [{{name: http, port: 80}}]
-        ---
+    (root / "app.yaml").write_text(WORKER + app_yaml("api", "fixture") + textwrap.dedent(f"""
         apiVersion: v1
         kind: Service
         metadata:
@@ -48,26 +30,7 @@ def make_repo(root, plugin_name: str, args: dict) -> None:
     """))
 
 
-WORKER = textwrap.dedent("""
-    apiVersion: apps/v1
-    kind: Deployment
-    metadata: {name: worker}
-    spec:
-      selector: {matchLabels: {app: worker}}
-      template:
-        metadata: {labels: {app: worker}}
-        spec: {containers: [{name: main, image: worker:1}]}
-    ---
-    apiVersion: v1
-    kind: Service
-    metadata:
-      name: worker
-      annotations: {kardinal.dev.service/plugins: fixture}
-    spec:
-      selector: {app: worker}
-      ports: [{name: http, port: 80}]
-    ---
-""")
+WORKER = app_yaml("worker", "fixture")
 TWO = ["--service", "api=api:2", "--service", "worker=worker:2"]
 
 CASES = {

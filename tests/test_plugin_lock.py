@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_cli
+from conftest import app_yaml, run_cli
 
 from renderer import cache, sources
 from renderer.errors import DevlaneError
@@ -40,26 +40,7 @@ def create_flow(service_specs, pod_specs, flow_uuid):
     return {{"pod_specs": pod_specs, "config_map": {{"version": VERSION}}}}
 '''
 
-APP = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api}
-spec:
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec: {containers: [{name: main, image: api:1}]}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: api
-  annotations: {kardinal.dev.service/plugins: label}
-spec:
-  selector: {app: api}
-  ports: [{name: http, port: 80}]
----
-apiVersion: v1
+APP = app_yaml("api", "label") + """apiVersion: v1
 kind: Service
 metadata:
   name: label-def

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_cli
+from conftest import app_yaml, run_cli
 
 EXTERNAL_MAIN = textwrap.dedent("""
     import json, os
@@ -57,26 +57,7 @@ RECORDER_MAIN = textwrap.dedent("""
             fh.write(json.dumps([flow_uuid, config_map]) + "\\n")
 """)
 
-APP = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: api}
-spec:
-  selector: {matchLabels: {app: api}}
-  template:
-    metadata: {labels: {app: api}}
-    spec: {containers: [{name: main, image: "api:1"}]}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: api
-  annotations: {kardinal.dev.service/plugins: "PLUGINS"}
-spec:
-  selector: {app: api}
-  ports: [{name: http, port: 80}]
----
-apiVersion: v1
+APP = app_yaml("api", "PLUGINS") + """apiVersion: v1
 kind: Service
 metadata:
   name: plugin-defs
