@@ -12,7 +12,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import __version__, api, cli_plugins
+from . import __version__, api, cli_cmp, cli_diff, cli_plugins, cli_preview
 from .cli_args import repeat_pairs
 from .errors import DevlaneError, Problem
 from .flow import parse_env_args, parse_service_args, parse_template_args, validate_flow_id
@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("--out", type=Path, metavar="DIR", help="output root the flow was rendered to")
     delete.add_argument("--plugin-source", action="append", default=[], metavar="NAME=PATH")
     delete.add_argument("--plugin-timeout", type=float, metavar="SECONDS")
+    cli_cmp.add_parsers(sub, _common)
+    cli_diff.add_parsers(sub, _common)
+    cli_preview.add_parsers(sub, _common)
     plugins = sub.add_parser("plugins", help="lock, fetch, prepare, inspect, scaffold and test plugins")
     plugins_sub = plugins.add_subparsers(dest="plugins_command", required=True, metavar="SUBCOMMAND")
     cli_plugins.add_parsers(plugins_sub, _common)
