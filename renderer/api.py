@@ -430,3 +430,16 @@ def check_changes(options: Options, base_ref: str, head_ref: str | None = None) 
             finally:
                 rt.close()
     return problems
+
+
+def validate(options: Options, result: RenderResult, kube_version: str, crd_dirs: list[Path]):
+    """Strict offline validation of every rendered object (`render --validate strict`); see `validate.py`."""
+    import yaml
+
+    from .validate import crd_schemas, validate_objects
+
+    repo = open_repo(options, collect=True)
+    crds = crd_schemas(repo.loaded.documents, crd_dirs)
+    files = {f"flows/{f.flow_id}/{name}": yaml.load(text, Loader=yaml.CSafeLoader)
+             for f in result.flows for name, text in f.files.items()}  # fmt: skip
+    return validate_objects(files, kube_version, crds)

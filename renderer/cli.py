@@ -16,6 +16,7 @@ from . import __version__, api, cli_cmp, cli_diff, cli_plugins, cli_preview
 from .cli_args import repeat_pairs
 from .errors import DevlaneError, Problem
 from .flow import parse_env_args, parse_service_args, parse_template_args, validate_flow_id
+from .validate import DEFAULT_KUBE_VERSION
 
 
 def _common(p: argparse.ArgumentParser, flow: bool = True) -> None:
@@ -53,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     out = render.add_mutually_exclusive_group()
     out.add_argument("--out", type=Path, metavar="DIR", help="output root (default: <repo>/rendered)")
     out.add_argument("--stdout", action="store_true", help="print the objects as one YAML stream")
+    render.add_argument("--validate", choices=["none", "strict"], default="none",
+                        help="strict: validate every rendered object offline before writing (default: none)")
+    render.add_argument("--kube-version", default=DEFAULT_KUBE_VERSION, metavar="X.Y",
+                        help=f"Kubernetes version whose schemas --validate uses (default {DEFAULT_KUBE_VERSION})")
+    render.add_argument("--crds", action="append", default=[], type=Path, metavar="DIR",
+                        help="CustomResourceDefinitions to validate custom resources against (repeatable)")
     plan = sub.add_parser("plan", help="explain which services get a dev version, and why")
     _common(plan)
     plan.add_argument("-o", "--output", choices=["text", "json"], default="text")
@@ -116,6 +123,15 @@ def cmd_render(args: argparse.Namespace) -> int:
     flow = api.resolve_flow(request)
     result = api.render(options, flow)
     _warn(result.warnings)
+    if args.validate == "strict":
+        report = api.validate(options, result, args.kube_version, args.crds)
+        if report.unchecked:
+            _warn([Problem(f"no CRD for {', '.join(report.unchecked)}: not validated (unchecked)",
+                           hint="pass --crds DIR with the CustomResourceDefinitions your cluster runs")])
+        if report.problems:
+            raise DevlaneError(report.problems)
+        print(f"devlane: validated {report.checked} objects against Kubernetes {args.kube_version} (strict)",
+              file=sys.stderr)  # fmt: skip
     if args.stdout:
         sys.stdout.write(result.stream())
         return 0
