@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import textwrap
 
-from conftest import EXAMPLE, app_yaml, run_cli
+import pytest
+from conftest import CRDS, EXAMPLE, app_yaml, run_cli, standin_flags
 
 FLOW = ["--flow", "pr-1", "--service", "api=api:2"]
 WIDGET_CRD = textwrap.dedent("""
@@ -107,3 +108,15 @@ def test_unknown_kube_version_is_a_usage_error(tmp_path):
     repo, _ = _repo(tmp_path)
     out = run_cli("render", str(repo), *FLOW, "--stdout", "--validate", "strict", "--kube-version", "9.99")
     assert out.returncode == 2 and "--kube-version 9.99" in out.stderr
+
+
+def test_gateway_api_httproute_against_the_upstream_crds(demo_repo):
+    if not CRDS.exists():
+        pytest.skip("upstream CRDs not available (../shared/crds)")
+    repo = demo_repo("new-obd__release__obd-kardinal.yaml")
+    flags = ["--flow", "pr-3", "--service", "frontend=x/frontend:3", "--stdout", "--validate", "strict", *standin_flags()]
+    checked = run_cli("render", str(repo), *flags, "--crds", str(CRDS / "gateway-api"))
+    assert checked.returncode == 0, checked.stderr
+    assert "kind: HTTPRoute" in checked.stdout and "unchecked" not in checked.stderr
+    unchecked = run_cli("render", str(repo), *flags)
+    assert unchecked.returncode == 0 and "HTTPRoute/" in unchecked.stderr and "(unchecked)" in unchecked.stderr
