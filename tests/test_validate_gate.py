@@ -114,7 +114,8 @@ def test_gateway_api_httproute_against_the_upstream_crds(demo_repo):
     if not CRDS.exists():
         pytest.skip("upstream CRDs not available (../shared/crds)")
     repo = demo_repo("new-obd__release__obd-kardinal.yaml")
-    flags = ["--flow", "pr-3", "--service", "frontend=x/frontend:3", "--stdout", "--validate", "strict", *standin_flags()]
+    flags = ["--flow", "pr-3", "--service", "frontend=x/frontend:3", "--stdout", "--validate", "strict",
+             *standin_flags()]
     checked = run_cli("render", str(repo), *flags, "--crds", str(CRDS / "gateway-api"))
     assert checked.returncode == 0, checked.stderr
     assert "kind: HTTPRoute" in checked.stdout and "unchecked" not in checked.stderr
