@@ -1,11 +1,36 @@
-"""`devlane cmp` (placeholder until the front-doors work lands)."""
+"""`devlane cmp generate | params`: the Argo CD Config Management Plugin commands (see `cmp.py`)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
+
+from . import cmp
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    stream, warnings = cmp.generate(Path.cwd())
+    for w in warnings:
+        print(f"devlane: warning: {w.format()}", file=sys.stderr)
+    sys.stdout.write(stream)
+    return 0
+
+
+def cmd_params(args: argparse.Namespace) -> int:
+    print(json.dumps(cmp.announcements(Path.cwd()), indent=2))
+    return 0
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: Callable[..., None]) -> None:
-    """Register the command on the top-level subparsers; `common(parser, flow=True)` adds the flow options."""
-    return None
+    """Register `cmp` on the top-level subparsers. Both commands run in the Application's path."""
+    parser = sub.add_parser("cmp", help="Argo CD Config Management Plugin commands (run by the cmp-server)")
+    cmds = parser.add_subparsers(dest="cmp_command", required=True, metavar="SUBCOMMAND")
+    gen = cmds.add_parser("generate", help="print the flow's manifests for the Application (env set by Argo CD)")
+    gen.add_argument("--debug", action="store_true", help="show tracebacks")
+    gen.set_defaults(handler=cmd_generate)
+    params = cmds.add_parser("params", help="print the dynamic parameter announcement (JSON)")
+    params.add_argument("--debug", action="store_true", help="show tracebacks")
+    params.set_defaults(handler=cmd_params)

@@ -1,0 +1,131 @@
+"""Argo CD Config Management Plugin (sidecar) mode: `devlane cmp generate` and `devlane cmp params`.
+
+The cmp-server unpacks the repository into a temporary directory, resets file modes and runs the
+command in the Application's path with the environment Argo CD builds: `ARGOCD_ENV_<NAME>` for the
+plugin's env, `ARGOCD_APP_PARAMETERS` (a JSON list of `{name, string|array|map}`) and the flattened
+`PARAM_<NAME>[_<i>]` variables for parameters, `ARGOCD_APP_REVISION`, and `ARGOCD_EXEC_TIMEOUT`
+(a Go duration; the whole process group is killed when it runs out). Argo CD parses stdout as the
+manifests, so only objects go there; an empty stream with `prune: true` deletes the whole app, so an
+empty result is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DevlaneError, Problem
+
+DEFAULT_EXEC_TIMEOUT = 90.0  # Argo CD's default ARGOCD_EXEC_TIMEOUT
+MARGIN = 5.0  # finish before the cmp-server's SIGTERM
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_duration(text: str) -> float:
+    """Seconds in a Go duration such as `90s`, `2m`, `1m30s` or `500ms`."""
+    text = text.strip()
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise DevlaneError(Problem(f"ARGOCD_EXEC_TIMEOUT={text!r} is not a duration",
+                                   hint="use a Go duration such as 90s or 2m"))  # fmt: skip
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def _flat(name: str) -> str:
+    return "PARAM_" + re.sub(r"[^A-Z0-9_]", "_", name.upper())
+
+
+def parameters(env: Mapping[str, str]) -> dict[str, object]:
+    """Parameters from `ARGOCD_APP_PARAMETERS`, else from the flattened `PARAM_*` variables."""
+    raw = env.get("ARGOCD_APP_PARAMETERS")
+    if raw:
+        try:
+            items = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DevlaneError(Problem(f"ARGOCD_APP_PARAMETERS is not JSON: {exc}")) from None
+        out: dict[str, object] = {}
+        for item in items or []:
+            for key in ("string", "array", "map"):
+                if isinstance(item, dict) and key in item:
+                    out[str(item.get("name"))] = item[key]
+        return out
+    out = {}
+    flow = env.get(_flat("flow-id"))
+    if flow is not None:
+        out["flow-id"] = flow
+    prefix = _flat("services") + "_"
+    indexed = sorted((int(k[len(prefix):]), v) for k, v in env.items() if k.startswith(prefix)
+                     and k[len(prefix):].isdigit())  # fmt: skip
+    if indexed:
+        out["services"] = [v for _, v in indexed]
+    return out
+
+
+@dataclass
+class Request:
+    flow_id: str
+    images: dict[str, str]
+    revision: str | None
+    timeout: float
+
+
+def request(env: Mapping[str, str]) -> Request:
+    """What the Application asks for; every missing or malformed piece is a clear error."""
+    params = parameters(env)
+    flow_id = env.get("ARGOCD_ENV_FLOW_ID") or params.get("flow-id")
+    if not isinstance(flow_id, str) or not flow_id:
+        raise DevlaneError(Problem("no flow id: set the plugin env FLOW_ID or the parameter flow-id",
+                                   hint="in the Application: spec.source.plugin.env: [{name: FLOW_ID, value: pr-7}]"))
+    services = params.get("services") or []
+    if isinstance(services, str):
+        services = [s for s in re.split(r"[,\s]+", services) if s]
+    if not isinstance(services, list):
+        raise DevlaneError(Problem("parameter services must be an array of NAME=IMAGE"))
+    images = {}
+    for item in services:
+        name, sep, image = str(item).partition("=")
+        if not sep or not name or not image:
+            raise DevlaneError(Problem(f"parameter services item {item!r}: expected NAME=IMAGE"))
+        images[name] = image
+    budget = go_duration(env["ARGOCD_EXEC_TIMEOUT"]) if env.get("ARGOCD_EXEC_TIMEOUT") else DEFAULT_EXEC_TIMEOUT
+    return Request(flow_id, images, env.get("ARGOCD_APP_REVISION"), max(1.0, budget - MARGIN))
+
+
+def generate(app_dir: Path, env: Mapping[str, str] | None = None) -> tuple[str, list[Problem]]:
+    """The manifests for the Application (stdout) and the warnings (stderr)."""
+    from . import api
+
+    env = os.environ if env is None else env
+    req = request(env)
+    flow = api.resolve_flow(api.FlowRequest(flow_id=req.flow_id, images=req.images))
+    result = api.render(api.Options(repo=app_dir, timeout=req.timeout), flow)
+    stream = result.stream()
+    if not any(f.files for f in result.flows):
+        raise DevlaneError(Problem(f"flow {req.flow_id} rendered no objects; refusing an empty result, which "
+                                   "Argo CD would prune the whole application for",
+                                   hint="check the flow's services (parameter services: NAME=IMAGE)"))  # fmt: skip
+    return stream, result.warnings
+
+
+def announcements(app_dir: Path) -> list[dict]:
+    """`parameters.dynamic` output: the flow parameters, with the repository's services and plugins."""
+    from . import api
+
+    repo = api.open_repo(api.Options(repo=app_dir), collect=True)
+    services = sorted(n for n, s in repo.model.services.items() if s.workload is not None)
+    plugins = sorted({p.name for p in repo.model.plugin_defs.values()})
+    return [
+        {"name": "flow-id", "title": "Flow id (DNS-1123 label, at most 40 characters)", "required": True,
+         "collectionType": "string"},
+        {"name": "services", "title": "Services to change, as NAME=IMAGE", "collectionType": "array",
+         "itemType": "string", "tooltip": "services in this repository: " + ", ".join(services)},
+        {"name": "repo-services", "title": "Services in this repository (information)", "collectionType": "array",
+         "array": services},
+        {"name": "repo-plugins", "title": "Plugins this repository uses (information)", "collectionType": "array",
+         "array": plugins},
+    ]  # fmt: skip
