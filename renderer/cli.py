@@ -38,6 +38,13 @@ def _common(p: argparse.ArgumentParser, flow: bool = True) -> None:
                    help="use the plugin in PATH for plugin NAME")  # fmt: skip
     g.add_argument("--plugin-timeout", type=float, metavar="SECONDS",
                    help="per plugin call; overrides plugin.yaml timeoutSeconds (default 60)")  # fmt: skip
+    g.add_argument("--services", choices=["auto"],
+                   help="auto: target the services changed between --base and the rendered ref (git)")
+    g.add_argument("--base", metavar="REF", help="the pull request's base (for --services auto, and diff)")
+    g.add_argument("--image-template", metavar="T",
+                   help="image of each auto target, e.g. 'ghcr.io/acme/{service}:{short_sha}' "
+                        "(fields: service, sha, short_sha, pr, branch)")  # fmt: skip
+    g.add_argument("--pr", metavar="N", help="pull request number for {pr} (default: $DEVLANE_PR or $GITHUB_REF)")
     g.add_argument("--timeout", type=float, metavar="SECONDS", help="budget for the whole render (default: none)")
     g.add_argument("--jobs", type=int, metavar="N", help="plugin instances run at once (default: CPUs, at most 8)")
 
@@ -101,15 +108,35 @@ def _flow(args: argparse.Namespace) -> api.FlowRequest:
         raise DevlaneError("a flow is required: pass --flow ID --service NAME=IMAGE, or --flow-file FILE", 2)
     if args.flow_id is not None:
         validate_flow_id(args.flow_id)  # refused before anything is read or written
+    images = parse_service_args(args.service)
+    if getattr(args, "services", None) == "auto":
+        images = {**_auto_targets(args), **images}  # explicit --service flags win
     return api.FlowRequest(
         flow_id=args.flow_id,
-        images=parse_service_args(args.service),
+        images=images,
         env=parse_env_args(args.env),
         flow_file=args.flow_file,
         template=args.template,
         template_args=parse_template_args(args.template_arg),
         template_args_file=args.template_args,
     )
+
+
+def _auto_targets(args: argparse.Namespace) -> dict[str, str]:
+    """`--services auto`: the services changed between --base and the rendered ref, with templated images."""
+    from .changes import changed_services, image_for, template_fields
+
+    if not args.base or not args.image_template:
+        raise DevlaneError("--services auto needs --base REF and --image-template T", exit_code=2)
+    repo = Path(args.repo)
+    changes = changed_services(repo, args.base, args.ref)
+    if not changes:
+        raise DevlaneError(Problem(f"--services auto: no service changed between {args.base} and {args.ref or 'HEAD'}",
+                                   hint="a flow must change at least one service; pass --service NAME=IMAGE"))
+    fields = template_fields(repo, args.ref, args.pr)
+    for c in changes:
+        print(f"devlane: target {c.service}: {c.reason}", file=sys.stderr)
+    return {c.service: image_for(args.image_template, c.service, fields) for c in changes}
 
 
 def _warn(problems: list[Problem]) -> None:
