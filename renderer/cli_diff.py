@@ -1,11 +1,58 @@
-"""`devlane diff` (placeholder until the front-doors work lands)."""
+"""`devlane diff [REPO] --base REF --head REF [flow options] [-o text|json|markdown]`."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from collections.abc import Callable
+
+from . import diff, markdown
+from .errors import DevlaneError
+
+
+def _edges(options, flow, head_ref: str) -> list[tuple[str, str]]:
+    """Service dependency edges at head, for the picture."""
+    from dataclasses import replace
+
+    from . import api
+
+    repo = api.open_repo(replace(options, ref=head_ref), flow)
+    return sorted((name, dep) for name, node in repo.model.services.items() for dep, _ in node.dependencies)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from . import api
+    from .cli import _flow, _options
+
+    if not args.base:
+        raise DevlaneError("devlane diff needs --base REF (and --head REF, default HEAD)", exit_code=2)
+    options = _options(args)
+    flow = api.resolve_flow(_flow(args))
+    report = diff.run(options, flow, args.base, args.head)
+    if args.output == "json":
+        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+    elif args.output == "markdown":
+        edges = _edges(options, flow, args.head)
+        sys.stdout.write(markdown.render_markdown(report, report.entries, edges, args.artifact_url))
+    else:
+        counts = report.counts()
+        print(f"flow {report.flow_id}: {counts['added']} added, {counts['changed']} changed, "
+              f"{counts['removed']} removed ({report.base} → {report.head})")  # fmt: skip
+        for c in report.changes:
+            print(f"  {c.status:<8} {c.label}  ({c.file})")
+        for c in report.changes:
+            sys.stdout.write(c.diff)
+    for p in report.problems:
+        print(f"devlane: error: {p.format()}", file=sys.stderr)
+    return 1 if report.problems else 0
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: Callable[..., None]) -> None:
-    """Register the command on the top-level subparsers; `common(parser, flow=True)` adds the flow options."""
-    return None
+    """Register `diff`; `common` adds REPO, the flow options and `--base`."""
+    parser = sub.add_parser("diff", help="render a flow at base and head (no checkout) and compare the objects")
+    common(parser)
+    parser.add_argument("--head", default="HEAD", metavar="REF", help="the pull request's head (default HEAD)")
+    parser.add_argument("-o", "--output", choices=["text", "json", "markdown"], default="text")
+    parser.add_argument("--artifact-url", metavar="URL", help="where the full report is, for an over-long comment")
+    parser.set_defaults(handler=cmd_diff)
