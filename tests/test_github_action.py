@@ -3,9 +3,12 @@ every run script parses with bash, and actionlint checks the workflow where it i
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -108,3 +111,61 @@ def test_actionlint_catches_a_broken_workflow(tmp_path):
     bad.write_text(WORKFLOW.read_text().replace("github.event.action", "github.evnt.action"))
     out = subprocess.run(["node", str(wasm / "lint.mjs"), str(bad)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and 'property "evnt" is not defined' in out.stdout
+
+
+def _evaluate(expr: str, context: dict) -> str:
+    """The tiny part of GitHub's expression language the action uses: dotted lookups joined by `||`."""
+    for alternative in expr.split("||"):
+        value: object = context
+        for part in alternative.strip().split("."):
+            value = value.get(part, "") if isinstance(value, dict) else ""
+        if value:
+            return str(value)
+    return ""
+
+
+def test_the_action_renders_and_diffs_a_pull_request_locally(tmp_path):
+    """Run the action's own flow, render and diff steps with bash, as the runner would, on a real PR repo."""
+    devlane = shutil.which("devlane") or shutil.which("devlane", path=str(Path(sys.executable).parent))
+    if devlane is None:
+        pytest.skip("the devlane command is not installed (pip install -e .)")
+    from test_diff import git  # a real two-commit repository
+
+    repo = tmp_path / "shop"
+    shutil.copytree(ROOT / "examples" / "bookshop", repo, ignore=shutil.ignore_patterns("rendered"))
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    orders = repo / "k8s" / "orders.yaml"
+    orders.write_text(orders.read_text().replace("prom/statsd-exporter:v0.27.1", "prom/statsd-exporter:v0.28.0"))
+    git(repo, "commit", "-qam", "orders: new sidecar")
+    inputs = {name: spec.get("default", "") for name, spec in _action()["inputs"].items()}
+    inputs.update({"path": ".", "image-template": "ghcr.io/acme/bookshop-{service}:{short_sha}"})
+    context = {"inputs": inputs, "steps": {},
+               "github": {"event": {"pull_request": {"number": "7", "base": {"sha": base}}},
+                          "server_url": "https://github.com", "repository": "acme/shop", "run_id": "1"}}  # fmt: skip
+    path = f"{Path(devlane).parent}{os.pathsep}{os.environ['PATH']}"
+    for step in _action()["runs"]["steps"]:
+        if step.get("id") not in ("flow", "render", "diff"):
+            continue
+        output = tmp_path / f"{step['id']}.out"
+        output.write_text("")
+        env = {}
+        for key, value in (step.get("env") or {}).items():
+            whole = EXPR.fullmatch(str(value))
+            env[key] = _evaluate(whole.group(1), context) if whole else str(value)
+        script = EXPR.sub(lambda m: _evaluate(m.group(1), context), step["run"])
+        run = subprocess.run(["bash", "-c", script], cwd=repo, capture_output=True, text=True, timeout=300,
+                             env={"PATH": path, "HOME": str(tmp_path), "GITHUB_OUTPUT": str(output), **env})
+        assert run.returncode == 0, (step["id"], run.stdout, run.stderr)
+        pairs = [line.split("=", 1) for line in output.read_text().splitlines()]
+        context["steps"][step["id"]] = {"outputs": dict(pairs)}
+    outputs = {k: v["outputs"] for k, v in context["steps"].items()}
+    assert outputs["flow"] == {"id": "pr-7"}
+    assert outputs["render"]["dir"] == "./rendered/flows/pr-7"
+    assert (repo / "rendered" / "flows" / "pr-7" / "kustomization.yaml").is_file()
+    assert outputs["diff"]["changed"] == "true"
+    body = Path(outputs["diff"]["body"]).read_text()
+    assert body.startswith("<!-- devlane:flow=pr-7 -->") and "| orders | dev: target" in body
+    assert "+        image: prom/statsd-exporter:v0.28.0" in body
