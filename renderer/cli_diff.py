@@ -1,4 +1,8 @@
-"""`devlane diff [REPO] --base REF --head REF [flow options] [-o text|json|markdown]`."""
+"""`devlane diff [REPO] --base REF --head REF [flow options] [-o text|json|markdown]`.
+
+Exit codes: 0 done (changes or not), 1 the flow does not render at head, a plugin refuses a change
+(`validate_change`), or with `--fail-on changes` any difference; 2 usage error.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from . import diff, markdown
 from .errors import DevlaneError
@@ -21,6 +26,18 @@ def _edges(options, flow, head_ref: str) -> list[tuple[str, str]]:
     return sorted((name, dep) for name, node in repo.model.services.items() for dep, _ in node.dependencies)
 
 
+def _text(report: diff.Report) -> str:
+    counts = report.counts()
+    out = [f"flow {report.flow_id}: {counts['added']} added, {counts['changed']} changed, "
+           f"{counts['removed']} removed ({report.base} → {report.head})"]  # fmt: skip
+    out += [f"  note: {n}" for n in report.notes]
+    for c in report.changes:
+        out.append(f"  {c.status:<8} {c.label}  ({c.file})")
+    for i in report.images:
+        out.append(f"  image    {i['object']} {i['container']}: {i['base'] or '(none)'} → {i['head'] or '(none)'}")
+    return "\n".join(out) + "\n" + "".join(c.diff for c in report.changes)
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     from . import api
     from .cli import _flow, _options
@@ -30,22 +47,22 @@ def cmd_diff(args: argparse.Namespace) -> int:
     options = _options(args)
     flow = api.resolve_flow(_flow(args))
     report = diff.run(options, flow, args.base, args.head)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(report.as_dict(), indent=2, sort_keys=True) + "\n")
     if args.output == "json":
         print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
     elif args.output == "markdown":
         edges = _edges(options, flow, args.head)
         sys.stdout.write(markdown.render_markdown(report, report.entries, edges, args.artifact_url))
     else:
-        counts = report.counts()
-        print(f"flow {report.flow_id}: {counts['added']} added, {counts['changed']} changed, "
-              f"{counts['removed']} removed ({report.base} → {report.head})")  # fmt: skip
-        for c in report.changes:
-            print(f"  {c.status:<8} {c.label}  ({c.file})")
-        for c in report.changes:
-            sys.stdout.write(c.diff)
+        sys.stdout.write(_text(report))
     for p in report.problems:
         print(f"devlane: error: {p.format()}", file=sys.stderr)
-    return 1 if report.problems else 0
+    if args.fail_on == "never":
+        return 0
+    if report.problems:
+        return 1
+    return 1 if args.fail_on == "changes" and report.changes else 0
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: Callable[..., None]) -> None:
@@ -54,5 +71,9 @@ def add_parsers(sub: argparse._SubParsersAction, common: Callable[..., None]) ->
     common(parser)
     parser.add_argument("--head", default="HEAD", metavar="REF", help="the pull request's head (default HEAD)")
     parser.add_argument("-o", "--output", choices=["text", "json", "markdown"], default="text")
+    parser.add_argument("--json-out", type=Path, metavar="FILE", help="also write the JSON report to FILE")
     parser.add_argument("--artifact-url", metavar="URL", help="where the full report is, for an over-long comment")
+    parser.add_argument("--fail-on", choices=["problems", "changes", "never"], default="problems",
+                        help="exit 1 when a plugin refuses a change (default), also on any difference, "
+                             "or never (a head that does not render always fails)")  # fmt: skip
     parser.set_defaults(handler=cmd_diff)

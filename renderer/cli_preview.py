@@ -9,18 +9,16 @@ from pathlib import Path
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from . import api
     from .cli import _flow, _options
-    from .preview import build_view, print_terminal, render_html
+    from .preview import build_view, console, print_terminal, render_html
 
     view = build_view(_options(args), api.resolve_flow(_flow(args)))
     if args.html is not None:
         args.html.write_text(render_html(view), encoding="utf-8")
         print(f"devlane: wrote {args.html}", file=sys.stderr)
         return 0
-    print_terminal(view, Console(highlight=False))
+    print_terminal(view, console())
     return 0
 
 

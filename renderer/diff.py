@@ -3,12 +3,15 @@
 Objects are paired by apiVersion/kind/namespace/name and reported as added, changed or removed,
 with a unified diff of their canonical YAML. Each object is attributed to the service it is a dev
 copy of (or to the flow: state ConfigMaps, entries, plugin resources), so the report can say per
-service what changed, and which plugins act on it.
+service what changed, and which plugins act on it. Secret values never reach the report: they are
+replaced by a short digest, so a changed value still shows as a changed line. Image changes are
+summarised on their own, as reviewers look for them first.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 from dataclasses import dataclass, field
 
 import yaml
@@ -17,6 +20,7 @@ from .errors import DevlaneError, Problem
 from .names import dev_name
 
 FLOW_ROW = "(flow)"
+STATUSES = ("added", "changed", "removed")
 
 
 @dataclass
@@ -42,22 +46,41 @@ class Report:
     base: str
     head: str
     changes: list[ObjectChange]
-    services: list[dict]  # service, version, reasons, plugins, counts
-    plugins: list[dict]  # instance, plugin, runtime, external, description, when, dependents
+    services: list[dict]  # service, kind, version, reasons, plugins, counts
+    plugins: list[dict]  # instance, plugin, type, status, runtime, external, description, when, dependents
     problems: list[Problem] = field(default_factory=list)  # validate_change refusals
     notes: list[str] = field(default_factory=list)
     entries: list[str] = field(default_factory=list)  # entry hosts of the flow at head
+    images: list[dict] = field(default_factory=list)  # object, service, container, base, head
+    versions: dict[str, str] = field(default_factory=dict)  # every service at head: dev | shared | baseline
 
     def counts(self) -> dict[str, int]:
-        return {s: sum(1 for c in self.changes if c.status == s) for s in ("added", "changed", "removed")}
+        return {s: sum(1 for c in self.changes if c.status == s) for s in STATUSES}
 
     def as_dict(self) -> dict:
         return {
             "flow": self.flow_id, "base": self.base, "head": self.head, "counts": self.counts(),
-            "services": self.services, "plugins": self.plugins, "notes": self.notes,
-            "problems": [p.as_dict() for p in self.problems],
+            "changed": bool(self.changes), "services": self.services, "plugins": self.plugins,
+            "images": self.images, "notes": self.notes, "problems": [p.as_dict() for p in self.problems],
             "objects": [c.as_dict() for c in self.changes],
         }  # fmt: skip
+
+
+def _digest(value) -> str:
+    return "<redacted sha256:" + hashlib.sha256(str(value).encode()).hexdigest()[:12] + ">"
+
+
+def _masked(text: str, obj: dict) -> str:
+    """A Secret's text with its values replaced by digests (keys and metadata stay readable)."""
+    if obj.get("kind") != "Secret" or not (obj.get("data") or obj.get("stringData")):
+        return text
+    from .yamlio import dump
+
+    safe = dict(obj)
+    for part in ("data", "stringData"):
+        if isinstance(obj.get(part), dict):
+            safe[part] = {k: _digest(v) for k, v in obj[part].items()}
+    return dump(safe)
 
 
 def _objects(result) -> dict[tuple, tuple[str, str, dict]]:
@@ -67,8 +90,25 @@ def _objects(result) -> dict[tuple, tuple[str, str, dict]]:
             obj = yaml.load(text, Loader=yaml.CSafeLoader)
             meta = obj.get("metadata") or {}
             key = (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
-            out[key] = (f"flows/{flow.flow_id}/{name}", text, obj)
+            out[key] = (f"flows/{flow.flow_id}/{name}", _masked(text, obj), obj)
     return out
+
+
+def _pod_spec(obj: dict) -> dict:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Pod":
+        return spec
+    if obj.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    return ((spec.get("template") or {}).get("spec")) or {}
+
+
+def _images(obj: dict | None) -> dict[str, str]:
+    if obj is None:
+        return {}
+    pod = _pod_spec(obj)
+    return {c.get("name", ""): c.get("image", "") for part in ("initContainers", "containers")
+            for c in pod.get(part) or [] if isinstance(c, dict)}  # fmt: skip
 
 
 def _service_of(name: str, flow_id: str, services: list[str]) -> str:
@@ -78,22 +118,38 @@ def _service_of(name: str, flow_id: str, services: list[str]) -> str:
     return FLOW_ROW
 
 
-def compare(flow_id: str, base_ref: str, head_ref: str, base, head, descriptions: dict[str, str]) -> Report:
+def _counts(changes: list[ObjectChange]) -> dict[str, int]:
+    return {s: sum(1 for c in changes if c.status == s) for s in STATUSES}
+
+
+def compare(flow_id: str, base_ref: str, head_ref: str, base, head, descriptions: dict[str, str],
+            base_error: str = "") -> Report:  # fmt: skip
     """The report between two renders (`base` may be None when the flow could not render there)."""
     before, after = _objects(base), _objects(head)
     decisions = head.plan.decisions
     services = sorted(decisions)
-    changes = []
+    changes, images = [], []
     for key in sorted(set(before) | set(after)):
         old, new = before.get(key), after.get(key)
         if old and new and old[1] == new[1]:
             continue
         status = "added" if old is None else "removed" if new is None else "changed"
         file = (new or old)[0]
-        diff = "".join(difflib.unified_diff((old[1] if old else "").splitlines(True),
-                                            (new[1] if new else "").splitlines(True),
-                                            f"a/{file}" if old else "/dev/null", f"b/{file}" if new else "/dev/null"))
-        changes.append(ObjectChange(key, status, file, _service_of(key[3], flow_id, services), diff))
+        diff = "".join(
+            difflib.unified_diff(
+                (old[1] if old else "").splitlines(True),
+                (new[1] if new else "").splitlines(True),
+                f"a/{file}" if old else "/dev/null",
+                f"b/{file}" if new else "/dev/null",
+            )
+        )
+        service = _service_of(key[3], flow_id, services)
+        changes.append(ObjectChange(key, status, file, service, diff))
+        was, now = _images(old[2] if old else None), _images(new[2] if new else None)
+        for container in sorted(set(was) | set(now)):
+            if was.get(container, "") != now.get(container, ""):
+                images.append({"object": f"{key[1]}/{key[3]}", "service": service, "container": container,
+                               "base": was.get(container, ""), "head": now.get(container, "")})  # fmt: skip
     instances = head.plan.instances
     rows = []
     for name in services:
@@ -101,28 +157,47 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base, head, descriptions
         mine = [c for c in changes if c.service == name]
         if d.version == "baseline" and not mine:
             continue
-        rows.append({"service": name, "version": d.version, "reasons": list(d.reasons),
-                     "plugins": [i.servicename for i in instances if name in i.dependents],
-                     **{s: sum(1 for c in mine if c.status == s) for s in ("added", "changed", "removed")}})
+        rows.append(
+            {
+                "service": name,
+                "kind": d.kind,
+                "version": d.version,
+                "reasons": list(d.reasons),
+                "plugins": [i.servicename for i in instances if name in i.dependents],
+                **_counts(mine),
+            }
+        )
     flow_objs = [c for c in changes if c.service == FLOW_ROW]
     if flow_objs:
-        rows.append({"service": FLOW_ROW, "version": "", "reasons": ["state, entries and plugin resources"],
-                     "plugins": [], **{s: sum(1 for c in flow_objs if c.status == s)
-                                       for s in ("added", "changed", "removed")}})  # fmt: skip
+        rows.append(
+            {
+                "service": FLOW_ROW,
+                "kind": "flow",
+                "version": "",
+                "reasons": ["state, entries and plugin resources"],
+                "plugins": [],
+                **_counts(flow_objs),
+            }
+        )
     plugins = []
     for r in head.stage.results if head.stage else []:
         choice = r.choice
         external = bool(choice and choice.external)
         plugins.append({
-            "instance": r.servicename, "plugin": choice.name if choice else r.source.name,
+            "instance": r.servicename, "plugin": choice.name if choice else r.source.name, "status": r.status,
+            "type": "external" if getattr(decisions.get(r.servicename), "kind", "") == "external" else "stateful",
             "runtime": choice.manifest.runtime if choice else "", "external": external,
             "description": descriptions.get(r.servicename, ""),
             "when": "provision (CI), replayed by render; delete_flow on close" if external
                     else "render; delete_flow on close",
             "dependents": list(r.dependents),
         })  # fmt: skip
-    notes = [] if base is not None else [f"the flow does not render at {base_ref}: everything is new"]
-    return Report(flow_id, base_ref, head_ref, changes, rows, plugins, notes=notes)
+    notes = []
+    if base is None:
+        why = f" ({base_error})" if base_error else ""
+        notes.append(f"the flow does not render at {base_ref}{why}: every object is reported as added")
+    return Report(flow_id, base_ref, head_ref, changes, rows, plugins, notes=notes, images=images,
+                  versions={n: decisions[n].version for n in services})  # fmt: skip
 
 
 def run(options, flow, base_ref: str, head_ref: str) -> Report:
@@ -131,17 +206,26 @@ def run(options, flow, base_ref: str, head_ref: str) -> Report:
 
     from . import api
 
-    head = api.render(replace(options, ref=head_ref), flow)
+    try:
+        head = api.render(replace(options, ref=head_ref), flow)
+    except DevlaneError as exc:
+        problems = [Problem(f"the flow does not render at head {head_ref}"), *exc.problems]
+        raise DevlaneError(problems, exc.exit_code) from exc
+    base_error = ""
     try:
         base = api.render(replace(options, ref=base_ref), flow)
-    except DevlaneError:
-        base = None
+    except DevlaneError as exc:
+        base, base_error = None, exc.problems[0].message if exc.problems else ""
     descriptions = {}
     for r in head.stage.results if head.stage else []:
         if r.choice and r.choice.manifest.description:
             descriptions[r.servicename] = r.choice.manifest.description
-    report = compare(flow.id, base_ref, head_ref, base, head, descriptions)
-    report.problems = api.check_changes(options, base_ref, head_ref)
+    report = compare(flow.id, base_ref, head_ref, base, head, descriptions, base_error)
+    try:
+        report.problems = api.check_changes(options, base_ref, head_ref)
+    except DevlaneError:
+        if base is not None:
+            raise  # with no model at base there are no old args to validate a change against
     report.entries = sorted(h for f in head.flows for e in f.metadata.get("entries") or []
                             for h in e.get("hosts") or [])  # fmt: skip
     return report

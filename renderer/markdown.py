@@ -1,10 +1,12 @@
 """The pull-request comment for `devlane diff -o markdown`.
 
 It carries a hidden marker so CI updates one sticky comment per flow, tables first (what changed
-per service, and the stateful / external dependencies with when they act), a Mermaid picture of
-the flow, and the per-service diffs in collapsible blocks. GitHub refuses comments over 65,536
-characters, so when the full comment is too long the diffs are dropped and the comment points at
-the artifact instead; the tables and the picture always stay.
+per service, image changes, and the stateful / external dependencies with when they act), a
+Mermaid picture of the flow, and the per-service diffs in collapsible blocks. GitHub refuses
+comments over 65,536 characters, so when the full comment is too long the diffs are dropped and
+the comment points at the artifact instead; the tables and the picture stay (and if even the
+tables are too long, their rows are cut with a count of what was left out). The result never
+exceeds the cap and always starts with the marker.
 """
 
 from __future__ import annotations
@@ -25,55 +27,104 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _label(text: str) -> str:
+    return str(text).replace('"', "#quot;")
+
+
 def _node(name: str) -> str:
     return "n_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-def mermaid(report: Report, entries: list[str], edges: list[tuple[str, str]]) -> str:
-    """Dev versions vs baseline, the entry, and the plugins acting on each dev service."""
-    rows = [r for r in report.services if r["service"] != FLOW_ROW]
-    if len(rows) > MAX_MERMAID_NODES:
-        rows = [r for r in rows if r["version"] != "baseline"][:MAX_MERMAID_NODES]
-    shown = {r["service"] for r in rows}
+def mermaid(
+    report: Report, entries: list[str], edges: list[tuple[str, str]], max_nodes: int = MAX_MERMAID_NODES
+) -> str:
+    """The entry, dev versions vs the baseline services they call, and the plugins acting on each."""
+    rows = [r for r in report.services if r["service"] != FLOW_ROW and r.get("kind") != "external"]
+    changed = [r for r in rows if r["version"] != "baseline"] + [r for r in rows if r["version"] == "baseline"]
+    shown = {r["service"]: r["version"] for r in changed[:max_nodes]}
+    core = set(shown)
+    for a, b in sorted(edges):  # baseline neighbours of what the flow changes, for context
+        for near, far in ((a, b), (b, a)):
+            if (
+                near in core
+                and far not in shown
+                and report.versions.get(far, "baseline") == "baseline"
+                and len(shown) < max_nodes
+            ):
+                shown[far] = "baseline"
+    hidden = len(changed) - sum(1 for r in changed if r["service"] in shown)
+    plugins = {r["service"]: r["plugins"] for r in rows}
     lines = ["```mermaid", "flowchart LR"]
     for e in entries:
-        lines.append(f'  entry(["{e}"])')
-    for r in rows:
-        label = f"{r['service']}<br/>{r['version']}"
-        lines.append(f'  {_node(r["service"])}["{label}"]:::{r["version"] or "baseline"}')
-    for r in rows:
-        for p in r["plugins"]:
-            lines.append(f'  {_node("p_" + p)}{{{{"{p}"}}}} -.-> {_node(r["service"])}')
-    for a, b in edges:
+        lines.append(f'  entry(["{_label(e)}"])')
+    for name in sorted(shown):
+        version = shown[name]
+        lines.append(f'  {_node(name)}["{_label(name)}<br/>{version}"]:::{version or "baseline"}')
+    for name in sorted(shown):
+        for p in plugins.get(name, []):
+            lines.append(f'  {_node("p_" + p)}{{{{"{_label(p)}"}}}}:::plugin -.-> {_node(name)}')
+    for a, b in sorted(edges):
         if a in shown and b in shown:
             lines.append(f"  {_node(a)} --> {_node(b)}")
-    if entries:  # the entry reaches the services nothing else shown calls
+    if entries:  # the entry reaches the shown dev services nothing else shown calls
         called = {b for a, b in edges if a in shown and b in shown}
-        for r in rows:
-            if r["service"] not in called and not r["reasons"][0].startswith("external plugin"):
-                lines.append(f"  entry --> {_node(r['service'])}")
+        for name in sorted(shown):
+            if name not in called and shown[name] != "baseline":
+                lines.append(f"  entry --> {_node(name)}")
+    if hidden:
+        lines.append(f'  more["… {hidden} more service(s), see the table"]')
     lines += ["  classDef dev fill:#d1f7c4,stroke:#2d7a14", "  classDef baseline fill:#eeeeee,stroke:#999999",
-              "  classDef shared fill:#dbe9ff,stroke:#2a5db0", "```"]
+              "  classDef shared fill:#dbe9ff,stroke:#2a5db0", "  classDef plugin fill:#fff4d6,stroke:#b58900",
+              "```"]  # fmt: skip
     return "\n".join(lines)
 
 
-def _tables(report: Report) -> list[str]:
+def _cut(rows: list[str], limit: int | None, what: str) -> list[str]:
+    if limit is None or len(rows) <= limit:
+        return rows
+    return [*rows[:limit], f"| … {len(rows) - limit} more {what} in the artifact | | | |"]
+
+
+def _tables(report: Report, limit: int | None = None) -> list[str]:
     counts = report.counts()
-    out = [marker(report.flow_id), f"## devlane flow `{report.flow_id}`: {report.base[:12]} → {report.head[:12]}", "",
-           f"**{counts['added']} added, {counts['changed']} changed, {counts['removed']} removed** objects.", ""]
+    out = [
+        marker(report.flow_id),
+        f"## devlane flow `{report.flow_id}`: {report.base[:12]} → {report.head[:12]}",
+        "",
+        f"**{counts['added']} added, {counts['changed']} changed, {counts['removed']} removed** objects.",
+        "",
+    ]
     out += [f"> {n}" for n in report.notes]
     if report.problems:
-        out += ["", "**Plugins refuse these changes:**", ""] + [f"- {p.format()}" for p in report.problems]
+        out += ["", "**Plugins refuse these changes:**", ""] + [f"- {_cell(p.format())}" for p in report.problems]
     out += ["", "| service | change | objects +/~/- | plugins |", "|---|---|---|---|"]
+    rows = []
     for r in report.services:
         why = f"{r['version']}: {'; '.join(r['reasons'])}" if r["version"] else "; ".join(r["reasons"])
-        out.append(f"| {_cell(r['service'])} | {_cell(why)} | +{r['added']} ~{r['changed']} -{r['removed']} | "
-                   f"{_cell(', '.join(r['plugins']) or '—')} |")
+        rows.append(
+            f"| {_cell(r['service'])} | {_cell(why)} | +{r['added']} ~{r['changed']} -{r['removed']} | "
+            f"{_cell(', '.join(r['plugins']) or '—')} |"
+        )
+    out += _cut(rows, limit, "services")
+    if report.images:
+        out += ["", "### Images", "", "| object | container | base | head |", "|---|---|---|---|"]
+        out += _cut([f"| {_cell(i['object'])} | {_cell(i['container'])} | {_cell(i['base'] or '—')} | "
+                     f"{_cell(i['head'] or '—')} |" for i in report.images], limit, "images")  # fmt: skip
     if report.plugins:
-        out += ["", "### Stateful and external dependencies", "", "| plugin | what it does | when |", "|---|---|---|"]
+        out += [
+            "",
+            "### Stateful and external dependencies",
+            "",
+            "| plugin | type | what it does | when | status |",
+            "|---|---|---|---|---|",
+        ]
+        rows = []
         for p in report.plugins:
             what = p["description"] or f"{p['plugin']} ({p['runtime']}) for {', '.join(p['dependents'])}"
-            out.append(f"| {_cell(p['instance'])} | {_cell(what)} | {_cell(p['when'])} |")
+            rows.append(
+                f"| {_cell(p['instance'])} | {p['type']} | {_cell(what)} | {_cell(p['when'])} | {p['status']} |"
+            )
+        out += _cut(rows, limit, "plugins")
     return out
 
 
@@ -83,21 +134,53 @@ def _diffs(report: Report) -> list[str]:
         mine = [c for c in report.changes if c.service == svc]
         out += ["", f"<details><summary>{svc}: {len(mine)} object(s)</summary>", ""]
         for c in mine:
-            fence = "````" if "```" in c.diff else "```"
-            out += [f"**{c.status}** `{c.label}`", "", f"{fence}diff", c.diff.rstrip("\n"), fence, ""]
+            fence = "`" * max(3, max((len(m) for m in re.findall(r"`{3,}", c.diff)), default=0) + 1)
+            out += [f"**{c.status}** `{c.label}` ({c.file})", "", f"{fence}diff", c.diff.rstrip("\n"), fence, ""]
         out.append("</details>")
     return out
 
 
 def render_markdown(report: Report, entries: list[str], edges: list[tuple[str, str]],
-                    artifact: str | None = None) -> str:  # fmt: skip
+                    artifact: str | None = None, cap: int = MAX_COMMENT) -> str:  # fmt: skip
     """The whole comment, or the tables + picture + a pointer to the artifact when over the cap."""
-    head = [*_tables(report), "", "### Flow", "", mermaid(report, entries, edges)]
-    full = "\n".join(head + _diffs(report)) + "\n"
-    if len(full) <= MAX_COMMENT:
+
+    def picture(nodes: int = MAX_MERMAID_NODES) -> list[str]:
+        return ["", "### Flow", "", mermaid(report, entries, edges, nodes)]
+
+    footer = ["", "_Rendered offline by devlane from both refs (no cluster); "
+                  "the full manifests and JSON report are in the workflow artifact._"]  # fmt: skip
+    full = "\n".join([*_tables(report), *picture(), *_diffs(report), *footer]) + "\n"
+    if len(full) <= cap:
         return full
     pointer = artifact or "the `devlane-diff` artifact of this workflow run"
-    short = "\n".join([*head, "", f"The per-object diffs are too long for a comment: see {pointer}."]) + "\n"
-    if len(short) > MAX_COMMENT:  # even the tables are too long: keep the start, always with the marker
-        short = short[: MAX_COMMENT - 200] + f"\n\n… truncated; the full report is in {pointer}.\n"
-    return short
+    note = ["", f"The per-object diffs are too long for a comment ({len(full):,} characters): see {pointer}."]
+
+    def short(limit: int | None, nodes: int = MAX_MERMAID_NODES) -> str:
+        return "\n".join([*_tables(report, limit), *picture(nodes), *note]) + "\n"
+
+    body = short(None)
+    if len(body) <= cap:
+        return body
+    rows = _most(lambda n: len(short(n)) <= cap, max(len(report.services), len(report.images), len(report.plugins)))
+    if rows >= 0:  # the tables cut to the most rows that fit, with the whole picture
+        return short(rows)
+    nodes = _most(lambda n: len(short(0, n)) <= cap, MAX_MERMAID_NODES)
+    if nodes >= 0:  # a tiny cap: a smaller picture too
+        return short(0, nodes)
+    body = short(0, 0)  # not even the headings fit (huge notes or problems): keep the marker and the pointer
+    tail = f"\n… truncated; the full report is in {pointer}.\n"
+    body = body[: cap - len(tail) - 4].rsplit("\n", 1)[0]
+    if body.count("```") % 2:
+        body += "\n```"
+    return body + tail
+
+
+def _most(fits, upper: int) -> int:
+    """The largest n in 0..upper with fits(n) (fits is monotone), or -1."""
+    if not fits(0):
+        return -1
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo

@@ -8,8 +8,10 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import EXAMPLE, app_yaml, run_cli
+from conftest import EXAMPLE, FIXTURES, app_yaml, run_cli
 
+from renderer import diff, markdown
+from renderer.errors import Problem
 from renderer.markdown import MAX_COMMENT
 
 FLOW = ["--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7"]
@@ -59,6 +61,15 @@ def test_reports_exactly_the_changed_image_and_plugin_arg(pr_repo):
     assert "+              ('9780547928227', 'The Hobbit', 3, 'linus@example.com');" in seed
     assert {r["service"]: (r["changed"], r["plugins"]) for r in report["services"]}["orders-db"] == (
         1, ["seed-orders-db"])
+    assert report["images"] == [{"object": "Deployment/web-pr-7", "service": "web", "container": "web",
+                                 "base": "ghcr.io/acme/bookshop-web:1.4.2", "head": "ghcr.io/acme/bookshop-web:1.5.0"}]
+    assert report["problems"] == [] and report["notes"] == [] and report["changed"] is True
+
+
+def test_json_snapshot(pr_repo, snapshot):
+    out = _diff(pr_repo, "-o", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == snapshot
 
 
 def test_markdown_comment_snapshot(pr_repo, snapshot):
@@ -69,6 +80,8 @@ def test_markdown_comment_snapshot(pr_repo, snapshot):
     assert "| service | change | objects +/~/- | plugins |" in body
     assert "### Stateful and external dependencies" in body and "```mermaid" in body
     assert "entry --> n_web" in body and 'n_orders_db["orders-db<br/>dev"]:::dev' in body
+    assert 'n_catalog["catalog<br/>baseline"]:::baseline' in body and "n_web --> n_catalog" in body
+    assert "| Deployment/web-pr-7 | web | ghcr.io/acme/bookshop-web:1.4.2 | ghcr.io/acme/bookshop-web:1.5.0 |" in body
     assert "<details><summary>web: 1 object(s)</summary>" in body
     assert body == snapshot
 
@@ -106,4 +119,91 @@ def test_a_flow_of_200_services_fits_one_comment(tmp_path):
     assert body.startswith("<!-- devlane:flow=pr-1 -->")
     assert all(f"| {n} | dev: target" in body for n in names)  # the summary table is whole
     assert "see https://ci.example.com/run/1" in body and "<details>" not in body
-    assert "```mermaid" in body
+    assert "```mermaid" in body and 'n_svc_000["svc-000<br/>dev"]:::dev' in body
+    assert 'more["… 140 more service(s), see the table"]' in body
+    assert "### Images" not in body and body.rstrip().endswith("see https://ci.example.com/run/1.")
+
+
+def test_a_flow_that_does_not_render_at_base_is_all_added(pr_repo):
+    (pr_repo / "k8s" / "reviews.yaml").write_text(app_yaml("reviews").replace("name: reviews}", "name: reviews, "
+                                                                             "namespace: bookshop}"))
+    git(pr_repo, "add", "-A")
+    git(pr_repo, "commit", "-qm", "reviews")
+    out = run_cli("diff", str(pr_repo), "--base", "HEAD~1", "--head", "HEAD", "--flow", "pr-7",
+                  "--service", "reviews=reviews:2", "-o", "json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["counts"]["changed"] == report["counts"]["removed"] == 0 and report["counts"]["added"] >= 2
+    assert {o["status"] for o in report["objects"]} == {"added"}
+    assert {(o["kind"], o["name"]) for o in report["objects"]} >= {("Deployment", "reviews-pr-7"),
+                                                                   ("Service", "reviews-pr-7")}
+    assert len(report["notes"]) == 1 and "does not render at HEAD~1" in report["notes"][0]
+    assert "reviews" in report["notes"][0]  # the reason: base has no such service
+
+
+def test_a_flow_that_does_not_render_at_head_fails(pr_repo):
+    out = run_cli("diff", str(pr_repo), "--base", "HEAD~1", "--flow", "pr-7", "--service", "nope=x:1")
+    assert out.returncode == 1
+    assert "devlane: error: the flow does not render at head HEAD" in out.stderr and "nope" in out.stderr
+    assert "Traceback" not in out.stderr
+    usage = run_cli("diff", str(pr_repo), *FLOW)
+    assert usage.returncode == 2 and "--base" in usage.stderr
+
+
+def test_fail_on(pr_repo):
+    assert _diff(pr_repo, "--fail-on", "changes").returncode == 1
+    assert _diff(pr_repo, "--fail-on", "never").returncode == 0
+    same = run_cli("diff", str(pr_repo), "--base", "HEAD", *FLOW, "--fail-on", "changes")
+    assert same.returncode == 0, same.stderr
+
+
+def test_a_refused_plugin_change_is_reported_and_fails(tmp_path):
+    from test_plugin_failures_cli import make_repo
+
+    repo = tmp_path / "repo"
+    make_repo(repo, "./plugins/guard", {"db_name": "shop"})
+    shutil.copytree(FIXTURES / "plugins" / "change_guard", repo / "plugins" / "guard")
+    git(tmp_path, "init", "-q", str(repo))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    make_repo(repo, "./plugins/guard", {"db_name": "orders"})
+    git(repo, "commit", "-qam", "head")
+    args = ["diff", str(repo), "--base", "HEAD~1", "--flow", "pr-1", "--service", "api=api:2"]
+    out = run_cli(*args, "-o", "json", "--json-out", str(tmp_path / "report.json"))
+    assert out.returncode == 1, out.stderr
+    refusal = "args.db_name: cannot rename the database of a live flow (shop -> orders)"
+    assert refusal in out.stderr
+    report = json.loads(out.stdout)
+    assert json.loads((tmp_path / "report.json").read_text()) == report
+    assert [p["message"] for p in report["problems"]] == [refusal]
+    assert report["counts"]["changed"] >= 1  # the new db_name reaches the pod env / state
+    body = run_cli(*args, "-o", "markdown").stdout
+    assert "**Plugins refuse these changes:**" in body and refusal in body
+    assert run_cli(*args, "--fail-on", "never").returncode == 0
+
+
+def test_secret_values_never_reach_the_report():
+    text = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  key: c2VjcmV0\nstringData:\n  pw: hunter2\n"
+    masked = diff._masked(text, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                                 "data": {"key": "c2VjcmV0"}, "stringData": {"pw": "hunter2"}})  # fmt: skip
+    assert "c2VjcmV0" not in masked and "hunter2" not in masked and "key: <redacted sha256:" in masked
+    plain = "kind: ConfigMap\ndata:\n  a: b\n"
+    assert diff._masked(plain, {"kind": "ConfigMap", "data": {"a": "b"}}) == plain
+
+
+@pytest.mark.parametrize("cap", [MAX_COMMENT, 4_000, 1_500, 300])
+def test_the_comment_never_exceeds_the_cap(cap):
+    """Thousands of services, a diff of megabytes: the comment degrades, keeps the marker, and stays under the cap."""
+    names = [f"service-with-a-long-name-{i:04d}" for i in range(3000)]
+    rows = [{"service": n, "kind": "service", "version": "dev", "reasons": ["target"], "plugins": ["db"],
+             "added": 0, "changed": 1, "removed": 0} for n in names]  # fmt: skip
+    changes = [diff.ObjectChange(("apps/v1", "Deployment", "", f"{n}-pr-9"), "changed", f"flows/pr-9/{n}.yaml", n,
+                                 "-a\n+b\n" * 200) for n in names]  # fmt: skip
+    report = diff.Report("pr-9", "base", "head", changes, rows, [], problems=[Problem("refused `x` | y")],
+                         versions={n: "dev" for n in names})  # fmt: skip
+    body = markdown.render_markdown(report, ["pr-9.example.com"], [], None, cap=cap)
+    assert len(body) <= cap and body.startswith("<!-- devlane:flow=pr-9 -->\n")
+    assert "`devlane-diff` artifact" in body and "<details>" not in body
+    if cap >= 4_000:
+        assert "| service | change |" in body and "more services in the artifact" in body
+        assert "```mermaid" in body and body.count("```") % 2 == 0
