@@ -14,14 +14,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DevlaneError, Problem
 
 DEFAULT_EXEC_TIMEOUT = 90.0  # Argo CD's default ARGOCD_EXEC_TIMEOUT
-MARGIN = 5.0  # finish before the cmp-server's SIGTERM
+MARGIN = 5.0  # finish before the cmp-server's SIGTERM (at most a tenth of a short budget)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -48,8 +49,10 @@ def parameters(env: Mapping[str, str]) -> dict[str, object]:
             items = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise DevlaneError(Problem(f"ARGOCD_APP_PARAMETERS is not JSON: {exc}")) from None
+        if not isinstance(items, list):
+            raise DevlaneError(Problem("ARGOCD_APP_PARAMETERS must be a JSON list of {name, string|array|map}"))
         out: dict[str, object] = {}
-        for item in items or []:
+        for item in items:
             for key in ("string", "array", "map"):
                 if isinstance(item, dict) and key in item:
                     out[str(item.get("name"))] = item[key]
@@ -93,22 +96,70 @@ def request(env: Mapping[str, str]) -> Request:
             raise DevlaneError(Problem(f"parameter services item {item!r}: expected NAME=IMAGE"))
         images[name] = image
     budget = go_duration(env["ARGOCD_EXEC_TIMEOUT"]) if env.get("ARGOCD_EXEC_TIMEOUT") else DEFAULT_EXEC_TIMEOUT
-    return Request(flow_id, images, env.get("ARGOCD_APP_REVISION"), max(1.0, budget - MARGIN))
+    return Request(flow_id, images, env.get("ARGOCD_APP_REVISION"), budget - min(MARGIN, budget / 10))
 
 
-def generate(app_dir: Path, env: Mapping[str, str] | None = None) -> tuple[str, list[Problem]]:
-    """The manifests for the Application (stdout) and the warnings (stderr)."""
+def served_api_versions(env: Mapping[str, str]) -> set[str] | None:
+    """`KUBE_API_VERSIONS` (the destination cluster's `group/version` and `group/version/Kind` list), if set."""
+    raw = env.get("KUBE_API_VERSIONS", "").strip()
+    return {v.strip() for v in raw.split(",") if v.strip()} if raw else None
+
+
+def unserved(objects: list[dict], served: set[str]) -> list[str]:
+    """`apiVersion kind` of the objects the cluster cannot take: neither served nor defined by a CRD in the stream."""
+    defined = set()
+    for o in objects:
+        if o.get("kind") == "CustomResourceDefinition":
+            spec = o.get("spec") or {}
+            for v in spec.get("versions") or []:
+                defined.add(f"{spec.get('group')}/{v.get('name')}")
+    missing = set()
+    for o in objects:
+        api_version, kind = str(o.get("apiVersion")), str(o.get("kind"))
+        if api_version not in served and f"{api_version}/{kind}" not in served and api_version not in defined:
+            missing.add(f"{api_version} {kind}")
+    return sorted(missing)
+
+
+def _log(message: str) -> None:
+    print(f"devlane: {message}", file=sys.stderr)
+
+
+def generate(app_dir: Path, env: Mapping[str, str] | None = None,
+             log: Callable[[str], None] = _log) -> tuple[str, list[Problem]]:  # fmt: skip
+    """The manifests for the Application (stdout) and the warnings (stderr). Progress goes to `log`."""
+    import yaml
+
     from . import api
 
     env = os.environ if env is None else env
     req = request(env)
+    if not req.images:
+        raise DevlaneError(Problem("the flow changes no service: the parameter services is empty",
+                                   hint="in the Application: spec.source.plugin.parameters: "
+                                        "[{name: services, array: [NAME=IMAGE]}]"))  # fmt: skip
+    app = env.get("ARGOCD_APP_NAME") or "(no ARGOCD_APP_NAME)"
+    revision = req.revision or "(no ARGOCD_APP_REVISION)"
+    log(f"cmp: application {app}, revision {revision}, path {env.get('ARGOCD_APP_SOURCE_PATH') or '.'}: "
+        f"flow {req.flow_id}, targets {', '.join(sorted(req.images))}, budget {req.timeout:g}s")  # fmt: skip
     flow = api.resolve_flow(api.FlowRequest(flow_id=req.flow_id, images=req.images))
     result = api.render(api.Options(repo=app_dir, timeout=req.timeout), flow)
     stream = result.stream()
-    if not any(f.files for f in result.flows):
+    try:
+        objects = [d for d in yaml.safe_load_all(stream) if d]
+    except yaml.YAMLError as exc:  # a bug: never hand Argo CD a stream it cannot split
+        raise DevlaneError(Problem(f"the rendered stream is not valid YAML: {exc}")) from None
+    if not objects:
         raise DevlaneError(Problem(f"flow {req.flow_id} rendered no objects; refusing an empty result, which "
                                    "Argo CD would prune the whole application for",
                                    hint="check the flow's services (parameter services: NAME=IMAGE)"))  # fmt: skip
+    served = served_api_versions(env)
+    missing = unserved(objects, served) if served is not None else []
+    if missing:
+        raise DevlaneError(Problem(f"the destination cluster does not serve {', '.join(missing)} (KUBE_API_VERSIONS)",
+                                   hint="install those APIs in the cluster (CRDs such as Gateway API or Istio), or "
+                                        "change `routing` in .devlane.yaml"))  # fmt: skip
+    log(f"cmp: flow {req.flow_id} at revision {revision}: {len(objects)} objects")
     return stream, result.warnings
 
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import EXAMPLE, ROOT, run_cli
 
-from renderer.cmp import go_duration, parameters
+from renderer.cmp import go_duration, parameters, request, unserved
 
 ARGOCD = ROOT / "examples" / "argocd"
 SERVICE = "orders=ghcr.io/acme/bookshop-orders:pr-7"
@@ -133,3 +133,92 @@ def test_example_files_are_valid_and_the_readme_references_exist():
         assert (ARGOCD / link).is_file(), link
     for path in re.findall(r"examples/[\w/.-]+", text):
         assert (ROOT / path).exists(), path
+
+
+def _objects(stream: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all(stream) if d]
+
+
+def test_generate_objects_match_render_and_the_revision_is_logged(app_dir):
+    out = _generate(app_dir, {"ARGOCD_APP_PARAMETERS": json.dumps([
+        {"name": "flow-id", "string": "pr-7"}, {"name": "services", "array": [SERVICE]}])})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    expected = run_cli("render", str(EXAMPLE), "--flow", "pr-7", "--service", SERVICE, "--stdout")
+    assert _objects(out.stdout) == _objects(expected.stdout)
+    assert f"revision {'a' * 40}" in out.stderr and "9 objects" in out.stderr
+    assert "devlane:" not in out.stdout  # logs never reach Argo CD's manifest parser
+
+
+def test_app_parameters_json_wins_over_the_flattened_variables(app_dir):
+    params = json.dumps([{"name": "services", "array": [SERVICE]}])
+    env = {"ARGOCD_ENV_FLOW_ID": "pr-7", "ARGOCD_APP_PARAMETERS": params, "PARAM_SERVICES_0": "nosuch=img:1"}
+    out = _generate(app_dir, env)
+    assert out.returncode == 0, out.stderr
+    assert parameters({"ARGOCD_APP_PARAMETERS": '[{"name": "m", "map": {"a": "1"}}, {"name": "s", "string": "x"}]'}) \
+        == {"m": {"a": "1"}, "s": "x"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"ARGOCD_ENV_FLOW_ID": "PR_7", "PARAM_SERVICES_0": SERVICE}, "invalid flow id"),
+        ({"ARGOCD_ENV_FLOW_ID": "pr-7"}, "parameter services is empty"),
+        ({"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": "orders"}, "expected NAME=IMAGE"),
+        ({"ARGOCD_ENV_FLOW_ID": "pr-7", "ARGOCD_APP_PARAMETERS": "{not json"}, "not JSON"),
+        ({"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": SERVICE, "ARGOCD_EXEC_TIMEOUT": "soon"}, "duration"),
+        ({"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": SERVICE, "KUBE_API_VERSIONS": "v1,apps/v1"},
+         "does not serve networking.k8s.io/v1 Ingress"),
+    ],
+)
+def test_bad_requests_fail_with_the_reason_on_stderr_only(app_dir, env, needle):
+    out = _generate(app_dir, env)
+    assert out.returncode != 0 and out.stdout == ""
+    assert needle in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_repository_without_manifests_is_an_error_not_an_empty_stream(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / ".devlane.yaml").write_text((EXAMPLE / ".devlane.yaml").read_text())
+    _unpack_like_argocd(src, tmp_path / "repo")
+    out = _generate(tmp_path / "repo", {"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": SERVICE})
+    assert out.returncode != 0 and out.stdout == "" and "orders" in out.stderr
+
+
+def test_cluster_api_versions_gate_the_stream(app_dir):
+    served = "v1,apps/v1,networking.k8s.io/v1"
+    out = _generate(app_dir, {"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": SERVICE, "KUBE_API_VERSIONS": served})
+    assert out.returncode == 0, out.stderr
+    crd = {"kind": "CustomResourceDefinition", "apiVersion": "apiextensions.k8s.io/v1",
+           "spec": {"group": "x.dev", "versions": [{"name": "v1"}]}}  # fmt: skip
+    objects = [crd, {"apiVersion": "x.dev/v1", "kind": "Thing"}, {"apiVersion": "y.dev/v1", "kind": "Other"}]
+    assert unserved(objects, {"apiextensions.k8s.io/v1"}) == ["y.dev/v1 Other"]
+    assert unserved([{"apiVersion": "apps/v1", "kind": "Deployment"}], {"apps/v1/Deployment"}) == []
+
+
+def test_exec_timeout_leaves_a_margin():
+    env = {"ARGOCD_ENV_FLOW_ID": "pr-1", "PARAM_SERVICES_0": "a=b:1"}
+    assert request(env).timeout == 85
+    assert request({**env, "ARGOCD_EXEC_TIMEOUT": "2m"}).timeout == 115
+    assert request({**env, "ARGOCD_EXEC_TIMEOUT": "3s"}).timeout == pytest.approx(2.7)
+
+
+def test_example_manifests_have_what_argocd_needs():
+    for path in sorted(ARGOCD.glob("*.yaml")):
+        assert all(isinstance(d, dict) for d in yaml.safe_load_all(path.read_text())), path
+    spec = yaml.safe_load((ARGOCD / "plugin.yaml").read_text())["spec"]
+    assert spec["version"] == "v1" and spec["preserveFileMode"] is False
+    assert {p["name"] for p in spec["parameters"]["static"]} == {"flow-id", "services"}
+    pod = yaml.safe_load((ARGOCD / "repo-server-patch.yaml").read_text())["spec"]["template"]["spec"]
+    (sidecar,) = pod["containers"]
+    assert sidecar["securityContext"]["runAsUser"] == 999
+    mounts = {m["mountPath"]: m["name"] for m in sidecar["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert mounts["/var/run/argocd"] == "var-files" and mounts["/home/argocd/cmp-server/plugins"] == "plugins"
+    assert "emptyDir" in volumes[mounts["/tmp"]]
+    appset = yaml.safe_load((ARGOCD / "applicationset.yaml").read_text())
+    plugin = appset["spec"]["template"]["spec"]["source"]["plugin"]
+    assert plugin["env"] == [{"name": "FLOW_ID", "value": "pr-{{.number}}"}]
+    assert plugin["parameters"][0]["name"] == "services" and isinstance(plugin["parameters"][0]["array"], list)
+    default_repo = re.search(r"^ARG PLUGIN_REPO=(\S+)", (ARGOCD / "Dockerfile").read_text(), re.M).group(1)
+    assert (ROOT / default_repo / ".devlane.yaml").is_file()
