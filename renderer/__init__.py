@@ -1,3 +1,24 @@
-"""devlane: render per-pull-request dev lanes from Kardinal-annotated manifests, offline."""
+"""devlane: render per-pull-request dev lanes from Kardinal-annotated manifests, offline.
+
+The library API is `renderer.api` (also reachable here, imported on first use so that plugin
+processes importing `renderer.sdk` load nothing else of devlane).
+"""
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["DevlaneError", "FlowRequest", "Options", "Problem", "UsageError", "__version__", "delete", "lint",
+           "plan", "provision", "render", "resolve"]  # fmt: skip
+_ERRORS = ("DevlaneError", "Problem", "UsageError")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ERRORS:
+        from . import errors
+
+        return getattr(errors, name)
+    if name in __all__:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

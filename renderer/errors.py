@@ -1,13 +1,17 @@
 """User-facing errors and diagnostics.
 
-Every problem a user can cause is reported as a `Problem` that names where it is (file, document,
-object or plugin) and how to fix it. `DevlaneError` carries one or more problems to the CLI, which
-prints them without a traceback and exits 1.
+Every problem a user can cause is a `Problem` that names where it is (file, document, object or
+plugin) and how to fix it. The library raises typed errors carrying problems; only the CLI maps
+them to exit codes (2 for `UsageError`, 1 for the others) and prints them, as pypa/build does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeVar
+
+Severity = Literal["error", "warning", "info"]
+E = TypeVar("E", bound="DevlaneError")
 
 
 @dataclass(frozen=True)
@@ -38,12 +42,12 @@ class Where:
 
 @dataclass(frozen=True)
 class Problem:
-    """One finding: severity is "error" or "warning"; hint says how to fix it."""
+    """One finding; `hint` says how to fix it, `code` classifies it for machines (`lint -o json`)."""
 
     message: str
     where: Where = field(default_factory=Where)
     hint: str | None = None
-    severity: str = "error"
+    severity: Severity = "error"
     code: str = "error"
 
     def format(self) -> str:
@@ -64,32 +68,60 @@ class Problem:
 
 
 class DevlaneError(Exception):
-    """A user error: the CLI prints its problems and exits with `exit_code` (1 by default)."""
+    """A user error: the input, the repository or a plugin is wrong, and the problems say how."""
 
-    def __init__(self, problems: Problem | list[Problem] | str, exit_code: int = 1):
+    def __init__(self, problems: Problem | list[Problem] | str):
         if isinstance(problems, str):
             problems = Problem(problems)
         self.problems: list[Problem] = [problems] if isinstance(problems, Problem) else list(problems)
-        self.exit_code = exit_code
         super().__init__("\n".join(p.format() for p in self.problems))
 
+    def with_problems(self: E, problems: list[Problem]) -> E:
+        """The same kind of error with other problems (scrubbed, re-located, explained)."""
+        return type(self)(problems)
 
-def fail(message: str, where: Where | None = None, hint: str | None = None, code: str = "error") -> DevlaneError:
-    """Build a single-problem error; callers `raise fail(...)`."""
-    return DevlaneError(Problem(message, where or Where(), hint, "error", code))
+
+class UsageError(DevlaneError):
+    """The command line or an argument is wrong (exit status 2)."""
+
+
+class PluginError(DevlaneError):
+    """A plugin call failed: it raised, crashed, answered malformed output or reported an error."""
+
+
+class PluginTimeout(PluginError):
+    """A plugin call ran out of time; its whole process group was killed."""
+
+
+class RenderTimeout(DevlaneError):
+    """The whole render ran out of its `--timeout` budget before a plugin could run."""
+
+
+def fail(message: str, where: Where | None = None, hint: str | None = None, code: str = "error",
+         kind: type[E] = DevlaneError) -> E:  # fmt: skip
+    """Build a single-problem error of type `kind`; callers `raise fail(...)`."""
+    return kind(Problem(message, where or Where(), hint, "error", code))
+
+
+def as_errors(problems: list[Problem]) -> list[Problem]:
+    """The same problems, every one an error (`policy.warningsAsErrors`)."""
+    return [replace(p, severity="error") for p in problems]
 
 
 class Diagnostics:
-    """Collects problems across a stage so that lint can report all of them at once."""
+    """Collects problems across the stages of one command so that lint can report all of them at once."""
 
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
+    def __init__(self, problems: list[Problem] | None = None) -> None:
+        self.problems: list[Problem] = list(problems or [])
 
     def error(self, message: str, where: Where | None = None, hint: str | None = None, code: str = "error"):
         self.problems.append(Problem(message, where or Where(), hint, "error", code))
 
     def warn(self, message: str, where: Where | None = None, hint: str | None = None, code: str = "warning"):
         self.problems.append(Problem(message, where or Where(), hint, "warning", code))
+
+    def extend(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
+        self.problems += problems
 
     @property
     def errors(self) -> list[Problem]:
@@ -98,6 +130,10 @@ class Diagnostics:
     @property
     def warnings(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "warning"]
+
+    @property
+    def infos(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "info"]
 
     def raise_if_errors(self) -> None:
         if self.errors:

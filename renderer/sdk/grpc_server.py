@@ -8,7 +8,7 @@
 
     serve(handler, name="hello.example.com", version="1.0.0", capabilities=["CreateFlow"])
 
-It runs inside plugin processes, so it imports only grpc, protobuf and the generated code: never
+It runs inside plugin processes, so it imports only grpc, protobuf and `renderer.protocol`: never
 the rest of devlane. A failing handler becomes an `error` result in the reply (not a gRPC error),
 so the host reports it like any other plugin's result.
 """
@@ -29,37 +29,13 @@ from typing import Any
 
 import grpc
 
-from ..grpc_proto import devlane_plugin_v1alpha1_pb2 as pb2
-from ..grpc_proto import devlane_plugin_v1alpha1_pb2_grpc as pb2_grpc
+from ..protocol.grpc import devlane_plugin_v1alpha1_pb2 as pb2
+from ..protocol.grpc import devlane_plugin_v1alpha1_pb2_grpc as pb2_grpc
+from ..protocol.krm import ADDRESS_ENV, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, dumps, error_reply, operation_of
 
-PROTOCOL_VERSION = "v1alpha1"
-ADDRESS_ENV = "DEVLANE_PLUGIN_ADDRESS"
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 STOP_GRACE_SECONDS = 1.0
 
 Handler = Callable[[str, dict[str, Any]], dict[str, Any]]
-
-
-def _dumps(doc: Any) -> bytes:
-    return json.dumps(doc, sort_keys=False, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def _operation(doc: dict[str, Any]) -> str:
-    spec = (doc.get("functionConfig") or {}).get("spec") or {}
-    return str(spec.get("operation") or "") if isinstance(spec, dict) else ""
-
-
-def _error_reply(request: dict[str, Any], exc: BaseException) -> dict[str, Any]:
-    """The request document with one `error` result: how a failing handler answers."""
-    reply: dict[str, Any] = {
-        "apiVersion": request.get("apiVersion", "config.kubernetes.io/v1"),
-        "kind": "ResourceList",
-        "items": request.get("items") if isinstance(request.get("items"), list) else [],
-        "results": [{"severity": "error", "message": f"{type(exc).__name__}: {exc}"}],
-    }
-    if "functionConfig" in request:
-        reply["functionConfig"] = request["functionConfig"]
-    return reply
 
 
 class _Identity(pb2_grpc.IdentityServicer):
@@ -90,13 +66,13 @@ class _Flow(pb2_grpc.FlowPluginServicer):
         if not isinstance(doc, dict):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "resource_list is not a JSON object")
         try:
-            out = self._handler(request.operation or _operation(doc), doc)
+            out = self._handler(request.operation or operation_of(doc), doc)
             if not isinstance(out, dict):
                 raise TypeError(f"the handler returned {type(out).__name__}, expected a ResourceList dict")
-            data = _dumps(out)
+            data = dumps(out)
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)  # the host shows the tail of the server's output
-            data = _dumps(_error_reply(doc, exc))
+            data = dumps(error_reply(doc, f"{type(exc).__name__}: {exc}"))
         return pb2.FlowResponse(meta=pb2.ResponseMeta(tag=request.meta.tag), resource_list=data)
 
 

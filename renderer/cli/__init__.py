@@ -1,0 +1,49 @@
+"""Command line: argv in, exit code out, over the library API (`renderer.api`) and the front doors.
+
+Exit codes: 0 success, 1 render or validation error, 2 usage error. This is the only place that
+maps errors to exit codes and prints them: one clear message each, and no traceback unless
+`--debug`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from .. import __version__
+from ..errors import DevlaneError, UsageError
+from . import cmp, diff, lint, plan, plugins, preview, provision, render
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="devlane",
+        description="Render per-pull-request dev lanes from Kardinal-annotated Kubernetes manifests, offline.",
+    )
+    parser.add_argument("--version", action="version", version=f"devlane {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in (render, plan, lint, provision, cmp, diff, preview, plugins):
+        group.add_parsers(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    debug = getattr(args, "debug", False)
+    try:
+        return args.handler(args)
+    except DevlaneError as exc:
+        if debug:
+            traceback.print_exc()
+        for p in exc.problems:
+            print(f"devlane: error: {p.format()}", file=sys.stderr)
+        return 2 if isinstance(exc, UsageError) else 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug in devlane, not a user error
+        if debug:
+            raise
+        print(f"devlane: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
+              file=sys.stderr)  # fmt: skip
+        return 1

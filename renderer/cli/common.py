@@ -1,0 +1,212 @@
+"""What every command shares: the REPO/flow argument groups, argv -> `Options` / flow, and printing.
+
+Display decisions (what goes to stderr, `--debug` showing plugin stderr) are made here and
+nowhere below the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TextIO
+
+from .. import api
+from ..errors import DevlaneError, Problem, UsageError
+from ..render.flow import FlowRequest, FlowSpec, validate_flow_id
+from ..session import FlowInput
+from ..session import Session
+from ..views.changes import changed_services, image_for, template_fields
+
+
+
+def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
+    """REPO, --ref and --debug; with `flow`, the flow and plugin options of every rendering command."""
+    p.add_argument("repo", nargs="?", default=".", help="repository directory (default: .)")
+    p.add_argument("--ref", help="render this git ref (branch, tag, commit) without checking it out")
+    p.add_argument("--debug", action="store_true", help="show tracebacks and plugin stderr")
+    if not flow:
+        return
+    g = p.add_argument_group("flow")
+    g.add_argument("--flow", dest="flow_id", metavar="ID", help="flow id: DNS-1123 label, at most 40 characters")
+    g.add_argument("--service", action="append", default=[], metavar="NAME=IMAGE", help="target and its image")
+    g.add_argument("--env", action="append", default=[], metavar="NAME:KEY=VALUE", help="env override")
+    g.add_argument("--flow-file", type=Path, metavar="FILE", help="a kind: Flow file")
+    g.add_argument("--template", type=Path, metavar="FILE", help="Kardinal template (Services with annotations)")
+    g.add_argument("--template-arg", action="append", default=[], metavar="KEY=VALUE")
+    g.add_argument("--template-args", type=Path, metavar="FILE", help="YAML/JSON file of template arguments")
+    g.add_argument("--routing", choices=["none", "gateway-api", "istio"], help="routing backend (default: none)")
+    g.add_argument("--plugin-source", action="append", default=[], metavar="NAME=PATH",
+                   help="use the plugin in PATH for plugin NAME")  # fmt: skip
+    g.add_argument("--plugin-timeout", type=float, metavar="SECONDS",
+                   help="per plugin call; overrides plugin.yaml timeoutSeconds (default 60)")  # fmt: skip
+    g.add_argument("--services", choices=["auto"],
+                   help="auto: target the services changed between --base and the rendered ref (git)")
+    g.add_argument("--base", metavar="REF", help="the pull request's base (for --services auto, and diff)")
+    g.add_argument("--image-template", metavar="T",
+                   help="image of each auto target, e.g. 'ghcr.io/acme/{service}:{short_sha}' "
+                        "(fields: service, sha, short_sha, pr, branch)")  # fmt: skip
+    g.add_argument("--pr", metavar="N", help="pull request number for {pr} (default: $DEVLANE_PR or $GITHUB_REF)")
+    g.add_argument("--timeout", type=float, metavar="SECONDS", help="budget for the whole render (default: none)")
+    g.add_argument("--jobs", type=int, metavar="N", help="plugin instances run at once (default: CPUs, at most 8)")
+
+
+def add_plugin_source(p: argparse.ArgumentParser, help: str = "use the plugin in PATH for plugin NAME") -> None:
+    p.add_argument("--plugin-source", action="append", default=[], metavar="NAME=PATH", help=help)
+
+
+def repeat_pairs(values: list[str], flag: str) -> dict[str, str]:
+    """`--flag NAME=VALUE` given several times -> {NAME: VALUE}; a malformed one is a usage error."""
+    out = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key or not value:
+            raise UsageError(f"{flag} {v!r}: expected NAME=PATH")
+        out[key] = value
+    return out
+
+
+def parse_service_args(values: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        name, sep, image = v.partition("=")
+        if not sep or not name.strip() or not image.strip():
+            raise UsageError(f"--service {v!r}: expected NAME=IMAGE")
+        out[name.strip()] = image.strip()
+    return out
+
+
+def parse_env_args(values: list[str]) -> list[tuple[str, str, str]]:
+    out = []
+    for v in values:
+        svc, sep, rest = v.partition(":")
+        key, sep2, value = rest.partition("=")
+        if not sep or not sep2 or not svc.strip() or not key.strip():
+            raise UsageError(f"--env {v!r}: expected NAME:KEY=VALUE")
+        out.append((svc.strip(), key.strip(), value))
+    return out
+
+
+def parse_template_args(values: list[str]) -> dict[str, str]:
+    out = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--template-arg {v!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def options(args: argparse.Namespace) -> api.Options:
+    return api.Options(
+        repo=Path(args.repo),
+        ref=args.ref,
+        routing=getattr(args, "routing", None),
+        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
+        plugin_timeout=getattr(args, "plugin_timeout", None),
+        timeout=getattr(args, "timeout", None),
+        jobs=getattr(args, "jobs", None),
+    )
+
+
+def flow_input(args: argparse.Namespace) -> FlowInput:
+    """The flow the command line asks for; with `--services auto`, resolved once the repository is open."""
+    if args.flow_id is None and args.flow_file is None:
+        raise UsageError("a flow is required: pass --flow ID --service NAME=IMAGE, or --flow-file FILE")
+    if args.flow_id is not None:
+        validate_flow_id(args.flow_id)  # refused before anything is read or written
+    request = FlowRequest(flow_id=args.flow_id, images=parse_service_args(args.service), env=parse_env_args(args.env),
+                          flow_file=args.flow_file, template=args.template,
+                          template_args=parse_template_args(args.template_arg),
+                          template_args_file=args.template_args)  # fmt: skip
+    if getattr(args, "services", None) != "auto":
+        return api.resolve(request)
+    if not args.base or not args.image_template:
+        raise UsageError("--services auto needs --base REF and --image-template T")
+
+    def auto(session: Session) -> FlowSpec:
+        """The services changed between --base and the rendered ref, with templated images."""
+        changes = changed_services(session, args.base)
+        if not changes:
+            raise DevlaneError(Problem(f"--services auto: no service changed between {args.base} and "
+                                           f"{session.options.ref or 'HEAD'}",
+                                           hint="a flow must change at least one service; pass --service NAME=IMAGE"))
+        fields = template_fields(session.root, session.options.ref, args.pr)
+        for c in changes:
+            say(f"target {c.service}: {c.reason}")
+        images = {c.service: image_for(args.image_template, c.service, fields) for c in changes}
+        return api.resolve(FlowRequest(**{**vars(request), "images": {**images, **request.images}}))
+
+    return auto
+
+
+def say(line: str) -> None:
+    print(f"devlane: {line}", file=sys.stderr, flush=True)
+
+
+def show(problems: list[Problem], debug: bool = False) -> None:
+    """Warnings always; `info` messages (a plugin's stderr, args it ignored) only with --debug."""
+    for p in problems:
+        if p.severity == "warning" or (debug and p.severity == "info"):
+            print(f"devlane: {p.severity}: {p.format()}", file=sys.stderr)
+
+
+class Progress:
+    """One status line per step on `stream`: a live spinner with elapsed time on a terminal,
+    plain start and end lines otherwise (CI logs)."""
+
+    SPIN = "|/-\\"
+
+    def __init__(self, stream: TextIO | None = None):
+        self.stream = stream or sys.stderr
+        try:
+            self.live = self.stream.isatty() and os.environ.get("TERM") != "dumb"
+        except (AttributeError, ValueError):
+            self.live = False
+        self._label = ""
+        self._detail = ""
+        self._started = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._mutex = threading.Lock()
+
+    def _write(self, text: str) -> None:
+        with self._mutex:
+            self.stream.write(text)
+            self.stream.flush()
+
+    def begin(self, label: str) -> None:
+        self._label, self._detail, self._started = label, "", time.monotonic()
+        if not self.live:
+            self._write(f"{label}\n")
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def detail(self, line: str) -> None:
+        self._detail = line.strip()
+
+    def _spin(self) -> None:
+        i = 0
+        width = max(40, shutil.get_terminal_size((100, 20)).columns - 1)
+        while not self._stop.wait(0.1):
+            elapsed = time.monotonic() - self._started
+            text = f"{self._label} {self.SPIN[i % 4]} {elapsed:4.0f}s {self._detail}"
+            self._write("\r\x1b[2K" + text[:width])
+            i += 1
+
+    def end(self, line: str) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+            self._write("\r\x1b[2K")
+        self._write(f"{line}\n")
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started

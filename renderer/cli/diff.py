@@ -1,0 +1,63 @@
+"""`devlane diff [REPO] --base REF --head REF [flow options] [-o text|json|markdown]`.
+
+Exit codes: 0 done (changes or not), 1 the flow does not render at head, a plugin refuses a change
+(`validate_change`), or with `--fail-on changes` any difference; 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+from ..views import diff, markdown
+from .common import add_common, flow_input, options
+
+
+def _text(report: diff.Report) -> str:
+    counts = report.counts()
+    out = [f"flow {report.flow_id}: {counts['added']} added, {counts['changed']} changed, "
+           f"{counts['removed']} removed ({report.base} → {report.head})"]  # fmt: skip
+    out += [f"  note: {n}" for n in report.notes]
+    for c in report.changes:
+        out.append(f"  {c.status:<8} {c.label}  ({c.file})")
+    for i in report.images:
+        out.append(f"  image    {i['object']} {i['container']}: {i['base'] or '(none)'} → {i['head'] or '(none)'}")
+    return "\n".join(out) + "\n" + "".join(c.diff for c in report.changes)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    if not args.base:
+        raise UsageError("devlane diff needs --base REF (and --head REF, default HEAD)")
+    flow = flow_input(args)
+    report = diff.run(options(args), flow, args.base, args.head)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(report.as_dict(), indent=2, sort_keys=True) + "\n")
+    if args.output == "json":
+        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+    elif args.output == "markdown":
+        sys.stdout.write(markdown.render_markdown(report, report.entries, report.edges, args.artifact_url))
+    else:
+        sys.stdout.write(_text(report))
+    for p in report.problems:
+        print(f"devlane: error: {p.format()}", file=sys.stderr)
+    if args.fail_on == "never":
+        return 0
+    if report.problems:
+        return 1
+    return 1 if args.fail_on == "changes" and report.changes else 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("diff", help="render a flow at base and head (no checkout) and compare the objects")
+    add_common(parser)
+    parser.add_argument("--head", default="HEAD", metavar="REF", help="the pull request's head (default HEAD)")
+    parser.add_argument("-o", "--output", choices=["text", "json", "markdown"], default="text")
+    parser.add_argument("--json-out", type=Path, metavar="FILE", help="also write the JSON report to FILE")
+    parser.add_argument("--artifact-url", metavar="URL", help="where the full report is, for an over-long comment")
+    parser.add_argument("--fail-on", choices=["problems", "changes", "never"], default="problems",
+                        help="exit 1 when a plugin refuses a change (default), also on any difference, "
+                             "or never (a head that does not render always fails)")  # fmt: skip
+    parser.set_defaults(handler=cmd_diff)

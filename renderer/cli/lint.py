@@ -1,0 +1,28 @@
+"""`devlane lint`: every problem in the repository at once."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .. import api
+from .common import add_common, options
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    problems = api.lint(options(args))
+    errors = [p for p in problems if p.severity == "error"]
+    if args.output == "json":
+        print(json.dumps([p.as_dict() for p in problems], indent=2, sort_keys=True))
+    else:
+        for p in problems:
+            print(f"{p.severity}: {p.format()}")
+        print(f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)")
+    return 1 if errors else 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    lint = sub.add_parser("lint", help="report every problem in the repository at once")
+    add_common(lint, flow=False)
+    lint.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    lint.set_defaults(handler=cmd_lint)

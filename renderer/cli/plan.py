@@ -1,0 +1,48 @@
+"""`devlane plan`: which services get a dev version and why; which plugin implementation runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .. import api
+from .common import add_common, flow_input, options, show
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    flow = flow_input(args)
+    report = api.plan(options(args), flow)
+    show(report.warnings, args.debug)
+    if args.output == "json":
+        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+        return 0
+    the_plan, choices = report.plan, report.choices
+    print(f"flow {the_plan.flow_id} (routing {the_plan.routing})")
+    rows = [the_plan.decisions[n] for n in sorted(the_plan.decisions)]
+    width = max([len(d.name) for d in rows] + [7])
+    print(f"  {'SERVICE':<{width}}  {'VERSION':<9}  WHY")
+    for d in rows:
+        label = d.version + (" (ext)" if d.kind == "external" else "")
+        print(f"  {d.name:<{width}}  {label:<9}  {'; '.join(d.reasons)}")
+    if the_plan.instances:
+        print("plugins, in run order:")
+        for i, inst in enumerate(the_plan.instances, 1):
+            print(f"  {i}. {inst.servicename} ({inst.flow_uuid}) for {', '.join(inst.dependents)}")
+            choice = choices.get(inst.servicename)
+            if choice:
+                print(f"     uses {choice.name} ({choice.manifest.runtime}): {choice.reason}")
+                for skipped in choice.skipped:
+                    print(f"     skipped {skipped['name']}: {skipped['reason']}")
+    if report.steps:
+        print("pipeline steps (.devlane.yaml), in order:")
+        for step in report.steps:
+            choice = step["choice"]
+            print(f"  {step['stage']:<11}  {step['name']}: {choice['name']} ({choice['runtime']}, {step['behavior']})")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    plan = sub.add_parser("plan", help="explain which services get a dev version, and why")
+    add_common(plan)
+    plan.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    plan.set_defaults(handler=cmd_plan)

@@ -1,0 +1,156 @@
+"""`devlane plugins ...`: inspect (list, describe), supply (lock, fetch, prepare) and author (new, test)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from .. import api
+from ..authoring.golden import run_cases
+from ..authoring.scaffold import scaffold
+from ..host.manifest import RUNTIMES
+from ..host.supply import cache
+from ..host.supply.lock import LOCK_FILE
+from ..host.supply.venvs import prepare
+from ..views.inspect import collect, describe_dict, describe_text, find, list_text
+from .common import Progress, add_common, add_plugin_source, repeat_pairs, say, show
+
+
+def _options(args: argparse.Namespace) -> api.Options:
+    sources = repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source")
+    return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    summaries = [i.summary() for i in collect(_options(args)).plugins]
+    if args.output == "json":
+        print(json.dumps(summaries, indent=2, sort_keys=True))
+    else:
+        print(list_text(summaries), end="")
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    d = describe_dict(find(collect(_options(args)), args.name))
+    if args.output == "json":
+        print(json.dumps(d, indent=2, sort_keys=True))
+    else:
+        print(describe_text(d), end="")
+    return 0
+
+
+def cmd_lock(args: argparse.Namespace) -> int:
+    root = Path(args.repo).resolve()
+    report = api.lock(_options(args), args.update, args.update_all, say)
+    if report is None:
+        say(f"no git plugin sources in {root}; {LOCK_FILE} is not needed")
+        return 0
+    state = f"wrote {root / LOCK_FILE}" if report.changed else f"{LOCK_FILE} is up to date"
+    say(f"{state}: {len(report.lock.entries)} plugin(s) pinned ({len(report.pinned)} new, {len(report.moved)} "
+        f"moved, {len(report.kept)} kept, {len(report.dropped)} dropped)")  # fmt: skip
+    if report.pinned or report.moved:
+        say("next: `devlane plugins fetch` (and `devlane plugins prepare` for plugins with a requirements.txt)")
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    report = api.fetch(_options(args), say)
+    if report is None:
+        say(f"no git plugins pinned in {LOCK_FILE}; nothing to fetch")
+        return 0
+    say(f"{len(report.fetched)} plugin(s) fetched, {len(report.cached)} already cached, in {cache.cache_root()}")
+    return 0
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    targets, warnings = api.prepare_targets(_options(args))
+    show(warnings)
+    pip_args = (["--no-index"] if args.no_index else []) + [a for d in args.find_links for a in ("--find-links", d)]
+    report = prepare(targets, pip_args, Progress())
+    say(report.summary(len(targets), time.monotonic() - started))
+    return 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    dest = scaffold(args.name, args.runtime, Path(args.dir))
+    print(f"created {args.runtime} plugin {args.name} in {dest}")
+    for f in sorted(p for p in dest.rglob("*") if p.is_file()):
+        print(f"  {f.relative_to(dest).as_posix()}")
+    print(f"next: devlane plugins test {dest}")
+    return 0
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    run = run_cases(Path(args.dir), update=args.update, only=args.case or None)
+    for case in run.cases:
+        print(f"{case.status} {case.name}")
+        if case.detail:
+            print("".join(f"    {line}\n" for line in case.detail.rstrip("\n").splitlines()), end="")
+    parts = [f"{run.count('ok')} passed", f"{run.count('FAIL')} failed"]
+    parts += [f"{run.count('updated')} updated"] if run.count("updated") else []
+    print(f"{', '.join(parts)} ({run.plugin}, runtime {run.runtime})")
+    return 1 if run.count("FAIL") else 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    plugins = sub.add_parser("plugins", help="lock, fetch, prepare, inspect, scaffold and test plugins")
+    sub = plugins.add_subparsers(dest="plugins_command", required=True, metavar="SUBCOMMAND")
+    lock = sub.add_parser(
+        "lock",
+        help="pin every git plugin source to a commit in devlane.lock",
+        description="Resolve each git plugin source (plugins.sources git entries, and plugin names such as "
+        "github.com/org/repo) to a commit and write devlane.lock. Entries whose URL and ref did not change keep "
+        "their commit; new commits upstream are picked up only with --update.",
+    )
+    add_common(lock, flow=False)
+    lock.add_argument("--update", action="append", default=[], metavar="NAME",
+                      help="move this plugin to the newest commit of its ref (repeatable)")  # fmt: skip
+    lock.add_argument("--update-all", action="store_true", help="move every plugin to the newest commit of its ref")
+    lock.set_defaults(handler=cmd_lock)
+    fetch = sub.add_parser(
+        "fetch",
+        help="put the locked plugin commits into the cache ($DEVLANE_CACHE)",
+        description="Export the commit devlane.lock pins for each git plugin into $DEVLANE_CACHE/plugins/<commit> "
+        "(default cache: ~/.cache/devlane). Already cached commits are kept.",
+    )
+    add_common(fetch, flow=False)
+    fetch.set_defaults(handler=cmd_fetch)
+    prep = sub.add_parser(
+        "prepare",
+        help="build the virtualenvs of plugins with a requirements.txt (pip runs only here)",
+        description="Build one virtualenv per distinct requirements.txt among the plugins the repository uses "
+        "(git plugins must be fetched first). Render never runs pip.",
+    )
+    add_common(prep, flow=False)
+    add_plugin_source(prep, "use the plugin in PATH for plugin NAME (as render does)")
+    prep.add_argument("--no-index", action="store_true", help="pass --no-index to pip (offline installs)")
+    prep.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
+                      help="pass --find-links to pip (repeatable)")  # fmt: skip
+    prep.set_defaults(handler=cmd_prepare)
+    p = sub.add_parser("list", help="show each plugin in use: source, runtime, capabilities, side effects")
+    add_common(p, flow=False)
+    p.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    add_plugin_source(p, "resolve plugin NAME to PATH, as render would")
+    p.set_defaults(handler=cmd_list)
+    d = sub.add_parser("describe", help="everything about one plugin: manifest, args schema, uses, sandbox")
+    d.add_argument("name", metavar="NAME", help="plugin name as in the plugin definitions, or an instance servicename")
+    add_common(d, flow=False)
+    d.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    add_plugin_source(d, "resolve plugin NAME to PATH, as render would")
+    d.set_defaults(handler=cmd_describe)
+    n = sub.add_parser("new", help="scaffold a working plugin: plugin.yaml, args schema, implementation, tests")
+    n.add_argument("name", metavar="NAME", help="plugin name (DNS-style: lowercase, digits, '-', '.')")
+    n.add_argument("--runtime", choices=list(RUNTIMES), default="kardinal-python",
+                   help="kardinal-python (main.py), exec (an executable), grpc (a plugin server)")  # fmt: skip
+    n.add_argument("--dir", default=".", metavar="DIR", help="create DIR/NAME (default: ./NAME)")
+    n.add_argument("--debug", action="store_true", help="show tracebacks")
+    n.set_defaults(handler=cmd_new)
+    t = sub.add_parser("test", help="run a plugin's golden cases (testdata/<case>/) and diff the output")
+    t.add_argument("dir", metavar="DIR", help="the plugin directory")
+    t.add_argument("--update", action="store_true", help="rewrite expected.yaml with the current output")
+    t.add_argument("--case", action="append", default=[], metavar="CASE", help="run only this case (repeatable)")
+    t.add_argument("--debug", action="store_true", help="show tracebacks and plugin stderr")
+    t.set_defaults(handler=cmd_test)

@@ -1,0 +1,47 @@
+"""`devlane render`: render a flow as files Argo CD or Flux apply (or one stream on stdout)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import api
+from ..errors import DevlaneError, Problem
+from ..views.validate import DEFAULT_KUBE_VERSION, validate
+from .common import add_common, flow_input, options, say, show
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    flow = flow_input(args)  # a bad flow is refused before anything is read
+    result = api.render(options(args), flow)
+    show(result.messages, args.debug)
+    if args.validate == "strict":
+        report = validate(result, args.kube_version, args.crds)
+        if report.unchecked:
+            show([Problem(f"no CRD for {', '.join(report.unchecked)}: not validated (unchecked)", severity="warning",
+                          hint="pass --crds DIR with the CustomResourceDefinitions your cluster runs")])  # fmt: skip
+        if report.problems:
+            raise DevlaneError(report.problems)
+        say(f"validated {report.checked} objects against Kubernetes {args.kube_version} (strict)")
+    if args.stdout:
+        sys.stdout.write(result.stream())
+        return 0
+    for rendered, path in zip(result.flows, api.write(result, args.out), strict=True):
+        say(f"rendered flow {rendered.flow_id}: {len(rendered.files)} objects in {path}")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    render = sub.add_parser("render", help="render a flow as files Argo CD or Flux apply")
+    add_common(render)
+    out = render.add_mutually_exclusive_group()
+    out.add_argument("--out", type=Path, metavar="DIR", help="output root (default: <repo>/rendered)")
+    out.add_argument("--stdout", action="store_true", help="print the objects as one YAML stream")
+    render.add_argument("--validate", choices=["none", "strict"], default="none",
+                        help="strict: validate every rendered object offline before writing (default: none)")
+    render.add_argument("--kube-version", default=DEFAULT_KUBE_VERSION, metavar="X.Y",
+                        help=f"Kubernetes version whose schemas --validate uses (default {DEFAULT_KUBE_VERSION})")
+    render.add_argument("--crds", action="append", default=[], type=Path, metavar="DIR",
+                        help="CustomResourceDefinitions to validate custom resources against (repeatable)")
+    render.set_defaults(handler=cmd_render)

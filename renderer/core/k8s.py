@@ -1,0 +1,103 @@
+"""Kubernetes object helpers: selectors, pod specs and containers, metadata a copy must drop, scope."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+CLUSTER_SCOPED = {
+    "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
+    "StorageClass", "PriorityClass", "IngressClass", "GatewayClass", "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration", "APIService", "RuntimeClass", "CSIDriver", "VolumeAttachment",
+}  # fmt: skip
+
+# Metadata a copy must not inherit: server-set fields and GitOps tracking marks.
+_DROP_META = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink")
+_DROP_ANNOTATIONS = (
+    "kubectl.kubernetes.io/last-applied-configuration",
+    "deployment.kubernetes.io/revision",
+    "argocd.argoproj.io/tracking-id",
+)
+_DROP_LABELS = ("kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace")
+
+
+def map_matches(selector: dict, labels: dict) -> bool:
+    """A Service's selector (a plain map) against a pod's labels."""
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def label_selector_matches(sel: dict, labels: dict) -> bool:
+    """A workload's label selector (matchLabels and matchExpressions) against a pod's labels."""
+    if not map_matches(sel.get("matchLabels") or {}, labels):
+        return False
+    for e in sel.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return bool(sel.get("matchLabels") or sel.get("matchExpressions"))
+
+
+def selector_label_keys(sel: dict) -> set[str]:
+    """The label keys a workload's label selector reads."""
+    return set(sel.get("matchLabels") or {}) | {e.get("key") for e in sel.get("matchExpressions") or [] if e.get("key")}
+
+
+def pod_spec(obj: dict) -> dict:
+    """The pod spec of a workload, CronJob or Pod ({} when there is none)."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Pod":
+        return spec
+    if obj.get("kind") == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
+    return ((spec.get("template") or {}).get("spec")) or {}
+
+
+def all_containers(spec: dict) -> list[dict]:
+    """Init containers, then containers, of a pod spec."""
+    return [c for key in ("initContainers", "containers") for c in spec.get(key) or [] if isinstance(c, dict)]
+
+
+def strip_metadata(obj: dict) -> dict:
+    """Drop server-set metadata and tracking marks from a copied object, in place."""
+    meta = obj.setdefault("metadata", {})
+    for key in _DROP_META:
+        meta.pop(key, None)
+    obj.pop("status", None)
+    if isinstance(meta.get("annotations"), dict):
+        for key in _DROP_ANNOTATIONS:
+            meta["annotations"].pop(key, None)
+        if not meta["annotations"]:
+            meta.pop("annotations")
+    if isinstance(meta.get("labels"), dict):
+        for key in _DROP_LABELS:
+            meta["labels"].pop(key, None)
+    return obj
+
+
+def namespace_key(kind: str, namespace: str | None) -> str | None:
+    """The namespace part of an object's identity: None for cluster-scoped kinds."""
+    return None if kind in CLUSTER_SCOPED else namespace
+
+
+class LabelIndex:
+    """Items (workloads, pods) by (namespace, label, value), so matching a selector is not a scan."""
+
+    def __init__(self) -> None:
+        self._by_pair: dict[tuple, list] = defaultdict(list)
+        self._by_ns: dict[str | None, list] = defaultdict(list)
+
+    def add(self, namespace: str | None, labels: dict, item: object) -> None:
+        for k, v in labels.items():
+            self._by_pair[(namespace, k, v)].append(item)
+        self._by_ns[namespace].append(item)
+
+    def candidates(self, namespace: str | None, required: dict) -> list:
+        """Items that may match: those with the first required pair (all in the namespace if none)."""
+        if not required:
+            return self._by_ns.get(namespace, [])
+        return self._by_pair.get((namespace, *next(iter(required.items()))), [])

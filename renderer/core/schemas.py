@@ -1,0 +1,39 @@
+"""JSON Schemas shipped in the `schemas` package (config, flow, plugin manifest), and validation that
+names each violation's field path."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ..errors import Problem, Where
+
+
+@cache
+def load_schema(name: str) -> dict:
+    """Load a JSON Schema shipped in the `schemas` package."""
+    return json.loads(resources.files("schemas").joinpath(name).read_text())
+
+
+def schema_problems(instance: Any, schema_name: str, file: str) -> list[Problem]:
+    """Validate `instance` and return every violation, each naming its field path."""
+    import jsonschema  # lazy: only needed when a config, flow file or plugin.yaml exists
+
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    problems = []
+    for err in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
+        path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        problems.append(Problem(f"{path}: {_short(err)}", Where(file=file),
+                                hint=f"see schemas/{schema_name} for the allowed fields", code="schema"))  # fmt: skip
+    return problems
+
+
+def _short(err: Any) -> str:
+    if err.validator == "additionalProperties":
+        return f"unknown key(s): {err.message.split('(')[-1].rstrip(')').replace(' was unexpected', '')}"
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        best = min(err.context, key=lambda e: len(list(e.absolute_path)) * -1)
+        return best.message
+    return err.message

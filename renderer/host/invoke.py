@@ -1,0 +1,303 @@
+"""One plugin call on the host side: the request document, and the one reader of every reply.
+
+An `Invocation` becomes the wire document of `renderer.protocol.krm` (`request_document`); what
+comes back, from any runtime, is read by `ReplyReader`: the one validator of the ResourceList, the
+one parser of `results`, and (`outcome_from_reply`) the mutation policy: a CreateFlow may change
+only the pod specs of the workloads it received and may add objects; anything else is an error
+that names the plugin, the object and the field path.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ..core.names import flow_uuid
+from ..errors import PluginError, Problem, Where, fail
+from ..protocol.krm import (
+    CODE_TAG,
+    DEPENDENT,
+    HINT_TAG,
+    ID,
+    INVOCATION_API,
+    PROTOCOL_VERSION,
+    RESOURCE_LIST,
+    ROLE,
+    SEVERITIES,
+    STATE,
+    STATE_KEY,
+    Operation,
+    Role,
+    Stage,
+    annotations,
+    strip_internal,
+)
+from .process import tail_text
+
+RESULTS_HINT = 'return "results": [{"message": "...", "severity": "error" | "warning" | "info"}]'
+RESOURCES_HINT = "each extra object needs apiVersion, kind and metadata.name"
+_CODE = re.compile(r"plugin-[a-z][a-z-]*\Z")
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One plugin call, whatever the runtime."""
+
+    operation: Operation
+    instance: str  # the plugin-definition servicename (or the pipeline step name)
+    flow_id: str
+    plugin: str  # the plugin's name as written in the plugin definition
+    args: dict = field(default_factory=dict)
+    dependents: list[str] = field(default_factory=list)
+    workloads: list[dict] = field(default_factory=list)  # full dev workload objects, one per dependent
+    services: list[dict] = field(default_factory=list)  # the dependents' Service objects, same order
+    extensions: list[dict] = field(default_factory=list)  # repo objects listed in `extensions`
+    objects: list[dict] = field(default_factory=list)  # LifecycleHook / pipeline stages: the objects
+    state: Any = None  # DeleteFlow: the stored config_map
+    old_args: dict | None = None  # ValidateChange
+    stage: Stage = "plugin"
+
+    @property
+    def flow_uuid(self) -> str:
+        return flow_uuid(self.instance, self.flow_id)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a CreateFlow gives back, in the host's terms."""
+
+    pod_specs: list[dict]
+    config_map: Any
+    resources: list[dict] = field(default_factory=list)
+    messages: list[Problem] = field(default_factory=list)
+
+
+def _tag(obj: dict, ident: int, role: Role, dependent: str | None) -> dict:
+    obj = copy.deepcopy(obj)
+    ann = obj.setdefault("metadata", {}).setdefault("annotations", {})
+    ann[ID] = str(ident)
+    ann[ROLE] = role
+    if dependent is not None:
+        ann[DEPENDENT] = dependent
+    return obj
+
+
+def request_items(inv: Invocation) -> list[dict]:
+    items: list[dict] = []
+    for dep, wl, svc in zip(inv.dependents, inv.workloads, inv.services, strict=True):
+        items.append(_tag(wl, len(items), "workload", dep))
+        items.append(_tag(svc, len(items), "service", dep))
+    for ext in inv.extensions:
+        items.append(_tag(ext, len(items), "extension", None))
+    for obj in inv.objects:
+        items.append(_tag(obj, len(items), "object", None))
+    return items
+
+
+def request_document(inv: Invocation, timeout: float) -> dict:
+    spec: dict[str, Any] = {
+        "operation": inv.operation,
+        "stage": inv.stage,
+        "flow": {"id": inv.flow_id, "uuid": inv.flow_uuid},
+        "plugin": inv.plugin,
+        "dependents": list(inv.dependents),
+        "args": dict(inv.args),
+        "host": {"protocolVersion": PROTOCOL_VERSION, "timeoutSeconds": timeout},
+    }
+    if inv.state is not None or inv.operation == "DeleteFlow":
+        spec["state"] = inv.state
+    if inv.old_args is not None:
+        spec["oldArgs"] = dict(inv.old_args)
+    return {
+        **RESOURCE_LIST,
+        "functionConfig": {"apiVersion": INVOCATION_API, "kind": "FlowInvocation", "metadata": {"name": inv.instance},
+                           "spec": spec},  # fmt: skip
+        "items": request_items(inv),
+    }
+
+
+def json_type(value: Any) -> str:
+    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object"}  # fmt: skip
+    return names.get(type(value), type(value).__name__)
+
+
+class ReplyReader:
+    """Validate one reply ResourceList and turn it into host data; every error names the plugin.
+
+    `label` names the call as its author knows it (`create_flow` for a Kardinal module, `CreateFlow
+    of NAME` otherwise); `stderr` is what the plugin wrote meanwhile, shown with failures.
+    """
+
+    def __init__(self, inv: Invocation, label: str, stderr: str = ""):
+        self.inv = inv
+        self.where = Where(plugin=inv.instance)
+        self.label = label
+        self.stderr = stderr
+
+    def error(self, message: str, hint: str | None = None, code: str = "plugin-malformed") -> PluginError:
+        return fail(f"{self.label}: {message}" + tail_text(self.stderr), self.where, hint, code, PluginError)
+
+    def parse(self, data: bytes) -> dict:
+        """The reply's bytes as a ResourceList (JSON, or YAML as kyaml-based functions answer)."""
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            try:
+                doc = yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            except yaml.YAMLError as exc:
+                raise self.error(f"the reply is neither JSON nor YAML ({exc})",
+                                 "write one ResourceList to stdout and logs to stderr") from None
+        if not isinstance(doc, dict) or doc.get("kind") != "ResourceList":
+            raise self.error("the reply is not a ResourceList (kind: ResourceList, items: [...])",
+                             "return the ResourceList you received, with your changes")
+        items = doc.get("items")
+        if items is None:
+            doc["items"] = []
+        elif not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise self.error("`items` must be a list of objects")
+        return doc
+
+    def results(self, doc: dict) -> list[Problem]:
+        """KRM results -> problems; any `error` result fails the call (with the plugin's stderr when the
+        plugin side tagged it as a failure of the call rather than an answer)."""
+        raw = doc.get("results")
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            raise self.error(f"`results` is {json_type(raw)}, expected a list", RESULTS_HINT)
+        problems = []
+        for i, r in enumerate(raw):
+            if not isinstance(r, dict):
+                raise self.error(f"results[{i}] is {json_type(r)}, expected an object", RESULTS_HINT)
+            message, severity = r.get("message"), r.get("severity", "error")
+            if not isinstance(message, str) or not message:
+                raise self.error(f"results[{i}] has no `message`", RESULTS_HINT)
+            if severity not in SEVERITIES:
+                raise self.error(f"results[{i}] has severity {severity!r}; expected error, warning or info",
+                                 RESULTS_HINT)
+            fld = r.get("field")
+            path = fld.get("path") if isinstance(fld, dict) else fld
+            if isinstance(path, str) and path:
+                message = f"{path}: {message}"
+            ref = r.get("resourceRef")
+            if isinstance(ref, dict) and ref.get("name"):
+                message = f"{ref.get('kind', '')}/{ref['name']}: {message}".lstrip("/")
+            tags = r.get("tags") if isinstance(r.get("tags"), dict) else {}
+            code = str(tags.get(CODE_TAG) or "")
+            code = code if _CODE.match(code) else "plugin-result"
+            if severity == "error" and code != "plugin-result":
+                message += tail_text(self.stderr)
+            hint = tags.get(HINT_TAG) if isinstance(tags.get(HINT_TAG), str) else None
+            problems.append(Problem(message, self.where, hint, severity, code))
+        errors = [p for p in problems if p.severity == "error"]
+        if errors:
+            raise PluginError(errors)
+        return problems
+
+    def answers(self, doc: dict, hint: str) -> list[Problem]:
+        """Validation replies: `error` results are the answer (problems with the args), not a failed call."""
+        try:
+            return self.results(doc)
+        except PluginError as exc:
+            if any(p.code != "plugin-result" for p in exc.problems):
+                raise
+            return [Problem(p.message, p.where, hint, code="plugin-args") for p in exc.problems]
+
+    def stderr_info(self) -> list[Problem]:
+        """What the plugin wrote on stderr, as one `info` message (shown with --debug)."""
+        if not self.stderr.strip():
+            return []
+        return [Problem(f"{self.label} stderr:\n{self.stderr.rstrip()}", self.where, severity="info",
+                        code="plugin-stderr")]  # fmt: skip
+
+    def state(self, items: list[dict]) -> tuple[Any, list[dict]]:
+        """Split the plugin-state ConfigMap off the items."""
+        found, rest = [], []
+        for item in items:
+            (found if STATE in annotations(item) else rest).append(item)
+        if len(found) > 1:
+            raise self.error("more than one plugin-state ConfigMap in the reply")
+        if not found:
+            return {}, rest
+        text = (found[0].get("data") or {}).get(STATE_KEY, "{}")
+        try:
+            return json.loads(text), rest
+        except (TypeError, json.JSONDecodeError):
+            raise self.error(f"the plugin-state ConfigMap's data.{STATE_KEY} is not JSON") from None
+
+    def new_object(self, obj: dict, index: int) -> dict:
+        """An object the plugin added: it must be a named Kubernetes object."""
+        for key in ("apiVersion", "kind"):
+            if not isinstance(obj.get(key), str) or not obj[key]:
+                raise self.error(f"resources[{index}] has no {key}", RESOURCES_HINT)
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+            raise self.error(f"resources[{index}] ({obj['kind']}) has no metadata.name", RESOURCES_HINT)
+        return strip_internal(copy.deepcopy(obj))
+
+
+def _diff_path(a: Any, b: Any, path: str = "") -> str | None:
+    """First field path where `a` and `b` differ (for mutation-policy errors)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            if a.get(key, _MISSING) != b.get(key, _MISSING):
+                sub = _diff_path(a.get(key, _MISSING), b.get(key, _MISSING), f"{path}.{key}" if path else str(key))
+                return sub or (f"{path}.{key}" if path else str(key))
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return _diff_path(x, y, f"{path}[{i}]") or f"{path}[{i}]"
+        return None
+    return path if a != b else None
+
+
+_MISSING = object()
+
+
+def _without_pod_spec(obj: dict) -> dict:
+    return {**obj, "spec": {**obj.get("spec", {}), "template": {**obj["spec"]["template"], "spec": None}}}
+
+
+def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outcome:
+    """CreateFlow reply -> new pod specs (same order as sent), state, new objects, messages."""
+    messages = reader.results(doc)
+    config_map, items = reader.state(doc["items"])
+    sent = {annotations(obj)[ID]: obj for obj in request_items(inv)}
+    pod_specs = [copy.deepcopy(((w.get("spec") or {}).get("template") or {}).get("spec") or {}) for w in inv.workloads]
+    resources: list[dict] = []
+    for item in items:
+        ident = annotations(item).get(ID)
+        if ident is None:
+            resources.append(reader.new_object(item, len(resources)))
+            continue
+        if ident not in sent:
+            raise reader.error(f"returned an item with unknown {ID} {ident!r}", f"keep the {ID} annotation as sent")
+        original = sent[ident]
+        role = annotations(original)[ROLE]
+        kind, name = original.get("kind"), (original.get("metadata") or {}).get("name")
+        if role != "workload":
+            path = _diff_path(original, item)
+            if path is not None:
+                raise reader.error(f"changed {kind}/{name} ({role}) at {path}; only workloads' "
+                                   "spec.template.spec may change", None, code="plugin-mutation")
+            continue
+        dep = annotations(original)[DEPENDENT]
+        new_spec = ((item.get("spec") or {}).get("template") or {}).get("spec")
+        if not isinstance(new_spec, dict) or not isinstance(new_spec.get("containers"), list) \
+                or not new_spec["containers"]:
+            raise reader.error(f"{kind}/{name} (for {dep}) has no spec.template.spec.containers",
+                               "return each workload with its pod spec")
+        path = _diff_path(_without_pod_spec(original), _without_pod_spec(item))
+        if path is not None:
+            raise reader.error(f"changed {kind}/{name} at {path}; a plugin may change only spec.template.spec of the "
+                               "workloads it receives", "add new objects instead of editing others",
+                               code="plugin-mutation")  # fmt: skip
+        pod_specs[inv.dependents.index(dep)] = copy.deepcopy(new_spec)
+    return Outcome(pod_specs, config_map, resources, messages + reader.stderr_info())

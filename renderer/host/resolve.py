@@ -1,0 +1,358 @@
+"""Where a plugin comes from, resolved once per name: `--plugin-source`, `.devlane.yaml`
+`plugins.sources`, a path in the repository (read from the rendered git ref for `--ref`), a
+built-in under the top-level `plugins` package, or a git source pinned in `devlane.lock`.
+
+A plugin directory holds `main.py` (Kardinal Python) and/or `plugin.yaml` (any runtime). Render
+resolves git sources through `devlane.lock` and the cache only: it never touches the network, and
+refuses an unpinned or unfetched plugin with the command that fixes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..core.source import GitRefSource, Source
+from ..errors import DevlaneError, Problem, Where, fail
+from .manifest import Manifest, load_manifest
+from .supply import cache
+from .supply.gitspec import DEFAULT_REF, GitSpec, config_git_spec, git_url_for, is_url
+from .supply.lock import LOCK_FILE, Lock, parse_lock, read_lock
+from .supply.venvs import Target, target_for
+
+BUILTIN_PACKAGE = "plugins"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+Origin = Literal["flag", "config", "repo", "builtin", "git"]
+
+
+def is_plugin_dir(path: Path) -> bool:
+    return (path / "main.py").is_file() or (path / "plugin.yaml").is_file()
+
+
+@dataclass(frozen=True)
+class PluginSource:
+    name: str  # the plugin `name` from the plugin definition, e.g. "github.com/org/repo" or "./plugins/x"
+    path: Path  # the plugin directory
+    origin: Origin
+    commit: str | None = None  # git: the commit pinned in devlane.lock
+    url: str | None = None  # git: the repository URL
+
+
+def builtin_root() -> Path | None:
+    """Directory of the top-level ``plugins`` package that holds devlane's built-in plugins."""
+    try:
+        root = importlib.resources.files(BUILTIN_PACKAGE)
+    except (ModuleNotFoundError, TypeError):
+        return None
+    path = Path(str(root))
+    return path if path.is_dir() else None
+
+
+def source_hint(name: str) -> str:
+    return f"pass --plugin-source {name}=PATH, or add plugins.sources.{name!r}.path to .devlane.yaml"
+
+
+def _explicit_dir(name: str, path: Path, given_by: str) -> Path:
+    """A directory named explicitly by a flag or config entry: it must exist and hold main.py."""
+    path = path.resolve()
+    where = Where(plugin=name)
+    if not path.is_dir():
+        raise fail(
+            f"plugin source {given_by} is not a directory: {path}",
+            where,
+            f"point it at the plugin's directory (the one holding main.py); {source_hint(name)}",
+            code="plugin-source",
+        )
+    if not is_plugin_dir(path):
+        raise fail(
+            f"plugin source {given_by} has neither main.py nor plugin.yaml: {path}",
+            where,
+            "a Kardinal plugin is a directory with main.py defining create_flow and delete_flow; "
+            "point the source at that directory",
+            code="plugin-source",
+        )
+    return path
+
+
+def _builtin_dir(name: str) -> Path | None:
+    if not _PLAIN_NAME.match(name):
+        return None
+    root = builtin_root()
+    return root / name if root is not None else None
+
+
+def _repo_candidate(name: str, repo_root: Path) -> Path:
+    candidate = (repo_root / name).resolve()
+    if not candidate.is_relative_to(repo_root):
+        raise fail(
+            f"plugin name {name!r} points outside the repository ({candidate}); plugin paths must stay "
+            f"inside {repo_root}",
+            Where(plugin=name),
+            f"move the plugin into the repository, or map the name explicitly: {source_hint(name)}",
+            code="plugin-source-escape",
+        )
+    return candidate
+
+
+def git_spec(
+    name: str,
+    repo_root: Path,
+    flag_sources: dict[str, str] | None = None,
+    config_sources: dict[str, dict] | None = None,
+) -> GitSpec | None:
+    """The git source plugin `name` resolves to, or None when a flag, a path, or a built-in provides it.
+
+    Same order as `resolve_plugin_source`; used by `devlane plugins lock` to decide what to pin.
+    """
+    flag_sources = flag_sources or {}
+    config_sources = config_sources or {}
+    if not isinstance(name, str) or not name.strip() or name in flag_sources:
+        return None
+    if name in config_sources:
+        entry = config_sources[name]
+        return config_git_spec(name, entry) if isinstance(entry, dict) and "git" in entry else None
+    located = git_url_for(name)
+    if located is None:
+        return None
+    if not is_url(name):
+        repo_root = Path(repo_root).resolve()
+        if is_plugin_dir(_repo_candidate(name, repo_root)):
+            return None
+        builtin = _builtin_dir(name)
+        if builtin is not None and is_plugin_dir(builtin):
+            return None
+    url, subdir = located
+    return GitSpec(name, url, DEFAULT_REF, subdir, "name")
+
+
+def _from_lock(spec: GitSpec, repo_root: Path, lock: Lock | None, looked: list[str] | None = None) -> PluginSource:
+    """The cached checkout of the commit `devlane.lock` pins for `spec` (offline: reads files only).
+
+    `looked`: where a name that is not obviously a URL was searched first (for the not-pinned message).
+    """
+    name = spec.name
+    where = Where(plugin=name)
+    if lock is None:
+        lock = read_lock(repo_root)
+    at = "" if spec.ref == DEFAULT_REF else f" @ {spec.ref}"
+    entry = lock.entries.get(name)
+    if entry is None and looked:
+        raise fail(
+            f"plugin {name!r} not found; looked in: {'; '.join(looked)}; and as a git plugin ({spec.url}) it is "
+            f"not pinned in {LOCK_FILE}; run `devlane plugins lock`",
+            where,
+            f"{source_hint(name)}, to use a local copy; or pin the git source: run `devlane plugins lock` then "
+            f"`devlane plugins fetch` in {repo_root} and commit {LOCK_FILE}",
+            code="plugin-not-pinned",
+        )
+    if entry is None:
+        raise fail(
+            f"plugin {name!r} is a git plugin ({spec.url}{at}, from {spec.given_by}) that is not pinned in "
+            f"{LOCK_FILE}; run `devlane plugins lock`",
+            where,
+            f"run `devlane plugins lock` then `devlane plugins fetch` in {repo_root} and commit {LOCK_FILE}; "
+            f"or use a local copy: pass --plugin-source {name}=PATH, or set plugins.sources.{name!r}.path "
+            "in .devlane.yaml",
+            code="plugin-not-pinned",
+        )
+    if entry.url != spec.url or entry.ref != spec.ref:
+        raise fail(
+            f"{LOCK_FILE} pins plugin {name!r} to {entry.url} @ {entry.ref}, but {spec.given_by} now says "
+            f"{spec.url} @ {spec.ref}; run `devlane plugins lock`",
+            Where(plugin=name, file=LOCK_FILE),
+            f"run `devlane plugins lock` to pin the new source, then `devlane plugins fetch`, and commit {LOCK_FILE}",
+            code="plugin-lock-stale",
+        )
+    checkout = cache.checkout_path(entry.commit)
+    if not checkout.is_dir():
+        raise fail(
+            f"plugin {name!r} is pinned to commit {entry.commit[:12]} in {LOCK_FILE} but not fetched into the "
+            f"cache ({checkout}); run `devlane plugins fetch`",
+            where,
+            f"run `devlane plugins fetch` in {repo_root} (the cache is ${cache.CACHE_ENV}, default ~/.cache/devlane)",
+            code="plugin-not-fetched",
+        )
+    path = checkout / spec.subdir if spec.subdir else checkout
+    if not is_plugin_dir(path):
+        inside = f"/{spec.subdir}" if spec.subdir else " (repository root)"
+        raise fail(
+            f"commit {entry.commit[:12]} of {entry.url} has neither main.py nor plugin.yaml in {inside.strip()}",
+            where,
+            f"pin a commit that holds the plugin: `devlane plugins lock --update {name}`",
+            code="plugin-source",
+        )
+    return PluginSource(name, path.resolve(), "git", commit=entry.commit, url=entry.url)
+
+
+def resolve_plugin_source(
+    name: str,
+    repo_root: Path,
+    flag_sources: dict[str, str],
+    config_sources: dict[str, dict],
+    lock: Lock | None = None,
+) -> PluginSource:
+    """Find the directory of plugin `name`.
+
+    Order: ``flag_sources[name]`` (``--plugin-source NAME=PATH``; relative to the current directory),
+    ``config_sources[name]`` (``plugins.sources`` in ``.devlane.yaml``: a ``path`` relative to
+    `repo_root`, or a ``git`` source), `name` as a path inside `repo_root` (never outside it), the
+    built-in plugin of that plain name, and finally a git location spelled by the name itself.
+    Git sources come from the commit `lock` pins (default: `devlane.lock` in `repo_root`), exported
+    into the cache by `devlane plugins fetch`. The chosen directory must contain ``main.py`` or
+    ``plugin.yaml``.
+    """
+    where = Where(plugin=name)
+    if not isinstance(name, str) or not name.strip():
+        raise fail("plugin definition has an empty `name`", where,
+                   "set `name` to a built-in plugin name, a path in the repository or a git URL",
+                   code="plugin-source")
+    repo_root = Path(repo_root).resolve()
+
+    if name in flag_sources:
+        raw = flag_sources[name]
+        path = Path(raw).expanduser()
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        return PluginSource(name, _explicit_dir(name, path, f"--plugin-source {name}={raw}"), "flag")
+
+    if name in config_sources:
+        entry = config_sources[name]
+        if isinstance(entry, dict) and "git" in entry:
+            return _from_lock(config_git_spec(name, entry), repo_root, lock)
+        raw_path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(raw_path, str) or not raw_path:
+            raise fail(
+                f"plugins.sources.{name} in .devlane.yaml has no `path`",
+                where,
+                f"set plugins.sources.{name}.path to the plugin directory (relative to the repository root)",
+                code="plugin-source",
+            )
+        path = Path(raw_path).expanduser()
+        if not path.is_absolute():
+            path = repo_root / path
+        given_by = f"plugins.sources.{name}.path ({raw_path}) in .devlane.yaml"
+        return PluginSource(name, _explicit_dir(name, path, given_by), "config")
+
+    located = git_url_for(name)
+    if located is not None and is_url(name):
+        return _from_lock(GitSpec(name, located[0], DEFAULT_REF, located[1], "name"), repo_root, lock)
+
+    looked: list[str] = []
+    candidate = _repo_candidate(name, repo_root)
+    looked.append(f"{candidate} (path in the repository)")
+    if is_plugin_dir(candidate):
+        return PluginSource(name, candidate, "repo")
+
+    builtin = _builtin_dir(name)
+    if builtin is not None:
+        looked.append(f"{builtin} (built-in plugin)")
+        if is_plugin_dir(builtin):
+            return PluginSource(name, builtin.resolve(), "builtin")
+
+    if located is not None:
+        return _from_lock(GitSpec(name, located[0], DEFAULT_REF, located[1], "name"), repo_root, lock, looked)
+
+    raise fail(
+        f"plugin {name!r} not found; looked in: " + "; ".join(looked),
+        where,
+        source_hint(name),
+        code="plugin-not-found",
+    )
+
+
+def git_specs(repo_root: Path, names: Iterable[str], config_sources: dict[str, dict]) -> dict[str, GitSpec]:
+    """The git sources among `names`, as render would resolve them without `--plugin-source` flags."""
+    out: dict[str, GitSpec] = {}
+    for name in names:
+        spec = git_spec(name, repo_root, {}, config_sources)
+        if spec is not None:
+            out[name] = spec
+    return out
+
+
+def _from_ref(name: str, source: GitRefSource, scratch: Path) -> PluginSource | None:
+    """A plugin kept in the repository, read from the rendered git ref rather than the work tree."""
+    rel = name[2:] if name.startswith("./") else name
+    if rel.startswith("/") or ".." in rel.split("/"):
+        return None
+    if not (source.exists(f"{rel.rstrip('/')}/main.py") or source.exists(f"{rel.rstrip('/')}/plugin.yaml")):
+        return None
+    dest = scratch / f"plugin-{len(list(scratch.iterdir()))}"
+    source.export(rel, dest)
+    return PluginSource(name, dest, "repo") if is_plugin_dir(dest) else None
+
+
+@dataclass
+class Resolver:
+    """Finds plugin directories and manifests once per name (flags, config, lock, repo, built-in)."""
+
+    repo_root: Path
+    flag_sources: dict[str, str]
+    config_sources: dict[str, dict]
+    source: Source | None = None
+    scratch: Path | None = None  # where plugins read from a git ref are exported
+    found: dict[str, tuple[PluginSource, Manifest] | DevlaneError] = field(default_factory=dict)
+
+    def get(self, name: str) -> tuple[PluginSource, Manifest]:
+        if name not in self.found:
+            try:
+                src = self._source(name)
+                self.found[name] = (src, load_manifest(src.path, name))
+            except DevlaneError as exc:
+                self.found[name] = exc
+        value = self.found[name]
+        if isinstance(value, DevlaneError):
+            raise value
+        return value
+
+    def _source(self, name: str) -> PluginSource:
+        explicit = name in self.flag_sources or name in self.config_sources
+        lock = None
+        if isinstance(self.source, GitRefSource):
+            if self.scratch is not None and not explicit:
+                found = _from_ref(name, self.source, self.scratch)
+                if found is not None:
+                    return found
+            lock = parse_lock(self.source.read(LOCK_FILE) if self.source.exists(LOCK_FILE) else None, LOCK_FILE)
+        return resolve_plugin_source(name, self.repo_root, self.flag_sources, self.config_sources, lock=lock)
+
+
+def plugin_digest(path: Path) -> str:
+    """Content hash of a plugin directory (ignoring caches), recorded in `flow.metadata`."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        rel = f.relative_to(path).as_posix()
+        if "__pycache__" in rel or rel.endswith(".pyc") or rel.startswith((".venv/", "venv/", ".git/")):
+            continue
+        h.update(rel.encode() + b"\0" + f.read_bytes() + b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def prepare_targets(names: list[str], primary: set[str], repo_root: Path, flag_sources: dict[str, str],
+                    config_sources: dict[str, dict], lock: Lock) -> tuple[list[Target], list[Problem]]:  # fmt: skip
+    """The plugins `devlane plugins prepare` builds virtualenvs for, and the fallbacks it cannot resolve.
+
+    A primary plugin that cannot be resolved is an error; an `implementations` fallback is a warning
+    (render skips it too). Built-ins run inside devlane and need no virtualenv.
+    """
+    targets, problems, warnings = [], [], []
+    for name in names:
+        try:
+            src = resolve_plugin_source(name, repo_root, flag_sources, config_sources, lock=lock)
+        except DevlaneError as exc:
+            if name in primary:
+                problems += exc.problems
+            else:
+                warnings += [Problem(f"fallback not prepared: {p.format()}", severity="warning", code="plugin-prepare")
+                             for p in exc.problems]  # fmt: skip
+            continue
+        if src.origin != "builtin":
+            targets.append(target_for(name, src.path))
+    if problems:
+        raise DevlaneError(problems)
+    return targets, warnings

@@ -1,0 +1,121 @@
+"""Plugin state kept in git: provision records under `.devlane/state/<flowId>/` and the state ConfigMaps
+of a rendered flow, read back by `devlane delete`.
+
+`devlane provision` runs `sideEffects: External` plugins for real and records what they returned,
+keyed by a hash of everything the plugin was given; `render` replays a record only when that hash
+still matches, so a changed input never silently reuses a stale branch or database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.files import write_atomic
+from ..core.source import Source
+from ..core.yamlio import load_one
+from ..errors import Where, fail
+from ..protocol.krm import STATE_KEY
+from .invoke import Outcome
+
+STATE_DIR = ".devlane/state"
+RECORD_KIND = "ProvisionRecord"
+
+
+def record_path(flow_id: str, instance: str) -> str:
+    return f"{STATE_DIR}/{flow_id}/{instance}.json"
+
+
+def input_hash(plugin: str, digest: str, request: dict) -> str:
+    """What the plugin was given: its code, and the request document minus volatile host fields."""
+    spec = dict(request["functionConfig"]["spec"])
+    spec.pop("host", None)
+    doc = {"plugin": plugin, "digest": digest, "spec": spec, "items": request["items"]}
+    return "sha256:" + hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Record:
+    plugin: str
+    instance: str
+    flow_id: str
+    input_hash: str
+    outcome: Outcome
+
+    def to_json(self) -> str:
+        doc = {
+            "apiVersion": "devlane.dev/v1alpha1",
+            "kind": RECORD_KIND,
+            "plugin": self.plugin,
+            "instance": self.instance,
+            "flowId": self.flow_id,
+            "inputHash": self.input_hash,
+            "result": {
+                "podSpecs": self.outcome.pod_specs,
+                "configMap": self.outcome.config_map,
+                "resources": self.outcome.resources,
+            },
+        }
+        return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def read_record(source: Source, flow_id: str, instance: str) -> Record | None:
+    path = record_path(flow_id, instance)
+    if not source.exists(path):
+        return None
+    where = Where(file=path, plugin=instance)
+    try:
+        doc = json.loads(source.read(path))
+        result = doc["result"]
+        outcome = Outcome(list(result["podSpecs"]), result["configMap"], list(result.get("resources") or []))
+        return Record(doc["plugin"], doc["instance"], doc["flowId"], doc["inputHash"], outcome)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise fail(f"provision record is unreadable ({type(exc).__name__}: {exc})", where,
+                   f"re-provision: devlane provision --flow {flow_id}", code="state-record") from None
+
+
+def write_records(repo_root: Path, flow_id: str, records: list[Record]) -> list[Path]:
+    """Write each record atomically (temp file + rename) under `.devlane/state/<flowId>/`."""
+    return [write_atomic(repo_root / record_path(flow_id, rec.instance), rec.to_json()) for rec in records]
+
+
+@dataclass(frozen=True)
+class FlowState:
+    """One plugin instance's stored state, read from a rendered flow's state ConfigMap."""
+
+    instance: str
+    plugin: str
+    flow_uuid: str
+    config_map: Any
+    file: str
+
+
+def read_flow_states(files: dict[str, bytes], flow_id: str) -> list[FlowState]:
+    """State ConfigMaps of a rendered flow, in plugin creation order (from `flow.metadata`)."""
+    states: dict[str, FlowState] = {}
+    for name, data in sorted(files.items()):
+        if not name.endswith(".yaml") or name == "kustomization.yaml":
+            continue
+        obj = load_one(data, name)
+        meta = (obj or {}).get("metadata") or {} if isinstance(obj, dict) else {}
+        ann = meta.get("annotations") or {}
+        if obj.get("kind") != "ConfigMap" or "devlane.dev/plugin" not in ann:
+            continue
+        uuid = ann.get("devlane.dev/flow-uuid", "")
+        instance = uuid[: -len(flow_id) - 1] if uuid.endswith(f"-{flow_id}") else meta.get("name", "")
+        raw = (obj.get("data") or {}).get(STATE_KEY, "{}")
+        try:
+            config_map = json.loads(raw)
+        except json.JSONDecodeError:
+            raise fail(f"data.{STATE_KEY} is not JSON", Where(file=name, plugin=instance),
+                       "restore the file from git history", code="state-configmap") from None
+        states[instance] = FlowState(instance, ann["devlane.dev/plugin"], uuid, config_map, name)
+    order: list[str] = []
+    if "flow.metadata" in files:
+        meta_doc = json.loads(files["flow.metadata"])
+        order = [p["instance"] for p in meta_doc.get("plugins") or []]
+    ranked = {name: i for i, name in enumerate(order)}
+    return sorted(states.values(), key=lambda s: (ranked.get(s.instance, len(ranked)), s.instance))

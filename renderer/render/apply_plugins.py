@@ -1,0 +1,270 @@
+"""Plugins stage: Model + Plan + DevSet + Choices -> `PluginResults` (the plugin host runs the calls).
+
+- Order and concurrency: instances that share a dependent run in plan order (a later one sees an
+  earlier one's changes); independent instances run concurrently, and results are applied in plan
+  order, so the output is the same as a serial run.
+- Behaviour (kops): `enforce` fails the render; `bypass` turns the failure into a warning and
+  drops that plugin's changes.
+- Kardinal plugins edit `containers[0]`, so the target container (`devlane.dev/container`) is
+  moved to the front for the call and put back afterwards. What a plugin returns is final.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import DevlaneError, Problem, Where, fail
+from ..host.choose import Candidate, Choice, PluginUse
+from ..host.invoke import Invocation, Outcome
+from ..host.plugin_host import Created, PluginHost
+from ..host.resolve import PluginSource
+from ..host.state import FlowState, Record
+from .clone import DevSet, DevWorkload
+from .model import Model
+from .plan import Plan, PluginInstance
+from .plugin_defs import PluginDef
+
+Status = Literal["ok", "replayed", "bypassed", "provisioned"]
+WorkKey = tuple[str | None, str]
+
+
+@dataclass(frozen=True)
+class InstanceResult:
+    servicename: str
+    flow_id: str
+    flow_uuid: str
+    source: PluginSource
+    dependents: list[str]
+    config_map: Any
+    resources: list[dict] = field(default_factory=list)
+    status: Status = "ok"
+    choice: Choice | None = None
+    record: Record | None = None
+
+
+@dataclass(frozen=True)
+class PluginResults:
+    """What the plugins did to a flow: per instance, the messages, the bypassed, the records to write."""
+
+    results: list[InstanceResult] = field(default_factory=list)
+    messages: list[Problem] = field(default_factory=list)
+    bypassed: list[dict] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)  # provision mode: what to write
+    pod_specs: dict[WorkKey, dict] = field(default_factory=dict)  # dev workload -> its pod spec after plugins
+
+    def used(self, flow_id: str) -> list[Choice]:
+        """The implementations that ran for `flow_id`."""
+        return [r.choice for r in self.results if r.choice is not None and r.flow_id == flow_id]
+
+
+Work = tuple[PluginInstance, Choice, str]  # an instance, its implementation, its behaviour
+
+
+def plugin_use(pdef: PluginDef) -> PluginUse:
+    """What the plugin host needs of a plugin definition to choose its implementation."""
+    return PluginUse(pdef.servicename, tuple(Candidate(c["name"], c["args"]) for c in pdef.candidates),
+                     pdef.side_effects, pdef.where)  # fmt: skip
+
+
+def choose_all(host: PluginHost, model: Model, plan: Plan) -> dict[str, Choice]:
+    """Every instance's implementation before any plugin runs, so a missing plugin fails fast."""
+    return {i.servicename: host.choose(plugin_use(model.plugin_defs[i.servicename]), plan.flow_id)
+            for i in plan.instances}  # fmt: skip
+
+
+def _to_front(pod_spec: dict, container: str | None) -> tuple[dict, int]:
+    containers = pod_spec.get("containers") or []
+    idx = next((i for i, c in enumerate(containers) if c.get("name") == container), 0)
+    if idx:
+        containers.insert(0, containers.pop(idx))
+    return pod_spec, idx
+
+
+def _back(pod_spec: dict, idx: int) -> dict:
+    containers = pod_spec.get("containers") or []
+    if idx and containers:
+        containers.insert(idx, containers.pop(0))
+    return pod_spec
+
+
+def target_first(pod_spec: dict, container: str | None) -> tuple[dict, int]:
+    """A copy of the pod spec with the target container first (Kardinal plugins edit `containers[0]`)."""
+    return _to_front(copy.deepcopy(pod_spec), container)
+
+
+def target_back(pod_spec: dict, index: int) -> dict:
+    """A copy of a pod spec a plugin returned, with the target container back at `index`."""
+    return _back(copy.deepcopy(pod_spec), index)
+
+
+def _extension_objects(model: Model, pdef: PluginDef) -> list[dict]:
+    out = []
+    for ref in pdef.extensions:
+        matches = [d for d in model.documents if d.kind == ref["kind"] and d.name == ref["name"]
+                   and (not ref.get("namespace") or model.namespace_of(d) == ref["namespace"])
+                   and (not ref.get("apiVersion") or d.api_version == ref["apiVersion"])]  # fmt: skip
+        if len(matches) != 1:
+            what = "no object" if not matches else f"{len(matches)} objects"
+            raise fail(f"extension {ref['kind']}/{ref['name']} matches {what} in the repository",
+                       pdef.instance_where, "list an object of the repository (add namespace: to pick one of several)",
+                       code="plugin-extension")  # fmt: skip
+        out.append(copy.deepcopy(matches[0].obj))
+    return out
+
+
+def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorkload], current: dict[WorkKey, dict],
+                   choice: Choice) -> Invocation:  # fmt: skip
+    """The CreateFlow of one instance, with each dependent's current pod spec (target container first)."""
+    pdef = model.plugin_defs.get(inst.servicename)
+    moved = []
+    for w in workloads:
+        spec = target_first(current.get(w.key, w.pod_spec), w.container)[0]
+        moved.append({**w.obj, "spec": {**w.obj["spec"], "template": {**w.obj["spec"]["template"], "spec": spec}}})
+    return Invocation(
+        operation="CreateFlow",
+        instance=inst.servicename,
+        flow_id=inst.flow_id,
+        plugin=choice.name,
+        args=dict(choice.args),
+        dependents=[w.service for w in workloads],
+        workloads=copy.deepcopy(moved),
+        services=[copy.deepcopy(model.services[w.service].doc.obj) for w in workloads],
+        extensions=_extension_objects(model, pdef) if pdef is not None else [],
+    )
+
+
+def _levels(instances: list[PluginInstance]) -> list[list[int]]:
+    """Group instances into waves: one waits for every earlier instance that shares a dependent."""
+    level: list[int] = []
+    for i, inst in enumerate(instances):
+        deps = set(inst.dependents)
+        level.append(1 + max([level[j] for j in range(i) if deps & set(instances[j].dependents)], default=-1))
+    waves: dict[int, list[int]] = {}
+    for i, lv in enumerate(level):
+        waves.setdefault(lv, []).append(i)
+    return [waves[k] for k in sorted(waves)]
+
+
+def run(host: PluginHost, model: Model, plan: Plan, dev: DevSet, choices: dict[str, Choice],
+        extra: list[Work] | None = None) -> PluginResults:  # fmt: skip
+    """Run every instance (plus pipeline `per-flow` steps in `extra`, with their behaviour)."""
+    work: list[Work] = [(i, choices[i.servicename], model.plugin_defs[i.servicename].behavior) for i in plan.instances]
+    work += extra or []
+    acc = _Accumulator()
+    with ThreadPoolExecutor(max_workers=max(1, host.jobs)) as pool:
+        for wave in _levels([w[0] for w in work]):
+            calls = {}
+            for i in wave:
+                inst, choice, _ = work[i]
+                workloads = [dev.workloads[d] for d in inst.dependents if d in dev.workloads]
+                if workloads:
+                    inv = invocation_for(model, inst, workloads, acc.pod_specs, choice)
+                    calls[i] = (inv, workloads, pool.submit(host.create, inv, choice))
+            for i in sorted(calls):  # apply in plan order: same output as a serial run
+                inv, workloads, future = calls[i]
+                inst, choice, behavior = work[i]
+                try:
+                    created: Created = future.result()
+                except DevlaneError as exc:
+                    exc = host.budget.explain(exc)
+                    if behavior != "bypass":
+                        raise exc from None
+                    acc.bypass(inst, choice, exc)
+                    continue
+                acc.apply(inst, choice, inv, workloads, created)
+    return acc.results(work)
+
+
+class _Accumulator:
+    """Applies each instance's outcome in plan order; the plugins stage's working state."""
+
+    def __init__(self) -> None:
+        self.pod_specs: dict[WorkKey, dict] = {}
+        self.instances: list[InstanceResult] = []
+        self.messages: list[Problem] = []
+        self.bypassed: list[dict] = []
+        self.records: list[Record] = []
+
+    def bypass(self, inst: PluginInstance, choice: Choice, exc: DevlaneError) -> None:
+        first = exc.problems[0]
+        self.messages.append(Problem(f"plugin failed and was bypassed (behavior: bypass); its changes were dropped: "
+                                     f"{first.message}", Where(plugin=inst.servicename), first.hint,
+                                     severity="warning", code="plugin-bypassed"))  # fmt: skip
+        self.bypassed.append({"instance": inst.servicename, "name": choice.name, "error": first.message})
+
+    def apply(self, inst: PluginInstance, choice: Choice, inv: Invocation, workloads: list[DevWorkload],
+              created: Created) -> None:  # fmt: skip
+        outcome: Outcome = created.outcome
+        if len(outcome.pod_specs) != len(workloads):
+            raise fail(f"the result has {len(outcome.pod_specs)} pod specs for {len(workloads)} dependents",
+                       Where(plugin=inst.servicename), "re-provision the flow", code="plugin-pod-spec-count")
+        for w, new_spec in zip(workloads, outcome.pod_specs, strict=True):
+            before = self.pod_specs.get(w.key, w.pod_spec)
+            moved_idx = target_first(before, w.container)[1]
+            for container, name in sorted(_duplicate_env(new_spec) - _duplicate_env(before)):
+                self.messages.append(Problem(
+                    f"the plugin left env {name} twice in container {container} of {w.obj['kind']}/{w.name}; the last "
+                    "one wins in the pod, but server-side apply (Flux, Argo CD with ServerSideApply) rejects duplicate "
+                    "keys", Where(plugin=inst.servicename),
+                    "set the variable once (replace it rather than append), or remove it from the manifest",
+                    severity="warning", code="plugin-duplicate-env"))  # fmt: skip
+            self.pod_specs[w.key] = target_back(new_spec, moved_idx)
+        try:
+            json.dumps(outcome.config_map)
+        except (TypeError, ValueError):
+            raise fail("config_map is not JSON", Where(plugin=inst.servicename)) from None
+        self.messages += outcome.messages
+        if created.record is not None:
+            self.records.append(created.record)
+        self.instances.append(InstanceResult(inst.servicename, inst.flow_id, inv.flow_uuid, choice.source,
+                                             list(inv.dependents), outcome.config_map, list(outcome.resources),
+                                             created.status, choice, created.record))  # fmt: skip
+
+    def results(self, work: list[Work]) -> PluginResults:
+        # waves finish out of plan order: list results (flow.metadata) as a serial run would
+        position = {(w[0].servicename, w[0].flow_id): i for i, w in enumerate(work)}
+        results = sorted(self.instances, key=lambda r: position.get((r.servicename, r.flow_id), len(work)))
+        first: dict[str, int] = {}
+        for i, w in enumerate(work):
+            first.setdefault(w[0].servicename, i)
+        bypassed = sorted(self.bypassed, key=lambda b: first.get(b["instance"], len(work)))
+        return PluginResults(results, self.messages, bypassed, self.records, self.pod_specs)
+
+
+def _duplicate_env(pod_spec: dict) -> set[tuple[str, str]]:
+    """(container, env name) pairs set more than once."""
+    out = set()
+    for key in ("initContainers", "containers"):
+        for c in pod_spec.get(key) or []:
+            names = [e.get("name") for e in (c.get("env") or []) if isinstance(e, dict)]
+            out |= {(str(c.get("name")), str(n)) for n in names if names.count(n) > 1}
+    return out
+
+
+def delete_flows(host: PluginHost, model: Model, states: list[FlowState], flow_id: str,
+                 flow_dir: Path) -> tuple[list[str], list[Problem]]:  # fmt: skip
+    """`delete_flow` of every stored plugin state, newest first: (instances done, messages); every failure
+    is reported, and then the flow is kept."""
+    deleted: list[str] = []
+    messages: list[Problem] = []
+    failures: list[Problem] = []
+    for st in reversed(states):
+        pdef = model.plugin_defs.get(st.instance)
+        args = dict(pdef.args) if pdef and pdef.name == st.plugin else {}
+        try:
+            messages += host.delete(st, flow_id, args, pdef.side_effects if pdef else None,
+                                    dict(pdef.args) if pdef else {})  # fmt: skip
+            deleted.append(st.instance)
+        except DevlaneError as exc:
+            failures += [Problem(f"delete_flow failed: {p.message}", p.where, p.hint, code=p.code)
+                         for p in exc.problems]  # fmt: skip
+    if failures:
+        failures.append(Problem(f"kept {flow_dir} and the flow's state: run `devlane delete` again once fixed",
+                                code="delete-kept"))  # fmt: skip
+        raise DevlaneError(failures)
+    return deleted, messages

@@ -1,0 +1,92 @@
+"""Repository configuration: `.devlane.yaml`, validated against `schemas/devlane-config.schema.json`.
+
+Every field is optional; `RepoConfig` holds the defaults so a repo without config renders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..core.schemas import schema_problems
+from ..core.yamlio import load_one
+from ..errors import DevlaneError, Problem, Where
+
+CONFIG_FILE = ".devlane.yaml"
+DEFAULT_MANIFESTS = ["**/*.yaml", "**/*.yml"]
+Routing = Literal["none", "gateway-api", "istio"]
+Stage = Literal["pre-render", "per-flow", "post-render"]
+Behavior = Literal["enforce", "bypass"]
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    manifests: list[str] = field(default_factory=lambda: list(DEFAULT_MANIFESTS))
+    exclude: list[str] = field(default_factory=list)
+    routing: Routing = "none"
+    domain: str | None = None
+    namespace: str | None = None
+    output: str = "rendered"
+    replicas: int | str = 1
+    plugin_sources: dict[str, dict] = field(default_factory=dict)
+    plugin_timeout: float | None = None
+    warnings_as_errors: bool = False
+    present: bool = False
+    pipeline: list[PipelineStep] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PipelineStep:
+    """One repo-level plugin step from `.devlane.yaml` `pipeline`."""
+
+    name: str
+    plugin: str
+    stage: Stage
+    args: dict[str, str]
+    behavior: Behavior = "enforce"
+
+
+def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
+    """Build the config from file content (None: no file, all defaults)."""
+    if data is None:
+        return RepoConfig()
+    raw = load_one(data, file) if data.strip() else {}
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise DevlaneError(Problem("the config must be a mapping", Where(file=file), code="schema"))
+    problems = schema_problems(raw, "devlane-config.schema.json", file)
+    if problems:
+        raise DevlaneError(problems)
+    plugins = raw.get("plugins") or {}
+    policy = raw.get("policy") or {}
+    return RepoConfig(
+        manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS),
+        exclude=list(raw.get("exclude") or []),
+        routing=raw.get("routing", "none"),
+        domain=raw.get("domain"),
+        namespace=raw.get("namespace"),
+        output=raw.get("output", "rendered"),
+        replicas=raw.get("replicas", 1),
+        plugin_sources=dict(plugins.get("sources") or {}),
+        plugin_timeout=plugins.get("timeoutSeconds"),
+        warnings_as_errors=bool(policy.get("warningsAsErrors", False)),
+        present=True,
+        pipeline=_pipeline(raw.get("pipeline") or [], file),
+    )
+
+
+def _pipeline(raw: list[dict], file: str) -> list[PipelineStep]:
+    steps = []
+    for item in raw:
+        plugin = item["plugin"]
+        default = plugin.rstrip("/").split("/")[-1].lower().replace("_", "-").removesuffix(".git")
+        args = {str(k): "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
+                for k, v in (item.get("args") or {}).items()}  # fmt: skip
+        steps.append(PipelineStep(item.get("name") or default, plugin, item["stage"], args,
+                                  item.get("behavior", "enforce")))  # fmt: skip
+    names = [s.name for s in steps]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise DevlaneError(Problem(f"pipeline: step name(s) used twice: {', '.join(dupes)}", Where(file=file),
+                                   "give each step a unique `name`", code="schema"))  # fmt: skip
+    return steps

@@ -1,0 +1,251 @@
+"""Emit: the final objects of a flow, grouped by directory (`collect`), then as files with state
+ConfigMaps, labels, stable file names, `flow.metadata` and a README (`render`), ready for `write`
+(files) or `--stdout` (one stream).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..core.k8s import CLUSTER_SCOPED
+from ..core.names import SHARED, flow_labels, suffixed
+from ..core.yamlio import dump
+from ..protocol.krm import STATE_KEY
+from .apply_plugins import PluginResults
+from .clone import DevSet
+from .flow import FlowSpec
+from .load import Loaded
+from .plan import Plan
+from .routing import Entries
+
+SUBSTITUTE = "kustomize.toolkit.fluxcd.io/substitute"
+
+
+@dataclass(frozen=True)
+class FlowObjects:
+    """Every rendered object, by the directory it goes to: the flow id, or `shared`."""
+
+    groups: dict[str, list[dict]]
+
+    def all(self) -> list[dict]:
+        return [o for objs in self.groups.values() for o in objs]
+
+    def with_group(self, group: str, objects: list[dict]) -> FlowObjects:
+        return FlowObjects({**self.groups, group: objects})
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What `flow.metadata` records of where a flow came from and what acted on it."""
+
+    revision: str | None
+    ref: str | None
+    input_hash: str
+    targets: list[dict]
+    template: dict | None
+    plugin_digests: dict[str, str]
+    entries: list[dict]
+    rewrites: list[dict]
+    bypassed: list[dict]
+
+
+@dataclass(frozen=True)
+class RenderedFlow:
+    """One output directory: `flows/<flow_id>/` (the flow, or `shared`)."""
+
+    flow_id: str
+    files: dict[str, str]  # file name -> YAML text of one object
+    metadata: dict
+    readme: str
+    objects: list[dict] = field(default_factory=list)
+
+    def stream(self) -> str:
+        return "".join(f"---\n{self.files[f]}" for f in sorted(self.files))
+
+    def kustomization(self) -> str:
+        return dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                     "resources": sorted(self.files)})  # fmt: skip
+
+    def metadata_text(self) -> str:
+        return json.dumps(self.metadata, indent=2, sort_keys=True) + "\n"
+
+
+def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, str]) -> str:
+    """A hash of every input of the render: files, config, flow and template, routing, plugin code."""
+    template = hashlib.sha256(Path(flow.template_file).read_bytes()).hexdigest() if flow.template_file else None
+    doc = {
+        "devlane": __version__,
+        "files": loaded.files,
+        "config": hashlib.sha256(loaded.config_bytes or b"").hexdigest(),
+        "flow": {**flow.as_dict(), "template": {"sha256": template, "args": flow.template_args}},
+        "routing": routing,
+        "plugins": digests,
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def provenance(loaded: Loaded, flow: FlowSpec, routing: str, ref: str | None, digests: dict[str, str],
+               entries: Entries, dev: DevSet, plugins: PluginResults) -> Provenance:  # fmt: skip
+    template = {"file": Path(flow.template_file).name, "args": flow.template_args} if flow.template_file else None
+    return Provenance(loaded.revision, ref, input_hash(loaded, flow, routing, digests), flow.as_dict()["services"],
+                      template, digests, entries.summary, [r.as_dict() for r in dev.rewrites], plugins.bypassed)
+
+
+def state_configmap(servicename: str, flow_id: str, config_map, namespace: str | None, source_name: str,
+                    dependents: list[str]) -> dict:  # fmt: skip
+    """Kardinal's `config_map` as a real ConfigMap, so `delete` can read it back from git."""
+    meta: dict = {
+        "name": suffixed(f"devlane-state-{servicename}", flow_id, limit=253),
+        "labels": {**flow_labels(flow_id), "devlane.dev/plugin-instance": servicename[:63].strip(".-")},
+        "annotations": {
+            "devlane.dev/plugin": source_name,
+            "devlane.dev/flow-uuid": f"{servicename}-{flow_id}",
+            "devlane.dev/dependents": ",".join(dependents),
+        },
+    }
+    if namespace:
+        meta["namespace"] = namespace
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta,
+        "data": {STATE_KEY: json.dumps(config_map, sort_keys=True, ensure_ascii=False)},
+    }
+
+
+def label_resource(obj: dict, version: str, namespace: str | None) -> dict:
+    """A plugin's new object as the flow renders it: flow labels, and the flow's namespace if it names none."""
+    obj = copy.deepcopy(obj)
+    meta = obj.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(version)}
+    if namespace and obj.get("kind") not in CLUSTER_SCOPED and not meta.get("namespace"):
+        meta["namespace"] = namespace
+    return obj
+
+
+def collect(plan: Plan, dev: DevSet, plugins: PluginResults, entries: Entries, default_ns: str | None) -> FlowObjects:
+    """Group every rendered object by the directory it goes to (flow id or `shared`)."""
+    groups: dict[str, list[dict]] = {plan.flow_id: []}
+    for dw in dev.unique_workloads():
+        groups.setdefault(dw.version, []).append(dw.obj)
+    for svc in dev.services:
+        groups.setdefault(svc.version, []).append(svc.obj)
+    for res in plugins.results:
+        ns = None
+        if res.dependents and res.dependents[0] in dev.workloads:
+            ns = dev.workloads[res.dependents[0]].obj["metadata"].get("namespace")
+        ns = ns or default_ns
+        group = groups.setdefault(res.flow_id, [])
+        group.append(state_configmap(res.servicename, res.flow_id, res.config_map, ns, res.source.name,
+                                     res.dependents))  # fmt: skip
+        group.extend(label_resource(r, res.flow_id, ns) for r in res.resources)
+    groups[plan.flow_id].extend(entries.objects)
+    return FlowObjects(groups)
+
+
+def _file_names(objects: list[dict]) -> dict[str, dict]:
+    """Stable file names `<kind>-<name>.yaml`, with the namespace added only where names collide."""
+    plain: dict[str, list[dict]] = {}
+    for obj in objects:
+        plain.setdefault(f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml", []).append(obj)
+    out: dict[str, dict] = {}
+    for name, objs in plain.items():
+        if len(objs) == 1:
+            out[name] = objs[0]
+        else:
+            for obj in objs:
+                ns = obj["metadata"].get("namespace") or "cluster"
+                out[f"{obj['kind'].lower()}-{ns}-{obj['metadata']['name']}.yaml"] = obj
+    return out
+
+
+def render_files(objects: list[dict]) -> tuple[dict[str, str], list[dict]]:
+    """Each object dumped to its file, and the objects as written: text containing `${` opts out of Flux
+    post-build substitution with an annotation."""
+    files, written = {}, []
+    for name, obj in sorted(_file_names(objects).items()):
+        text = dump(obj)
+        if "${" in text:
+            meta = obj["metadata"]
+            obj = {**obj, "metadata": {**meta, "annotations": {**(meta.get("annotations") or {}), SUBSTITUTE: "disabled"}}}
+            text = dump(obj)
+        files[name] = text
+        written.append(obj)
+    return files, written
+
+
+def render(objects: FlowObjects, flow_id: str, plan: Plan, plugins: PluginResults,
+           provenance: Provenance) -> list[RenderedFlow]:  # fmt: skip
+    """The flow's directory first, then `shared` when the flow has shared copies."""
+    flows = []
+    for group in sorted(objects.groups, key=lambda g: (g != flow_id, g)):
+        files, written = render_files(objects.groups[group])
+        meta = build_metadata(flow_id, plan, provenance, plugins, files, group)
+        flows.append(RenderedFlow(group, files, meta, build_readme(meta), written))
+    return flows
+
+
+def build_metadata(flow_id: str, plan: Plan, provenance: Provenance, plugins: PluginResults, files: dict[str, str],
+                   group: str) -> dict:  # fmt: skip
+    """`flow.metadata`: what was rendered from what, and why each service got a dev version."""
+    flow_group = group != SHARED
+    return {
+        "apiVersion": "devlane.dev/v1alpha1",
+        "kind": "FlowMetadata",
+        "flow": group,
+        "requestedBy": None if flow_group else flow_id,
+        "devlaneVersion": __version__,
+        "source": {"revision": provenance.revision, "ref": provenance.ref},
+        "inputHash": provenance.input_hash,
+        "routing": plan.routing,
+        "targets": provenance.targets,
+        "template": provenance.template,
+        "services": [d.as_dict() for n, d in sorted(plan.decisions.items()) if flow_group or d.version == SHARED],
+        "plugins": [
+            {
+                "instance": r.servicename,
+                "flowUuid": r.flow_uuid,
+                "name": r.source.name,
+                "source": r.source.origin,
+                "digest": provenance.plugin_digests.get(r.source.name),
+                "dependents": r.dependents,
+                "runtime": r.choice.manifest.runtime if r.choice else None,
+                "status": r.status,
+                "choice": r.choice.as_dict() if r.choice else None,
+            }
+            for r in plugins.results
+            if r.flow_id == group
+        ],
+        "bypassed": provenance.bypassed if flow_group else [],
+        "entries": provenance.entries if flow_group else [],
+        "rewrites": provenance.rewrites if flow_group else [],
+        "files": sorted(files),
+    }
+
+
+def build_readme(meta: dict) -> str:
+    lines = [f"# devlane flow `{meta['flow']}`", ""]
+    lines.append(
+        "Rendered offline by devlane "
+        f"{meta['devlaneVersion']} from revision `{(meta['source'] or {}).get('revision') or 'working tree'}` "
+        f"(input hash `{meta['inputHash'][:12]}`). Do not edit: re-render instead."
+    )
+    lines += ["", "## Services", "", "| Service | Version | Why |", "|---|---|---|"]
+    for s in meta["services"]:
+        lines.append(f"| {s['name']} | {s['version']} | {'; '.join(s['reasons'])} |")
+    if meta["plugins"]:
+        lines += ["", "## Plugins", "", "| Instance | Plugin | Dependents |", "|---|---|---|"]
+        for p in meta["plugins"]:
+            lines.append(f"| {p['instance']} | `{p['name']}` | {', '.join(p['dependents'])} |")
+    if meta["entries"]:
+        lines += ["", "## Entry points", ""]
+        for e in meta["entries"]:
+            for h in e["hosts"]:
+                lines.append(f"- {e['kind']} `{e['name']}`: http://{h}/")
+    lines += ["", "## Files", ""] + [f"- `{f}`" for f in meta["files"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,241 @@
+"""Plan: decide which services get a dev version, and why (Kardinal's algorithm, deterministic).
+
+1. Targets are the services the flow gives an image or env overrides.
+2. Every stateful service reachable downstream of a target gets a dev version.
+3. Parents of non-HTTP stateful services on that path get dev versions.
+4. Services carrying an external plugin reached from a target get dev versions.
+5. Routing `none`: services on a path from an entry point to a dev service get dev versions.
+6. Shared services use the `shared` version; non-HTTP shared services share their parents.
+Every dev service then runs all of its plugins; each plugin instance runs once per flow with all
+of its dependents, in a fixed order (annotation order, then service name).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..core.names import SHARED, flow_uuid
+from ..errors import Diagnostics, Where
+from .config import Routing
+from .flow import FlowSpec
+from .model import Model
+
+Kind = Literal["service", "external"]
+Version = Literal["dev", "shared", "baseline"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    name: str
+    kind: Kind
+    version: Version
+    reasons: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "version": self.version, "reasons": list(self.reasons)}
+
+
+@dataclass
+class _Draft:
+    """A decision while planning: rules add reasons and the shared rule changes the version."""
+
+    kind: Kind
+    version: Version
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PluginInstance:
+    servicename: str
+    flow_id: str  # the flow id, or "shared" for shared dependents
+    dependents: tuple[str, ...]
+
+    @property
+    def flow_uuid(self) -> str:
+        return flow_uuid(self.servicename, self.flow_id)
+
+
+@dataclass(frozen=True)
+class Plan:
+    flow_id: str
+    routing: Routing
+    decisions: dict[str, Decision]
+    instances: list[PluginInstance]
+
+    def dev_services(self) -> list[str]:
+        return sorted(n for n, d in self.decisions.items() if d.kind == "service" and d.version != "baseline")
+
+    def version_of(self, name: str) -> str:
+        d = self.decisions.get(name)
+        return d.version if d else "baseline"
+
+    def as_dict(self) -> dict:
+        return {
+            "flow": self.flow_id,
+            "routing": self.routing,
+            "services": [self.decisions[n].as_dict() for n in sorted(self.decisions)],
+            "plugins": [{"instance": i.servicename, "flowUuid": i.flow_uuid, "dependents": list(i.dependents)}
+                        for i in self.instances],  # fmt: skip
+        }
+
+
+class _Graph:
+    """Adjacency of the topology, built once per plan."""
+
+    def __init__(self, model: Model):
+        self.out: dict[str, list[str]] = {n: model.edges(n) for n in sorted(model.services)}
+        self.parents: dict[str, list[str]] = defaultdict(list)
+        for n, deps in self.out.items():
+            for d in deps:
+                self.parents[d].append(n)
+
+    def reachable(self, start: str) -> list[str]:
+        """Nodes reachable from `start` (excluding it), in deterministic DFS order."""
+        seen: set[str] = {start}
+        order: list[str] = []
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            for nxt in reversed(self.out.get(node, [])):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    order.append(nxt)
+                    stack.append(nxt)
+        return order
+
+    def reaching(self, targets: set[str]) -> set[str]:
+        """Nodes from which some node of `targets` is reachable (including the targets)."""
+        seen = set(targets)
+        stack = list(targets)
+        while stack:
+            node = stack.pop()
+            for p in self.parents.get(node, []):
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        return seen
+
+
+def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics) -> Plan:
+    graph = _Graph(model)
+    decisions: dict[str, _Draft] = {}
+
+    def mark(name: str, reason: str, kind: Kind = "service") -> None:
+        d = decisions.setdefault(name, _Draft(kind, "dev"))
+        if reason not in d.reasons:
+            d.reasons.append(reason)
+
+    targets = [s.name for s in flow.services]
+    for t in targets:
+        _check_target(model, t, diags)
+    targets = [t for t in targets if t in model.services]
+    for t in targets:
+        mark(t, "target")
+        reach = graph.reachable(t)
+        for s in reach:
+            node = model.services.get(s)
+            if node is not None and node.stateful:
+                mark(s, f"stateful downstream of {t}")
+                if not node.http:
+                    for p in graph.parents.get(s, []):
+                        mark(p, f"parent of TCP stateful {s}")
+        for e in [t, *reach]:
+            if e in model.externals:
+                for p in model.externals[e]:
+                    if p == t or p in reach:
+                        mark(p, f"carries external {e} downstream of {t}")
+    if routing == "none":
+        _routing_paths(model, graph, decisions, mark)
+    _apply_shared(model, graph, decisions, set(targets))
+    for name, d in decisions.items():
+        node = model.services.get(name)
+        if node is not None and node.workload is None and not node.external:
+            diags.error(
+                f"Service {name} needs a dev version ({'; '.join(d.reasons)}) but no Deployment or "
+                "StatefulSet selects it",
+                node.doc.where(),
+                hint="give it a workload, mark it kardinal.dev.service/external with a plugin, or drop "
+                "kardinal.dev.service/stateful",
+                code="no-workload",
+            )
+    instances = _instances(model, decisions, flow.id)
+    for inst in instances:
+        if model.plugin_defs[inst.servicename].type == "external":
+            mark(inst.servicename, f"external plugin runs for {', '.join(inst.dependents)}", "external")
+    for name in model.services:
+        if name not in decisions:
+            decisions[name] = _Draft("service", "baseline", ["not affected by the flow"])
+    for ext in model.externals:
+        decisions.setdefault(ext, _Draft("external", "baseline", ["no dev dependent"]))
+    final = {n: Decision(n, d.kind, d.version, tuple(d.reasons)) for n, d in decisions.items()}
+    return Plan(flow.id, routing, final, instances)
+
+
+def _check_target(model: Model, name: str, diags: Diagnostics) -> None:
+    node = model.services.get(name)
+    if node is None:
+        hint = "services in the repository: " + (", ".join(sorted(model.services)) or "(none)")
+        if name in model.plugin_defs:
+            hint = f"{name} is a plugin definition, not a service"
+        diags.error(f"flow target {name!r} is not a Service in the repository", Where(), hint, "bad-target")
+    elif node.workload is None:
+        diags.error(
+            f"flow target {name!r} has no Deployment or StatefulSet selecting it, so its image cannot change",
+            node.doc.where(),
+            code="bad-target",
+        )
+
+
+def _routing_paths(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark) -> None:
+    """Routing `none` has no mesh: callers on the path from an entry to a dev service need copies."""
+    dev = {n for n, d in decisions.items() if n in model.services}
+    if not dev:
+        return
+    reaching = graph.reaching(dev)
+    for entry in model.entries:
+        for backend in entry.backends:
+            on_path = [backend, *graph.reachable(backend)]
+            for n in on_path:
+                if n in reaching and n not in dev and n in model.services:
+                    mark(n, f"routing: on path from entry {entry.doc.ref} to a dev service")
+
+
+def _apply_shared(model: Model, graph: _Graph, decisions: dict[str, _Draft], targets: set[str]) -> None:
+    """Shared services use one `shared` copy; non-HTTP ones pull their dev parents along."""
+    queue = [(n, "kardinal.dev.service/shared") for n in sorted(decisions)
+             if n in model.services and model.services[n].shared]  # fmt: skip
+    while queue:
+        name, reason = queue.pop(0)
+        d = decisions[name]
+        if d.version == SHARED:
+            continue
+        if name in targets:
+            d.reasons.append("shared ignored: it is a flow target")
+            continue
+        d.version = SHARED
+        d.reasons.append(reason)
+        if not model.services[name].http:
+            for p in sorted(graph.parents.get(name, [])):
+                if p in decisions and decisions[p].version == "dev" and p not in targets:
+                    queue.append((p, f"parent of non-HTTP shared {name}"))
+
+
+def _instances(model: Model, decisions: dict[str, _Draft], flow_id: str) -> list[PluginInstance]:
+    by_key: dict[tuple[str, str], list[str]] = {}
+    order: list[tuple[str, str]] = []
+    for name in sorted(decisions):
+        node = model.services.get(name)
+        if node is None or decisions[name].version == "baseline":
+            continue
+        version = SHARED if decisions[name].version == SHARED else flow_id
+        for p in node.plugins:
+            if p not in model.plugin_defs:
+                continue
+            key = (p, version)
+            if key not in by_key:
+                by_key[key] = []
+                order.append(key)
+            by_key[key].append(name)
+    return [PluginInstance(*k, tuple(by_key[k])) for k in order]

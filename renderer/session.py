@@ -1,0 +1,78 @@
+"""One command's context, built once from `Options`: the opened source, the repository as loaded, the
+plugin host, and the problems found so far.
+
+Like kustomize's `KustTarget`, everything a command's stages share goes in here once, so no stage
+receives the command-line options; display flags (`--debug`, output formats) never get this far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .core.source import open_source
+from .errors import DevlaneError, Diagnostics, Problem, as_errors
+from .host.budget import Budget
+from .host.choose import RunMode
+from .host.plugin_host import PluginHost
+from .render import load
+from .render.config import Routing
+from .render.flow import FlowSpec
+from .render.routing import check_mode
+
+
+@dataclass(frozen=True)
+class Options:
+    """Where to read from and how to run plugins; flow-independent."""
+
+    repo: Path = Path(".")
+    ref: str | None = None
+    routing: Routing | None = None
+    plugin_sources: dict[str, str] = field(default_factory=dict)
+    plugin_timeout: float | None = None  # per plugin call (--plugin-timeout)
+    timeout: float | None = None  # the whole command (--timeout)
+    jobs: int | None = None
+
+
+class Session:
+    """Use as a context manager: `close()` stops every plugin the command started."""
+
+    def __init__(self, options: Options, mode: RunMode = "render", collect: bool = False):
+        self.started = time.monotonic()  # the --timeout budget covers the whole command
+        self.options = options
+        self.root = Path(options.repo)
+        self.source = open_source(self.root, options.ref)
+        self.loaded = load.read(self.source, collect)
+        self.config = self.loaded.config
+        self.diagnostics = Diagnostics(self.loaded.problems)
+        budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started)
+        self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
+                               mode, budget, options.jobs)  # fmt: skip
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.host.close()
+
+    @property
+    def routing(self) -> Routing:
+        return check_mode(self.options.routing or self.config.routing)
+
+    def report(self, problems: list[Problem]) -> None:
+        self.diagnostics.extend(problems)
+
+    def finish(self) -> None:
+        """Stop on any error so far (on any warning too, under `policy.warningsAsErrors`)."""
+        if self.config.warnings_as_errors and self.diagnostics.warnings:
+            raise DevlaneError(as_errors([p for p in self.diagnostics.problems if p.severity != "info"]))
+        self.diagnostics.raise_if_errors()
+
+
+FlowInput = FlowSpec | Callable[[Session], FlowSpec]  # a flow, or how to make it once the repository is open
+
+
+def flow_of(flow: FlowInput, session: Session) -> FlowSpec:
+    return flow(session) if callable(flow) else flow

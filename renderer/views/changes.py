@@ -1,0 +1,107 @@
+"""`--services auto`: the flow's targets are the services a pull request changed, read from git.
+
+A service changed when, between base and head,
+- an object it consists of changed: its Service, or a workload its selector matches (objects are
+  compared parsed, so re-formatting a file or editing another object in it does not count), or
+- a file under a directory named after it changed (`services/orders/...`, `src/orders/...`: its code).
+The image of each target comes from `--image-template`, e.g. `ghcr.io/acme/{service}:{short_sha}`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.source import GitRefSource
+from ..core.yamlio import parse_documents
+from ..errors import DevlaneError, Problem, UsageError
+from ..render.model import Model, build_model
+from ..session import Session
+
+TEMPLATE_FIELDS = ("service", "sha", "short_sha", "pr", "branch")
+
+
+@dataclass(frozen=True)
+class Change:
+    service: str
+    reason: str
+
+
+def _objects(source: GitRefSource, path: str) -> dict[tuple, dict]:
+    if not source.exists(path):
+        return {}
+    try:
+        docs = parse_documents(source.read(path), path)
+    except DevlaneError:
+        return {}
+    out = {}
+    for doc in docs:
+        if isinstance(doc, dict) and doc.get("kind"):
+            meta = doc.get("metadata") or {}
+            out[(doc.get("kind"), meta.get("namespace"), meta.get("name"))] = doc
+    return out
+
+
+def changed_services(session: Session, base: str) -> list[Change]:
+    """Services changed between `base` and the rendered ref (the work tree: HEAD), each with the reason."""
+    repo = session.root
+    base_src = GitRefSource(repo, base)
+    head_src = session.source if isinstance(session.source, GitRefSource) else GitRefSource(repo, "HEAD")
+    model = build_model(session.loaded.documents, session.config.namespace)
+    manifests = {d.file for d in model.documents}
+    diff = base_src.commit.diff(head_src.commit)
+    prefix = f"{base_src.prefix}/" if base_src.prefix else ""
+    paths = sorted({p[len(prefix):] for d in diff for p in (d.a_path, d.b_path) if p and p.startswith(prefix)})
+    found: dict[str, str] = {}
+    for path in paths:
+        if path in manifests or path.endswith((".yaml", ".yml")):
+            before, after = _objects(base_src, path), _objects(head_src, path)
+            for key in sorted(set(before) | set(after), key=str):
+                if before.get(key) == after.get(key):
+                    continue
+                kind, _, name = key
+                for svc in _services_of(model, kind, name):
+                    found.setdefault(svc, f"{kind}/{name} changed in {path}")
+        dirs = path.split("/")[:-1]
+        for svc in sorted(model.services):
+            if svc in dirs and model.services[svc].workload is not None:
+                found.setdefault(svc, f"{path} is under a directory named {svc}")
+    return [Change(s, found[s]) for s in sorted(found)]
+
+
+def _services_of(model: Model, kind: str, name: str) -> list[str]:
+    if kind == "Service" and name in model.services:
+        return [name]
+    return sorted(s for s, node in model.services.items()
+                  if node.workload is not None and node.workload.doc.kind == kind and node.workload.doc.name == name)
+
+
+def image_for(template: str, service: str, fields: dict[str, str]) -> str:
+    """Fill `--image-template`; an unknown field is a usage error that names it."""
+    names = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    unknown = sorted({n for n in names if n not in TEMPLATE_FIELDS})
+    if unknown:
+        raise UsageError(Problem(f"--image-template {template!r}: unknown field(s) {', '.join(unknown)}",
+                                 hint="fields: " + ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)))
+    if "pr" in names and not fields.get("pr"):
+        raise UsageError(Problem("--image-template uses {pr} but no pull request number is known",
+                                 hint="pass --pr N (GitHub Actions: refs/pull/N/merge in GITHUB_REF works too)"))
+    return template.format(service=service, **{k: fields.get(k, "") for k in TEMPLATE_FIELDS if k != "service"})
+
+
+def template_fields(repo: Path, head: str | None, pr: str | None) -> dict[str, str]:
+    import git
+
+    r = git.Repo(repo, search_parent_directories=True)
+    commit = r.commit(head or "HEAD")
+    if pr is None:
+        pr = os.environ.get("DEVLANE_PR")
+        m = re.match(r"refs/pull/(\d+)/", os.environ.get("GITHUB_REF", ""))
+        pr = pr or (m.group(1) if m else None)
+    branch = ""
+    if head is None and not r.head.is_detached:
+        branch = r.active_branch.name
+    return {"sha": commit.hexsha, "short_sha": commit.hexsha[:7], "pr": pr or "", "branch": branch}

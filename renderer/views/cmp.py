@@ -1,0 +1,175 @@
+"""Argo CD Config Management Plugin (sidecar) mode: `devlane cmp generate` and `devlane cmp params`.
+
+The cmp-server unpacks the repository into a temporary directory, resets file modes and runs the
+command in the Application's path with the environment Argo CD builds: `ARGOCD_ENV_<NAME>` for the
+plugin's env, `ARGOCD_APP_PARAMETERS` (a JSON list of `{name, string|array|map}`) and the flattened
+`PARAM_<NAME>[_<i>]` variables for parameters, `ARGOCD_APP_REVISION`, and `ARGOCD_EXEC_TIMEOUT`
+(a Go duration; the whole process group is killed when it runs out). Argo CD parses stdout as the
+manifests, so only objects go there; an empty stream with `prune: true` deletes the whole app, so an
+empty result is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .. import api
+from ..errors import DevlaneError, Problem
+from ..render.flow import FlowRequest
+
+DEFAULT_EXEC_TIMEOUT = 90.0  # Argo CD's default ARGOCD_EXEC_TIMEOUT
+MARGIN = 5.0  # finish before the cmp-server's SIGTERM (at most a tenth of a short budget)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def go_duration(text: str) -> float:
+    """Seconds in a Go duration such as `90s`, `2m`, `1m30s` or `500ms`."""
+    text = text.strip()
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise DevlaneError(Problem(f"ARGOCD_EXEC_TIMEOUT={text!r} is not a duration",
+                                   hint="use a Go duration such as 90s or 2m"))  # fmt: skip
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def _flat(name: str) -> str:
+    return "PARAM_" + re.sub(r"[^A-Z0-9_]", "_", name.upper())
+
+
+def parameters(env: Mapping[str, str]) -> dict[str, object]:
+    """Parameters from `ARGOCD_APP_PARAMETERS`, else from the flattened `PARAM_*` variables."""
+    raw = env.get("ARGOCD_APP_PARAMETERS")
+    if raw:
+        try:
+            items = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DevlaneError(Problem(f"ARGOCD_APP_PARAMETERS is not JSON: {exc}")) from None
+        if not isinstance(items, list):
+            raise DevlaneError(Problem("ARGOCD_APP_PARAMETERS must be a JSON list of {name, string|array|map}"))
+        out: dict[str, object] = {}
+        for item in items:
+            for key in ("string", "array", "map"):
+                if isinstance(item, dict) and key in item:
+                    out[str(item.get("name"))] = item[key]
+        return out
+    out = {}
+    flow = env.get(_flat("flow-id"))
+    if flow is not None:
+        out["flow-id"] = flow
+    prefix = _flat("services") + "_"
+    indexed = sorted((int(k[len(prefix):]), v) for k, v in env.items() if k.startswith(prefix)
+                     and k[len(prefix):].isdigit())  # fmt: skip
+    if indexed:
+        out["services"] = [v for _, v in indexed]
+    return out
+
+
+@dataclass
+class Request:
+    flow_id: str
+    images: dict[str, str]
+    revision: str | None
+    timeout: float
+
+
+def request(env: Mapping[str, str]) -> Request:
+    """What the Application asks for; every missing or malformed piece is a clear error."""
+    params = parameters(env)
+    flow_id = env.get("ARGOCD_ENV_FLOW_ID") or params.get("flow-id")
+    if not isinstance(flow_id, str) or not flow_id:
+        raise DevlaneError(Problem("no flow id: set the plugin env FLOW_ID or the parameter flow-id",
+                                   hint="in the Application: spec.source.plugin.env: [{name: FLOW_ID, value: pr-7}]"))
+    services = params.get("services") or []
+    if isinstance(services, str):
+        services = [s for s in re.split(r"[,\s]+", services) if s]
+    if not isinstance(services, list):
+        raise DevlaneError(Problem("parameter services must be an array of NAME=IMAGE"))
+    images = {}
+    for item in services:
+        name, sep, image = str(item).partition("=")
+        if not sep or not name or not image:
+            raise DevlaneError(Problem(f"parameter services item {item!r}: expected NAME=IMAGE"))
+        images[name] = image
+    budget = go_duration(env["ARGOCD_EXEC_TIMEOUT"]) if env.get("ARGOCD_EXEC_TIMEOUT") else DEFAULT_EXEC_TIMEOUT
+    return Request(flow_id, images, env.get("ARGOCD_APP_REVISION"), budget - min(MARGIN, budget / 10))
+
+
+def served_api_versions(env: Mapping[str, str]) -> set[str] | None:
+    """`KUBE_API_VERSIONS` (the destination cluster's `group/version` and `group/version/Kind` list), if set."""
+    raw = env.get("KUBE_API_VERSIONS", "").strip()
+    return {v.strip() for v in raw.split(",") if v.strip()} if raw else None
+
+
+def unserved(objects: list[dict], served: set[str]) -> list[str]:
+    """`apiVersion kind` of the objects the cluster cannot take: neither served nor defined by a CRD in the stream."""
+    defined = set()
+    for o in objects:
+        if o.get("kind") == "CustomResourceDefinition":
+            spec = o.get("spec") or {}
+            for v in spec.get("versions") or []:
+                defined.add(f"{spec.get('group')}/{v.get('name')}")
+    missing = set()
+    for o in objects:
+        api_version, kind = str(o.get("apiVersion")), str(o.get("kind"))
+        if api_version not in served and f"{api_version}/{kind}" not in served and api_version not in defined:
+            missing.add(f"{api_version} {kind}")
+    return sorted(missing)
+
+
+def generate(app_dir: Path, env: Mapping[str, str] | None = None,
+             log: Callable[[str], None] = lambda line: None) -> tuple[str, list[Problem]]:  # fmt: skip
+    """The manifests for the Application (stdout) and the warnings (stderr). Progress goes to `log`."""
+    env = os.environ if env is None else env
+    req = request(env)
+    if not req.images:
+        raise DevlaneError(Problem("the flow changes no service: the parameter services is empty",
+                                   hint="in the Application: spec.source.plugin.parameters: "
+                                        "[{name: services, array: [NAME=IMAGE]}]"))  # fmt: skip
+    app = env.get("ARGOCD_APP_NAME") or "(no ARGOCD_APP_NAME)"
+    revision = req.revision or "(no ARGOCD_APP_REVISION)"
+    log(f"cmp: application {app}, revision {revision}, path {env.get('ARGOCD_APP_SOURCE_PATH') or '.'}: "
+        f"flow {req.flow_id}, targets {', '.join(sorted(req.images))}, budget {req.timeout:g}s")  # fmt: skip
+    flow = api.resolve(FlowRequest(flow_id=req.flow_id, images=req.images))
+    result = api.render(api.Options(repo=app_dir, timeout=req.timeout), flow)
+    stream = result.stream()
+    try:
+        objects = [d for d in yaml.safe_load_all(stream) if d]
+    except yaml.YAMLError as exc:  # a bug: never hand Argo CD a stream it cannot split
+        raise DevlaneError(Problem(f"the rendered stream is not valid YAML: {exc}")) from None
+    if not objects:
+        raise DevlaneError(Problem(f"flow {req.flow_id} rendered no objects; refusing an empty result, which "
+                                   "Argo CD would prune the whole application for",
+                                   hint="check the flow's services (parameter services: NAME=IMAGE)"))  # fmt: skip
+    served = served_api_versions(env)
+    missing = unserved(objects, served) if served is not None else []
+    if missing:
+        raise DevlaneError(Problem(f"the destination cluster does not serve {', '.join(missing)} (KUBE_API_VERSIONS)",
+                                   hint="install those APIs in the cluster (CRDs such as Gateway API or Istio), or "
+                                        "change `routing` in .devlane.yaml"))  # fmt: skip
+    log(f"cmp: flow {req.flow_id} at revision {revision}: {len(objects)} objects")
+    return stream, result.messages
+
+
+def announcements(app_dir: Path) -> list[dict]:
+    """`parameters.dynamic` output: the flow parameters, with the repository's services and plugins."""
+    repo = api.read(api.Options(repo=app_dir))
+    services = sorted(n for n, s in repo.model.services.items() if s.workload is not None)
+    plugins = sorted({p.name for p in repo.model.plugin_defs.values()})
+    return [
+        {"name": "flow-id", "title": "Flow id (DNS-1123 label, at most 40 characters)", "required": True,
+         "collectionType": "string"},
+        {"name": "services", "title": "Services to change, as NAME=IMAGE", "collectionType": "array",
+         "itemType": "string", "tooltip": "services in this repository: " + ", ".join(services)},
+        {"name": "repo-services", "title": "Services in this repository (information)", "collectionType": "array",
+         "array": services},
+        {"name": "repo-plugins", "title": "Plugins this repository uses (information)", "collectionType": "array",
+         "array": plugins},
+    ]  # fmt: skip

@@ -1,0 +1,230 @@
+"""`devlane diff`: render a flow at a pull request's base and head (offline, no checkout) and compare.
+
+Objects are paired by apiVersion/kind/namespace/name and reported as added, changed or removed,
+with a unified diff of their canonical YAML. Each object is attributed to the service it is a dev
+copy of (or to the flow: state ConfigMaps, entries, plugin resources), so the report can say per
+service what changed, and which plugins act on it. Secret values never reach the report: they are
+replaced by a short digest, so a changed value still shows as a changed line. Image changes are
+summarised on their own, as reviewers look for them first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass, field, replace
+
+import yaml
+
+from .. import api
+from ..core.k8s import pod_spec
+from ..core.names import dev_name
+from ..core.yamlio import dump
+from ..errors import DevlaneError, Problem
+from ..session import FlowInput, Options, flow_of
+
+FLOW_ROW = "(flow)"
+STATUSES = ("added", "changed", "removed")
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    key: tuple[str, str, str, str]  # apiVersion, kind, namespace, name
+    status: str  # added | changed | removed
+    file: str
+    service: str
+    diff: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.key[1]}/{self.key[3]}"
+
+    def as_dict(self) -> dict:
+        return {"apiVersion": self.key[0], "kind": self.key[1], "namespace": self.key[2], "name": self.key[3],
+                "status": self.status, "file": self.file, "service": self.service, "diff": self.diff}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Report:
+    flow_id: str
+    base: str
+    head: str
+    changes: list[ObjectChange]
+    services: list[dict]  # service, kind, version, reasons, plugins, counts
+    plugins: list[dict]  # instance, plugin, type, status, runtime, external, description, when, dependents
+    problems: list[Problem] = field(default_factory=list)  # validate_change refusals
+    notes: list[str] = field(default_factory=list)
+    entries: list[str] = field(default_factory=list)  # entry hosts of the flow at head
+    images: list[dict] = field(default_factory=list)  # object, service, container, base, head
+    versions: dict[str, str] = field(default_factory=dict)  # every service at head: dev | shared | baseline
+    edges: list[tuple[str, str]] = field(default_factory=list)  # service dependency edges at head, for the picture
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(1 for c in self.changes if c.status == s) for s in STATUSES}
+
+    def as_dict(self) -> dict:
+        return {
+            "flow": self.flow_id, "base": self.base, "head": self.head, "counts": self.counts(),
+            "changed": bool(self.changes), "services": self.services, "plugins": self.plugins,
+            "images": self.images, "notes": self.notes, "problems": [p.as_dict() for p in self.problems],
+            "objects": [c.as_dict() for c in self.changes],
+        }  # fmt: skip
+
+
+def _digest(value) -> str:
+    return "<redacted sha256:" + hashlib.sha256(str(value).encode()).hexdigest()[:12] + ">"
+
+
+def _masked(text: str, obj: dict) -> str:
+    """A Secret's text with its values replaced by digests (keys and metadata stay readable)."""
+    if obj.get("kind") != "Secret" or not (obj.get("data") or obj.get("stringData")):
+        return text
+    safe = dict(obj)
+    for part in ("data", "stringData"):
+        if isinstance(obj.get(part), dict):
+            safe[part] = {k: _digest(v) for k, v in obj[part].items()}
+    return dump(safe)
+
+
+def _objects(result) -> dict[tuple, tuple[str, str, dict]]:
+    out = {}
+    for flow in result.flows if result is not None else []:
+        for name, text in flow.files.items():
+            obj = yaml.load(text, Loader=yaml.CSafeLoader)
+            meta = obj.get("metadata") or {}
+            key = (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
+            out[key] = (f"flows/{flow.flow_id}/{name}", _masked(text, obj), obj)
+    return out
+
+
+def _images(obj: dict | None) -> dict[str, str]:
+    if obj is None:
+        return {}
+    pod = pod_spec(obj)
+    return {c.get("name", ""): c.get("image", "") for part in ("initContainers", "containers")
+            for c in pod.get(part) or [] if isinstance(c, dict)}  # fmt: skip
+
+
+def _service_of(name: str, flow_id: str, services: list[str]) -> str:
+    for svc in services:
+        if name == dev_name(svc, flow_id):
+            return svc
+    return FLOW_ROW
+
+
+def _counts(changes: list[ObjectChange]) -> dict[str, int]:
+    return {s: sum(1 for c in changes if c.status == s) for s in STATUSES}
+
+
+def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult | None, head: api.RenderResult,
+            base_error: str = "", problems: list[Problem] | None = None) -> Report:  # fmt: skip
+    """The report between two renders (`base` may be None when the flow could not render there)."""
+    before, after = _objects(base), _objects(head)
+    decisions = head.plan.decisions
+    services = sorted(decisions)
+    changes, images = [], []
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        if old and new and old[1] == new[1]:
+            continue
+        status = "added" if old is None else "removed" if new is None else "changed"
+        file = (new or old)[0]
+        diff = "".join(
+            difflib.unified_diff(
+                (old[1] if old else "").splitlines(True),
+                (new[1] if new else "").splitlines(True),
+                f"a/{file}" if old else "/dev/null",
+                f"b/{file}" if new else "/dev/null",
+            )
+        )
+        service = _service_of(key[3], flow_id, services)
+        changes.append(ObjectChange(key, status, file, service, diff))
+        was, now = _images(old[2] if old else None), _images(new[2] if new else None)
+        for container in sorted(set(was) | set(now)):
+            if was.get(container, "") != now.get(container, ""):
+                images.append({"object": f"{key[1]}/{key[3]}", "service": service, "container": container,
+                               "base": was.get(container, ""), "head": now.get(container, "")})  # fmt: skip
+    instances = head.plan.instances
+    rows = []
+    for name in services:
+        d = decisions[name]
+        mine = [c for c in changes if c.service == name]
+        if d.version == "baseline" and not mine:
+            continue
+        rows.append(
+            {
+                "service": name,
+                "kind": d.kind,
+                "version": d.version,
+                "reasons": list(d.reasons),
+                "plugins": [i.servicename for i in instances if name in i.dependents],
+                **_counts(mine),
+            }
+        )
+    flow_objs = [c for c in changes if c.service == FLOW_ROW]
+    if flow_objs:
+        rows.append(
+            {
+                "service": FLOW_ROW,
+                "kind": "flow",
+                "version": "",
+                "reasons": ["state, entries and plugin resources"],
+                "plugins": [],
+                **_counts(flow_objs),
+            }
+        )
+    plugins = []
+    for r in head.plugins.results:
+        choice = r.choice
+        external = bool(choice and choice.external)
+        plugins.append({
+            "instance": r.servicename, "plugin": choice.name if choice else r.source.name, "status": r.status,
+            "type": "external" if getattr(decisions.get(r.servicename), "kind", "") == "external" else "stateful",
+            "runtime": choice.manifest.runtime if choice else "", "external": external,
+            "description": choice.manifest.description if choice else "",
+            "when": "provision (CI), replayed by render; delete_flow on close" if external
+                    else "render; delete_flow on close",
+            "dependents": list(r.dependents),
+        })  # fmt: skip
+    notes = []
+    if base is None:
+        why = f" ({base_error})" if base_error else ""
+        notes.append(f"the flow does not render at {base_ref}{why}: every object is reported as added")
+    entries = sorted(h for f in head.flows for e in f.metadata.get("entries") or [] for h in e.get("hosts") or [])
+    edges = sorted((name, dep) for name, node in head.model.services.items() for dep, _ in node.dependencies)
+    return Report(flow_id, base_ref, head_ref, changes, rows, plugins, list(problems or []), notes, entries, images,
+                  {n: decisions[n].version for n in services}, edges)  # fmt: skip
+
+
+def run(options: Options, flow: FlowInput, base_ref: str, head_ref: str) -> Report:
+    """Render at both refs (each loaded once) and compare; a flow that cannot render at base is reported as all new."""
+    try:
+        at_head = api.open_session(replace(options, ref=head_ref))
+    except DevlaneError as exc:
+        raise _at_head(exc, head_ref) from exc
+    with at_head:
+        flow = flow_of(flow, at_head)
+        try:
+            head = api.render_in(at_head, flow)
+        except DevlaneError as exc:
+            raise _at_head(exc, head_ref) from exc
+        try:
+            at_base = api.open_session(replace(options, ref=base_ref), collect=True)
+        except DevlaneError as exc:  # no such ref: nothing to compare with, nor to validate a change against
+            return compare(flow.id, base_ref, head_ref, None, head, exc.problems[0].message)
+        with at_base:
+            try:
+                base, base_error = api.render_in(at_base, flow), ""
+            except DevlaneError as exc:
+                base, base_error = None, exc.problems[0].message if exc.problems else ""
+            try:
+                problems = api.check_changes(at_base.loaded, at_head.loaded, at_head)
+            except DevlaneError:
+                if base is not None:
+                    raise
+                problems = []  # with no model at base there are no old args to validate a change against
+    return compare(flow.id, base_ref, head_ref, base, head, base_error, problems)
+
+
+def _at_head(exc: DevlaneError, head_ref: str) -> DevlaneError:
+    return exc.with_problems([Problem(f"the flow does not render at head {head_ref}"), *exc.problems])

@@ -1,0 +1,298 @@
+"""`devlane preview`: the flow for a human, in a terminal (a tree) or as one self-contained HTML page.
+
+Both views come from one `View` built from a real render: which services get a dev version and
+why, the plugins acting on them, the entry URLs, the dependency edges and the rendered objects.
+The HTML page draws the flow as an SVG computed here (layers by call depth from the entries), with
+no scripts or resources from the network, so it works offline and in CI artifacts.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass, field
+
+from ..api import RenderResult
+from ..core.names import dev_name
+from ..render.apply_plugins import InstanceResult
+from ..render.emit import RenderedFlow
+from ..render.model import Model
+
+NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 200, 50, 80, 24, 20
+ENTRY = "entry:"  # prefix of entry node ids in the layout (never a Service name: ':' is not DNS-1123)
+
+
+@dataclass(frozen=True)
+class View:
+    flow_id: str
+    routing: str
+    services: list[dict]  # name, version, kind, reasons
+    edges: list[tuple[str, str, str]]  # caller -> callee, with the kind (http, tcp, external, ...)
+    plugins: list[dict]  # instance, flow_uuid, plugin, runtime, reason, status, dependents, actions
+    entries: list[dict]  # kind, name, urls, backends
+    files: dict[str, str] = field(default_factory=dict)  # flows/<id>/<file> -> YAML
+
+    @property
+    def urls(self) -> list[str]:
+        return [u for e in self.entries for u in e["urls"]]
+
+
+def _entries(model: Model, flow: RenderedFlow) -> list[dict]:
+    """Each rendered entry with its URLs (https when its TLS section covers the host) and its backends."""
+    rendered = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in flow.objects}
+    out = []
+    for e in sorted(model.entries, key=lambda e: (e.kind, e.doc.name)):
+        if e.kind == "Gateway":  # shared by every flow: no per-flow host
+            continue
+        kind = "Ingress" if e.kind == "Service" else e.kind  # a legacy entry Service becomes an Ingress
+        obj = rendered.get((kind, dev_name(e.doc.name, flow.flow_id))) or {}
+        spec = obj.get("spec") or {}
+        hosts = sorted({r["host"] for r in spec.get("rules") or [] if r.get("host")} | set(spec.get("hostnames") or []))
+        tls = {h for t in spec.get("tls") or [] for h in t.get("hosts") or []}
+        urls = [f"{'https' if h in tls else 'http'}://{h}/" for h in hosts]
+        out.append({"kind": e.kind, "name": e.doc.name, "urls": urls, "backends": list(e.backends)})
+    return out
+
+
+def _actions(result: InstanceResult, capabilities: tuple) -> list[str]:
+    """What a plugin instance does for this flow, in words."""
+    done = {"ok": "ran create_flow", "replayed": "replayed the provision record of create_flow",
+            "provisioned": "ran create_flow (provisioned)", "bypassed": "bypassed"}  # fmt: skip
+    acts = [f"{done.get(result.status, result.status)} as {result.flow_uuid} for {', '.join(result.dependents)}"]
+    if result.resources:
+        kinds = ", ".join(f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}" for o in result.resources)
+        acts.append(f"adds {kinds}")
+    if isinstance(result.config_map, dict) and result.config_map:
+        acts.append(f"keeps state {', '.join(sorted(map(str, result.config_map)))}")
+    if "DeleteFlow" in capabilities:
+        acts.append("runs delete_flow when the flow is deleted")
+    return acts
+
+
+def build_view(result: RenderResult) -> View:
+    model, plan, main = result.model, result.plan, result.main
+    services = [{"name": d.name, "version": d.version, "kind": d.kind, "reasons": list(d.reasons)}
+                for _, d in sorted(plan.decisions.items())]  # fmt: skip
+    services += [{"name": n, "version": "baseline", "kind": "service", "reasons": ["not in the flow"]}
+                 for n in sorted(set(model.services) - {s["name"] for s in services})]  # fmt: skip
+    names = {s["name"] for s in services}
+    edges = sorted({(a, b, t) for a, node in model.services.items() for b, t in node.dependencies if b in names}
+                   | {(a, b, "external") for a in model.services for b in model.edges(a)
+                      if b in names and b not in model.services})  # fmt: skip
+    results = {r.servicename: r for r in result.plugins.results if r.flow_id == plan.flow_id}
+    plugins = []
+    for inst in plan.instances:
+        r = results.get(inst.servicename)
+        choice = r.choice if r else None
+        plugins.append({
+            "instance": inst.servicename, "flow_uuid": r.flow_uuid if r else "",
+            "plugin": choice.name if choice else "", "runtime": choice.manifest.runtime if choice else "",
+            "reason": choice.reason if choice else "", "status": r.status if r else "not run",
+            "dependents": list(inst.dependents),
+            "actions": _actions(r, choice.manifest.capabilities if choice else ()) if r else [],
+        })  # fmt: skip
+    files = {f"flows/{f.flow_id}/{n}": t for f in result.flows for n, t in sorted(f.files.items())}
+    return View(plan.flow_id, plan.routing, services, edges, plugins, _entries(model, main), files)
+
+
+def _children(view: View) -> dict[str, list[str]]:
+    children: dict[str, list[str]] = {}
+    for a, b, _ in view.edges:
+        children.setdefault(a, []).append(b)
+    for e in view.entries:
+        children[ENTRY + e["name"]] = list(e["backends"])
+    return {k: sorted(set(v)) for k, v in children.items()}
+
+
+def _roots(view: View) -> list[str]:
+    """Layout roots: the entries, then services no entry reaches and nothing calls."""
+    called = {b for _, b, _ in view.edges} | {b for e in view.entries for b in e["backends"]}
+    return [ENTRY + e["name"] for e in view.entries] + [s["name"] for s in view.services if s["name"] not in called]
+
+
+# --------------------------------------------------------------------------------------------------
+# Terminal
+
+
+def console(file=None):
+    """A rich Console that writes plain text (no ANSI codes) when not a terminal, and does not wrap a
+    pipe at 80 columns (COLUMNS still wins)."""
+    from rich.console import Console
+
+    probe = Console(file=file, highlight=False)
+    if probe.is_terminal or "COLUMNS" in os.environ:
+        return probe
+    return Console(file=file, highlight=False, width=200)
+
+
+def print_terminal(view: View, out) -> None:
+    """The flow as a tree from its entries; versions and reasons in words, so colour is only a help."""
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    by_name = {s["name"]: s for s in view.services}
+    plugins_of: dict[str, list[dict]] = {}
+    for p in view.plugins:
+        for d in p["dependents"]:
+            plugins_of.setdefault(d, []).append(p)
+    children = _children(view)
+    style = {"dev": "bold green", "shared": "bold blue", "baseline": "dim"}
+
+    def label(name: str) -> str:
+        s = by_name.get(name, {"version": "baseline", "kind": "service", "reasons": []})
+        kind = ", external service" if s["kind"] == "external" else ""
+        why = f" ({escape('; '.join(s['reasons']))})" if s["reasons"] else ""
+        return f"[{style.get(s['version'], 'bold')}]{escape(name)}[/] {escape(s['version'])}{kind}{why}"
+
+    tree = Tree(f"flow [bold]{escape(view.flow_id)}[/] (routing {escape(view.routing)})")
+
+    def add(node, name: str, seen: frozenset) -> None:
+        branch = node.add(label(name))
+        for p in plugins_of.get(name, []):
+            leaf = branch.add(f"plugin {escape(p['instance'])}: {escape(p['plugin'])} ({escape(p['runtime'])})")
+            for act in p["actions"]:
+                leaf.add(escape(act))
+        for child in children.get(name, []):
+            if child not in seen:
+                add(branch, child, seen | {child})
+
+    for root in _roots(view):
+        if root.startswith(ENTRY):
+            e = next(e for e in view.entries if ENTRY + e["name"] == root)
+            node = tree.add(f"entry {escape(e['kind'])}/{escape(e['name'])} {escape(' '.join(e['urls']))}")
+            for child in children.get(root, []):
+                add(node, child, frozenset({child}))
+        else:
+            add(tree, root, frozenset({root}))
+    out.print(tree)
+
+
+# --------------------------------------------------------------------------------------------------
+# HTML
+
+
+def _layers(view: View) -> list[list[str]]:
+    """Each node at its longest call depth from a root, so callers sit left of callees (cycles stop)."""
+    children = _children(view)
+    nodes = [ENTRY + e["name"] for e in view.entries] + [s["name"] for s in view.services]
+    depth = {n: 0 for n in _roots(view)}
+    for _ in range(len(nodes)):
+        changed = False
+        for a in sorted(children):
+            for b in children[a]:
+                if a in depth and b in nodes and depth.get(b, -1) < depth[a] + 1 <= len(nodes):
+                    depth[b] = depth[a] + 1
+                    changed = True
+        if not changed:
+            break
+    layers: dict[int, list[str]] = {}
+    for n in nodes:
+        layers.setdefault(depth.get(n, 0), []).append(n)
+    return [sorted(layers[k]) for k in sorted(layers)]
+
+
+def svg(view: View) -> str:
+    e = html.escape
+    by_name = {s["name"]: s for s in view.services}
+    entries = {ENTRY + x["name"]: x for x in view.entries}
+    layers = _layers(view)
+    plugins_of: dict[str, list[str]] = {}
+    for p in view.plugins:
+        for d in p["dependents"]:
+            plugins_of.setdefault(d, []).append(p["instance"])
+    pos = {n: (PAD + i * (NODE_W + GAP_X), PAD + j * (NODE_H + GAP_Y))
+           for i, layer in enumerate(layers) for j, n in enumerate(layer)}  # fmt: skip
+    width = PAD * 2 + len(layers) * (NODE_W + GAP_X) - GAP_X
+    height = PAD * 2 + max([len(layer) for layer in layers] + [1]) * (NODE_H + GAP_Y) - GAP_Y
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" id="flow" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="flow {e(view.flow_id)}">',
+           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" '
+           'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>']  # fmt: skip
+    kinds = {(a, b): t for a, b, t in view.edges}
+    for a, targets in sorted(_children(view).items()):
+        for b in targets:
+            if a in pos and b in pos:
+                (x1, y1), (x2, y2) = pos[a], pos[b]
+                kind = kinds.get((a, b), "entry")
+                out.append(
+                    f'<line class="edge {e(kind)}" data-from="{e(a.removeprefix(ENTRY))}" data-to="{e(b)}" '
+                    f'x1="{x1 + NODE_W}" y1="{y1 + NODE_H // 2}" x2="{x2}" y2="{y2 + NODE_H // 2}" '
+                    f'marker-end="url(#arrow)"><title>{e(kind)}</title></line>'
+                )
+    for name, (x, y) in sorted(pos.items()):
+        if name in entries:
+            entry = entries[name]
+            shown = entry["urls"][0].split("://", 1)[1].rstrip("/") if entry["urls"] else "(no host)"
+            shown = shown if len(shown) <= 30 else shown[:29] + "…"
+            out.append(
+                f'<g class="node entry" data-entry="{e(entry["name"])}"><title>{e(" ".join(entry["urls"]))}'
+                f'</title><rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="24"/>'
+                f'<text x="{x + 12}" y="{y + 21}">entry {e(entry["kind"])}/{e(entry["name"])}</text>'
+                f'<text class="sub" x="{x + 12}" y="{y + 38}">{e(shown)}</text></g>'
+            )
+            continue
+        s = by_name[name]
+        external = ' data-kind="external"' if s["kind"] == "external" else ""
+        out.append(
+            f'<g class="node {e(s["version"])}" data-service="{e(name)}"{external}>'
+            f"<title>{e(name)}: {e(s['version'])} ({e('; '.join(s['reasons']))})</title>"
+            f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="{14 if external else 6}"/>'
+            f'<text x="{x + 12}" y="{y + 21}">{e(name)}</text>'
+            f'<text class="sub" x="{x + 12}" y="{y + 38}">{e(s["version"])}{" · external" if external else ""}'
+            f"</text>"
+        )
+        bx = x + NODE_W - 8
+        for instance in reversed(plugins_of.get(name, [])):  # badges right-aligned on the top edge
+            w = 14 + 7 * len(instance)
+            bx -= w
+            out.append(
+                f'<g class="plugin" data-plugin="{e(instance)}"><rect x="{bx}" y="{y - 9}" width="{w}" '
+                f'height="18" rx="9"/><text x="{bx + 7}" y="{y + 4}">{e(instance)}</text></g>'
+            )
+            bx -= 4
+        out.append("</g>")
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+CSS = """
+body{font:14px system-ui,sans-serif;margin:24px;color:#222}
+table{border-collapse:collapse;margin:12px 0}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
+pre{background:#f6f6f6;padding:8px;overflow:auto}svg{max-width:100%;height:auto;overflow:visible}
+.node rect{stroke-width:1.5}.node text{font-size:13px}.node .sub{font-size:11px;fill:#444}
+.dev>rect{fill:#d1f7c4;stroke:#2d7a14}.baseline>rect{fill:#eee;stroke:#999;stroke-dasharray:4 3}
+.shared>rect{fill:#dbe9ff;stroke:#2a5db0}.entry>rect{fill:#fff3c4;stroke:#b08a00}
+.plugin rect{fill:#6b3fa0;stroke:none}.plugin text{fill:#fff;font-size:11px}
+.edge{stroke:#555;stroke-width:1.2}.edge.external{stroke-dasharray:5 3}
+.legend span{display:inline-block;padding:2px 8px;margin-right:6px;border:1.5px solid}
+"""
+
+LEGEND = ('<p class="legend"><span style="background:#d1f7c4;border-color:#2d7a14">dev</span>'
+          '<span style="background:#eee;border-color:#999;border-style:dashed">baseline</span>'
+          '<span style="background:#dbe9ff;border-color:#2a5db0">shared</span>'
+          '<span style="background:#fff3c4;border-color:#b08a00">entry</span>'
+          '<span style="background:#6b3fa0;border-color:#6b3fa0;color:#fff">plugin</span></p>')  # fmt: skip
+
+
+def render_html(view: View) -> str:
+    """One self-contained page: the picture, the plan table, the plugins and the rendered objects."""
+    e = html.escape
+    rows = "".join(f"<tr><td>{e(s['name'])}</td><td>{e(s['version'])}{' (external)' * (s['kind'] == 'external')}"
+                   f"</td><td>{e('; '.join(s['reasons']))}</td></tr>" for s in view.services)  # fmt: skip
+    plugins = "".join(f"<tr><td>{e(p['instance'])}</td><td>{e(p['plugin'])}</td><td>{e(p['runtime'])}</td>"
+                      f"<td>{e(', '.join(p['dependents']))}</td><td>{e(p['reason'])}</td>"
+                      f"<td>{'<br>'.join(e(a) for a in p['actions'])}</td></tr>" for p in view.plugins)  # fmt: skip
+    entries = "".join(f"<li>{e(x['kind'])}/{e(x['name'])} → {e(', '.join(x['backends']))}: "
+                      + ", ".join(f'<a href="{e(u)}">{e(u)}</a>' for u in x["urls"]) + "</li>"
+                      for x in view.entries)  # fmt: skip
+    objects = "".join(f"<details><summary>{e(name)}</summary><pre>{e(text)}</pre></details>"
+                      for name, text in view.files.items())  # fmt: skip
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>devlane flow {e(view.flow_id)}</title><style>{CSS}</style></head><body>\n"
+            f"<h1>devlane flow <code>{e(view.flow_id)}</code></h1><p>routing {e(view.routing)}</p>\n"
+            f"<h2>Entry</h2><ul>{entries}</ul>\n<h2>Flow</h2>\n{LEGEND}\n{svg(view)}\n"
+            f"<h2>Plan</h2><table><tr><th>service</th><th>version</th><th>why</th></tr>{rows}</table>\n"
+            f"<h2>Plugins</h2><table><tr><th>instance</th><th>plugin</th><th>runtime</th><th>for</th>"
+            f"<th>choice</th><th>actions</th></tr>{plugins}</table>\n"
+            f"<h2>Rendered objects</h2>{objects}\n</body></html>\n")  # fmt: skip
