@@ -1,18 +1,22 @@
 """devlane: render per-pull-request dev lanes from Kardinal-annotated manifests, offline.
 
-The library API is `renderer.api` (also reachable here, imported on first use so that plugin
-processes importing `renderer.sdk` load nothing else of devlane).
+The library API is `renderer.api` (its names are also reachable here, and `__version__`); all of
+them are imported on first use, so that plugin processes importing `renderer.sdk` load nothing
+else of devlane.
 """
 
 from typing import Any
 
-__version__ = "0.1.0"
 __all__ = ["DevlaneError", "FlowRequest", "Options", "Problem", "UsageError", "__version__", "delete", "lint",
-           "plan", "provision", "render", "resolve"]  # fmt: skip
+           "plan", "provision", "render", "resolve"]
 _ERRORS = ("DevlaneError", "Problem", "UsageError")
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from .core.version import VERSION
+
+        return VERSION
     if name in _ERRORS:
         from . import errors
 

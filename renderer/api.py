@@ -45,7 +45,7 @@ from .session import FlowInput, Options, Session, flow_of
 
 __all__ = ["FlowRequest", "Options", "RenderResult", "Session", "check_changes", "delete", "fetch", "lint", "lock",
            "open_session", "plan", "prepare_targets", "provision", "read", "render", "render_in", "resolve",
-           "write"]  # fmt: skip
+           "write"]
 
 
 @dataclass(frozen=True)
@@ -133,19 +133,19 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics)
     objects = emit.collect(the_plan, dev, plugins, entries, model.default_namespace)
     group, messages = steps.post_render(s.host, s.config.pipeline, objects.groups[flow.id], flow.id,
-                                        plugins.used(flow.id))  # fmt: skip
+                                        plugins.used(flow.id))
     objects = objects.with_group(flow.id, group)
     s.report(messages)
     invariants.check_names(model, objects.all(), s.diagnostics)
     s.finish()
     flows = emit.render(objects, flow.id, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins,
-                                                                         choices))  # fmt: skip
+                                                                         choices))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
-                        [p for p in s.diagnostics.problems if p.severity != "error"])  # fmt: skip
+                        [p for p in s.diagnostics.problems if p.severity != "error"])
 
 
 def _provenance(s: Session, loaded: Loaded, flow: FlowSpec, entries: Entries, dev: clone.DevSet,
-                plugins: PluginResults, choices: dict[str, Choice]) -> emit.Provenance:  # fmt: skip
+                plugins: PluginResults, choices: dict[str, Choice]) -> emit.Provenance:
     chosen = sorted([*choices.values(), *(r.choice for r in plugins.results if r.choice)], key=lambda c: c.name)
     digests = {c.name: plugin_digest(c.source.path) for c in chosen}
     return emit.provenance(loaded, flow, s.routing, s.options.ref, digests, entries, dev, plugins)
@@ -158,7 +158,7 @@ def plan(options: Options, flow: FlowInput) -> PlanReport:
         _, model, the_plan = _planned(s, flow)
         choices = apply_plugins.choose_all(s.host, model, the_plan)
         return PlanReport(the_plan, choices, steps.plan_steps(s.host, s.config.pipeline, flow.id),
-                          s.diagnostics.warnings)  # fmt: skip
+                          s.diagnostics.warnings)
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ def check_changes(base: Loaded, head: Loaded, s: Session) -> list[Problem]:
     before = build_model(base.documents, base.config.namespace).plugin_defs
     after = build_model(head.documents, head.config.namespace).plugin_defs
     return [p for name, pdef, old in changed_args(before, after)
-            for p in s.host.validate_change(name, pdef.name, old.args, pdef.args)]  # fmt: skip
+            for p in s.host.validate_change(name, pdef.name, old.args, pdef.args)]
 
 
 def output_root(root: Path, configured: str, out: Path | None) -> Path:
@@ -270,7 +270,7 @@ def lock(options: Options, update: list[str], update_all: bool, log: Log) -> Loc
     """Pin every git plugin source in `devlane.lock` (None: the repository has none, and no lock)."""
     if options.ref:
         raise UsageError(Problem("`devlane plugins lock` writes devlane.lock in the working tree, so it takes no "
-                                 "--ref", hint="check the ref out, or drop --ref"))  # fmt: skip
+                                 "--ref", hint="check the ref out, or drop --ref"))
     supply = plugin_supply(options)
     if not supply.specs and not supply.lock.present:
         return None
@@ -292,4 +292,4 @@ def prepare_targets(options: Options) -> tuple[list[Target], list[Problem]]:
     config = supply.repository.loaded.config
     primary = set(config.plugin_sources) | {p.name for p in supply.repository.model.plugin_defs.values()}
     return resolve_prepare_targets(supply.names, primary, supply.root, options.plugin_sources, config.plugin_sources,
-                                   supply.lock)  # fmt: skip
+                                   supply.lock)

@@ -98,7 +98,7 @@ class RenderTimeout(DevlaneError):
 
 
 def fail(message: str, where: Where | None = None, hint: str | None = None, code: str = "error",
-         kind: type[E] = DevlaneError) -> E:  # fmt: skip
+         kind: type[E] = DevlaneError) -> E:
     """Build a single-problem error of type `kind`; callers `raise fail(...)`."""
     return kind(Problem(message, where or Where(), hint, "error", code))
 

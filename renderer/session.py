@@ -49,7 +49,7 @@ class Session:
         self.diagnostics = Diagnostics(self.loaded.problems)
         budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started)
         self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
-                               mode, budget, options.jobs)  # fmt: skip
+                               mode, budget, options.jobs)
 
     def __enter__(self) -> Session:
         return self

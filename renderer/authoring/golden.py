@@ -69,7 +69,7 @@ def _objects(path: Path) -> list[dict]:
     for i, d in enumerate(docs):
         if not isinstance(d, dict) or not d.get("kind") or not (d.get("metadata") or {}).get("name"):
             raise fail("every document must be a Kubernetes object with kind and metadata.name",
-                       Where(file=str(path), document=i), code="plugin-test")  # fmt: skip
+                       Where(file=str(path), document=i), code="plugin-test")
     return docs
 
 
@@ -85,7 +85,7 @@ def load_case(path: Path) -> Case:
         raw = load_one(args_file.read_bytes(), str(args_file)) if args_file.read_bytes().strip() else {}
         if not isinstance(raw, dict) or any(isinstance(v, dict | list) for v in raw.values()):
             raise fail("args.yaml must be a mapping of names to plain values", Where(file=str(args_file)),
-                       code="plugin-test")  # fmt: skip
+                       code="plugin-test")
         case.args = plain_args(raw)
     if (path / "error.txt").is_file():
         case.error = (path / "error.txt").read_text().strip()
@@ -102,12 +102,12 @@ def invocation_for(case: Case, plugin: str) -> tuple[Invocation, list[int]]:
     where = Where(file=str(case.path / "input.yaml"))
     if not workloads:
         raise fail("input.yaml has no workload (an object with spec.template.spec.containers)", where,
-                   code="plugin-test")  # fmt: skip
+                   code="plugin-test")
     names = [w["metadata"]["name"] for w in workloads]
     stray = sorted(set(services) - set(names))
     if stray:
         raise fail(f"Service {', '.join(stray)} has no workload of the same name", where,
-                   "each workload is paired with the Service of its name", code="plugin-test")  # fmt: skip
+                   "each workload is paired with the Service of its name", code="plugin-test")
     moved, paired, indexes = [], [], []
     for w in workloads:
         name = w["metadata"]["name"]
@@ -121,7 +121,7 @@ def invocation_for(case: Case, plugin: str) -> tuple[Invocation, list[int]]:
         paired.append(svc)
     inv = Invocation(operation="CreateFlow", instance=plugin, flow_id=FLOW_ID, plugin=plugin, args=dict(case.args),
                      dependents=names, workloads=moved, services=paired,
-                     extensions=copy.deepcopy(extensions))  # fmt: skip
+                     extensions=copy.deepcopy(extensions))
     return inv, indexes
 
 
@@ -129,7 +129,7 @@ def output_objects(inv: Invocation, outcome: Outcome, indexes: list[int], plugin
     """Workloads with the plugin's pod specs, the state ConfigMap and new objects, as render emits them."""
     if len(outcome.pod_specs) != len(inv.workloads):
         raise fail(f"the result has {len(outcome.pod_specs)} pod specs for {len(inv.workloads)} dependents",
-                   Where(plugin=plugin), code="plugin-pod-spec-count")  # fmt: skip
+                   Where(plugin=plugin), code="plugin-pod-spec-count")
     out = []
     for w, spec, idx in zip(inv.workloads, outcome.pod_specs, indexes, strict=True):
         obj = copy.deepcopy(w)
@@ -199,19 +199,19 @@ def run_cases(directory: Path, update: bool = False, only: list[str] | None = No
     if not directory.is_dir() or not is_plugin_dir(directory):
         raise fail(f"{directory} is not a plugin directory (no main.py or plugin.yaml)", None,
                    "pass the plugin's directory, e.g. devlane plugins test ./plugins/my-plugin",
-                   code="plugin-test")  # fmt: skip
+                   code="plugin-test")
     testdata = directory / "testdata"
     cases = sorted(p for p in testdata.iterdir() if p.is_dir()) if testdata.is_dir() else []
     if only:
         missing = sorted(set(only) - {c.name for c in cases})
         if missing:
             raise fail(f"no case {', '.join(missing)} under {testdata}", None,
-                       f"cases: {', '.join(c.name for c in cases) or 'none'}", code="plugin-test")  # fmt: skip
+                       f"cases: {', '.join(c.name for c in cases) or 'none'}", code="plugin-test")
         cases = [c for c in cases if c.name in only]
     if not cases:
         raise fail(f"no golden cases under {testdata}", None,
                    "add testdata/<case>/input.yaml (+ args.yaml, expected.yaml or error.txt); "
-                   "`devlane plugins new` shows the layout", code="plugin-test")  # fmt: skip
+                   "`devlane plugins new` shows the layout", code="plugin-test")
     name = plugin_name(directory)
     manifest = load_manifest(directory, name)
     choice = Choice(name, PluginSource(name, directory, "flag"), manifest, {}, False, "devlane plugins test")

@@ -77,7 +77,8 @@ def _manifest(name: str, runtime: str, env: str) -> dict:
 
 def _expected_basic(name: str, env: str, value: str) -> str:
     """What the scaffolded logic gives for the basic case, computed the way `plugins test` does."""
-    case = Case("basic", Path("basic"), [d for d in parse_documents(template("input.yaml").encode(), "input.yaml") if d])
+    documents = parse_documents(template("input.yaml").encode(), "input.yaml")
+    case = Case("basic", Path("basic"), [d for d in documents if d])
     inv, indexes = invocation_for(case, name)
     specs = []
     for w in inv.workloads:
@@ -95,15 +96,15 @@ def scaffold(name: str, runtime: str, parent: Path) -> Path:
     dest = parent / name
     if dest.exists() or dest.is_symlink():
         raise fail(f"{dest} already exists; devlane plugins new never overwrites", None,
-                   "pick another name or --dir, or remove the directory", code="plugin-new")  # fmt: skip
+                   "pick another name or --dir, or remove the directory", code="plugin-new")
     env = env_name(name)
     impl = IMPLEMENTATION[runtime]
     values = {"NAME": name, "ENV": env, "DEFAULT": ARG_DEFAULT, "INVALID": INVALID_MESSAGE, "RUNTIME": runtime,
-              "IMPL": impl, "VERSION": VERSION, "CAPS": json.dumps(CAPABILITIES)}  # fmt: skip
+              "IMPL": impl, "VERSION": VERSION, "CAPS": json.dumps(CAPABILITIES)}
     logic = _fill(template("document_logic.py"), values)
     code = {"kardinal-python": _fill(template("kardinal_main.py"), values),
             "exec": _fill(template("exec_main.py").replace("__LOGIC__", logic), values),
-            "grpc": _fill(template("grpc_main.py").replace("__LOGIC__", logic), values)}[runtime]  # fmt: skip
+            "grpc": _fill(template("grpc_main.py").replace("__LOGIC__", logic), values)}[runtime]
     files = {
         MANIFEST: f"# {name}: the plugin's identity (devlane schemas/plugin.schema.json).\n"
                   + dump(_manifest(name, runtime, env)),

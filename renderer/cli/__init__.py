@@ -11,7 +11,7 @@ import argparse
 import sys
 import traceback
 
-from .. import __version__
+from ..core.version import VERSION
 from ..errors import DevlaneError, UsageError
 from . import cmp, diff, lint, plan, plugins, preview, provision, render
 
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="devlane",
         description="Render per-pull-request dev lanes from Kardinal-annotated Kubernetes manifests, offline.",
     )
-    parser.add_argument("--version", action="version", version=f"devlane {__version__}")
+    parser.add_argument("--version", action="version", version=f"devlane {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in (render, plan, lint, provision, cmp, diff, preview, plugins):
         group.add_parsers(sub)
@@ -45,5 +45,5 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         print(f"devlane: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",
-              file=sys.stderr)  # fmt: skip
+              file=sys.stderr)
         return 1

@@ -18,10 +18,8 @@ from typing import TextIO
 from .. import api
 from ..errors import DevlaneError, Problem, UsageError
 from ..render.flow import FlowRequest, FlowSpec, validate_flow_id
-from ..session import FlowInput
-from ..session import Session
+from ..session import FlowInput, Session
 from ..views.changes import changed_services, image_for, template_fields
-
 
 
 def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
@@ -41,15 +39,15 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     g.add_argument("--template-args", type=Path, metavar="FILE", help="YAML/JSON file of template arguments")
     g.add_argument("--routing", choices=["none", "gateway-api", "istio"], help="routing backend (default: none)")
     g.add_argument("--plugin-source", action="append", default=[], metavar="NAME=PATH",
-                   help="use the plugin in PATH for plugin NAME")  # fmt: skip
+                   help="use the plugin in PATH for plugin NAME")
     g.add_argument("--plugin-timeout", type=float, metavar="SECONDS",
-                   help="per plugin call; overrides plugin.yaml timeoutSeconds (default 60)")  # fmt: skip
+                   help="per plugin call; overrides plugin.yaml timeoutSeconds (default 60)")
     g.add_argument("--services", choices=["auto"],
                    help="auto: target the services changed between --base and the rendered ref (git)")
     g.add_argument("--base", metavar="REF", help="the pull request's base (for --services auto, and diff)")
     g.add_argument("--image-template", metavar="T",
                    help="image of each auto target, e.g. 'ghcr.io/acme/{service}:{short_sha}' "
-                        "(fields: service, sha, short_sha, pr, branch)")  # fmt: skip
+                        "(fields: service, sha, short_sha, pr, branch)")
     g.add_argument("--pr", metavar="N", help="pull request number for {pr} (default: $DEVLANE_PR or $GITHUB_REF)")
     g.add_argument("--timeout", type=float, metavar="SECONDS", help="budget for the whole render (default: none)")
     g.add_argument("--jobs", type=int, metavar="N", help="plugin instances run at once (default: CPUs, at most 8)")
@@ -122,7 +120,7 @@ def flow_input(args: argparse.Namespace) -> FlowInput:
     request = FlowRequest(flow_id=args.flow_id, images=parse_service_args(args.service), env=parse_env_args(args.env),
                           flow_file=args.flow_file, template=args.template,
                           template_args=parse_template_args(args.template_arg),
-                          template_args_file=args.template_args)  # fmt: skip
+                          template_args_file=args.template_args)
     if getattr(args, "services", None) != "auto":
         return api.resolve(request)
     if not args.base or not args.image_template:

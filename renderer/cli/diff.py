@@ -19,7 +19,7 @@ from .common import add_common, flow_input, options
 def _text(report: diff.Report) -> str:
     counts = report.counts()
     out = [f"flow {report.flow_id}: {counts['added']} added, {counts['changed']} changed, "
-           f"{counts['removed']} removed ({report.base} → {report.head})"]  # fmt: skip
+           f"{counts['removed']} removed ({report.base} → {report.head})"]
     out += [f"  note: {n}" for n in report.notes]
     for c in report.changes:
         out.append(f"  {c.status:<8} {c.label}  ({c.file})")
@@ -59,5 +59,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--artifact-url", metavar="URL", help="where the full report is, for an over-long comment")
     parser.add_argument("--fail-on", choices=["problems", "changes", "never"], default="problems",
                         help="exit 1 when a plugin refuses a change (default), also on any difference, "
-                             "or never (a head that does not render always fails)")  # fmt: skip
+                             "or never (a head that does not render always fails)")
     parser.set_defaults(handler=cmd_diff)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .. import api
 from ..authoring.golden import run_cases
@@ -23,22 +25,17 @@ def _options(args: argparse.Namespace) -> api.Options:
     return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources)
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    summaries = [i.summary() for i in collect(_options(args)).plugins]
-    if args.output == "json":
-        print(json.dumps(summaries, indent=2, sort_keys=True))
-    else:
-        print(list_text(summaries), end="")
+def _show(data: Any, output: str, as_text: Callable[[Any], str]) -> int:
+    print(json.dumps(data, indent=2, sort_keys=True) if output == "json" else as_text(data).rstrip("\n"))
     return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    return _show([i.summary() for i in collect(_options(args)).plugins], args.output, list_text)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    d = describe_dict(find(collect(_options(args)), args.name))
-    if args.output == "json":
-        print(json.dumps(d, indent=2, sort_keys=True))
-    else:
-        print(describe_text(d), end="")
-    return 0
+    return _show(describe_dict(find(collect(_options(args)), args.name)), args.output, describe_text)
 
 
 def cmd_lock(args: argparse.Namespace) -> int:
@@ -49,7 +46,7 @@ def cmd_lock(args: argparse.Namespace) -> int:
         return 0
     state = f"wrote {root / LOCK_FILE}" if report.changed else f"{LOCK_FILE} is up to date"
     say(f"{state}: {len(report.lock.entries)} plugin(s) pinned ({len(report.pinned)} new, {len(report.moved)} "
-        f"moved, {len(report.kept)} kept, {len(report.dropped)} dropped)")  # fmt: skip
+        f"moved, {len(report.kept)} kept, {len(report.dropped)} dropped)")
     if report.pinned or report.moved:
         say("next: `devlane plugins fetch` (and `devlane plugins prepare` for plugins with a requirements.txt)")
     return 0
@@ -95,56 +92,49 @@ def cmd_test(args: argparse.Namespace) -> int:
     return 1 if run.count("FAIL") else 0
 
 
+def _repo_command(sub: argparse._SubParsersAction, name: str, handler: Callable[[argparse.Namespace], int],
+                  help: str, description: str | None = None, plugin_arg: bool = False) -> argparse.ArgumentParser:
+    """A `plugins` subcommand that works on a repository ([NAME] REPO, --ref, --debug)."""
+    parser = sub.add_parser(name, help=help, description=description)
+    if plugin_arg:
+        parser.add_argument("name", metavar="NAME",
+                            help="plugin name as in the plugin definitions, or an instance servicename")
+    add_common(parser, flow=False)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     plugins = sub.add_parser("plugins", help="lock, fetch, prepare, inspect, scaffold and test plugins")
     sub = plugins.add_subparsers(dest="plugins_command", required=True, metavar="SUBCOMMAND")
-    lock = sub.add_parser(
-        "lock",
-        help="pin every git plugin source to a commit in devlane.lock",
-        description="Resolve each git plugin source (plugins.sources git entries, and plugin names such as "
-        "github.com/org/repo) to a commit and write devlane.lock. Entries whose URL and ref did not change keep "
-        "their commit; new commits upstream are picked up only with --update.",
-    )
-    add_common(lock, flow=False)
+    lock = _repo_command(sub, "lock", cmd_lock, "pin every git plugin source to a commit in devlane.lock",
+                         "Resolve each git plugin source (plugins.sources git entries, and plugin names such as "
+                         "github.com/org/repo) to a commit and write devlane.lock. Entries whose URL and ref did not "
+                         "change keep their commit; new commits upstream are picked up only with --update.")
     lock.add_argument("--update", action="append", default=[], metavar="NAME",
-                      help="move this plugin to the newest commit of its ref (repeatable)")  # fmt: skip
+                      help="move this plugin to the newest commit of its ref (repeatable)")
     lock.add_argument("--update-all", action="store_true", help="move every plugin to the newest commit of its ref")
-    lock.set_defaults(handler=cmd_lock)
-    fetch = sub.add_parser(
-        "fetch",
-        help="put the locked plugin commits into the cache ($DEVLANE_CACHE)",
-        description="Export the commit devlane.lock pins for each git plugin into $DEVLANE_CACHE/plugins/<commit> "
-        "(default cache: ~/.cache/devlane). Already cached commits are kept.",
-    )
-    add_common(fetch, flow=False)
-    fetch.set_defaults(handler=cmd_fetch)
-    prep = sub.add_parser(
-        "prepare",
-        help="build the virtualenvs of plugins with a requirements.txt (pip runs only here)",
-        description="Build one virtualenv per distinct requirements.txt among the plugins the repository uses "
-        "(git plugins must be fetched first). Render never runs pip.",
-    )
-    add_common(prep, flow=False)
+    _repo_command(sub, "fetch", cmd_fetch, "put the locked plugin commits into the cache ($DEVLANE_CACHE)",
+                  "Export the commit devlane.lock pins for each git plugin into $DEVLANE_CACHE/plugins/<commit> "
+                  "(default cache: ~/.cache/devlane). Already cached commits are kept.")
+    prep = _repo_command(sub, "prepare", cmd_prepare,
+                         "build the virtualenvs of plugins with a requirements.txt (pip runs only here)",
+                         "Build one virtualenv per distinct requirements.txt among the plugins the repository uses "
+                         "(git plugins must be fetched first). Render never runs pip.")
     add_plugin_source(prep, "use the plugin in PATH for plugin NAME (as render does)")
     prep.add_argument("--no-index", action="store_true", help="pass --no-index to pip (offline installs)")
     prep.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
-                      help="pass --find-links to pip (repeatable)")  # fmt: skip
-    prep.set_defaults(handler=cmd_prepare)
-    p = sub.add_parser("list", help="show each plugin in use: source, runtime, capabilities, side effects")
-    add_common(p, flow=False)
-    p.add_argument("-o", "--output", choices=["text", "json"], default="text")
-    add_plugin_source(p, "resolve plugin NAME to PATH, as render would")
-    p.set_defaults(handler=cmd_list)
-    d = sub.add_parser("describe", help="everything about one plugin: manifest, args schema, uses, sandbox")
-    d.add_argument("name", metavar="NAME", help="plugin name as in the plugin definitions, or an instance servicename")
-    add_common(d, flow=False)
-    d.add_argument("-o", "--output", choices=["text", "json"], default="text")
-    add_plugin_source(d, "resolve plugin NAME to PATH, as render would")
-    d.set_defaults(handler=cmd_describe)
+                      help="pass --find-links to pip (repeatable)")
+    shown = _repo_command(sub, "list", cmd_list, "show each plugin in use: source, runtime, capabilities, side effects")
+    described = _repo_command(sub, "describe", cmd_describe,
+                              "everything about one plugin: manifest, args schema, uses, sandbox", plugin_arg=True)
+    for parser in (shown, described):
+        parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+        add_plugin_source(parser, "resolve plugin NAME to PATH, as render would")
     n = sub.add_parser("new", help="scaffold a working plugin: plugin.yaml, args schema, implementation, tests")
     n.add_argument("name", metavar="NAME", help="plugin name (DNS-style: lowercase, digits, '-', '.')")
     n.add_argument("--runtime", choices=list(RUNTIMES), default="kardinal-python",
-                   help="kardinal-python (main.py), exec (an executable), grpc (a plugin server)")  # fmt: skip
+                   help="kardinal-python (main.py), exec (an executable), grpc (a plugin server)")
     n.add_argument("--dir", default=".", metavar="DIR", help="create DIR/NAME (default: ./NAME)")
     n.add_argument("--debug", action="store_true", help="show tracebacks")
     n.set_defaults(handler=cmd_new)

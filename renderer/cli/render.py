@@ -20,7 +20,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         report = validate(result, args.kube_version, args.crds)
         if report.unchecked:
             show([Problem(f"no CRD for {', '.join(report.unchecked)}: not validated (unchecked)", severity="warning",
-                          hint="pass --crds DIR with the CustomResourceDefinitions your cluster runs")])  # fmt: skip
+                          hint="pass --crds DIR with the CustomResourceDefinitions your cluster runs")])
         if report.problems:
             raise DevlaneError(report.problems)
         say(f"validated {report.checked} objects against Kubernetes {args.kube_version} (strict)")

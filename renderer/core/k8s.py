@@ -8,7 +8,7 @@ CLUSTER_SCOPED = {
     "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
     "StorageClass", "PriorityClass", "IngressClass", "GatewayClass", "ValidatingWebhookConfiguration",
     "MutatingWebhookConfiguration", "APIService", "RuntimeClass", "CSIDriver", "VolumeAttachment",
-}  # fmt: skip
+}
 
 # Metadata a copy must not inherit: server-set fields and GitOps tracking marks.
 _DROP_META = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields", "selfLink")

@@ -21,7 +21,7 @@ NOT_HOST_WORDS = {
     "NAME", "DB", "DATABASE", "USER", "USERNAME", "LOGIN", "PASSWORD", "PASS", "PASSWD", "PWD", "KEY",
     "SECRET", "TOKEN", "ID", "TABLE", "SCHEMA", "BUCKET", "TOPIC", "QUEUE", "REGION", "ENV", "LEVEL",
     "MODE", "LABEL", "TAG", "VERSION", "APP", "REALM", "TENANT", "STREAM", "INDEX", "KEYSPACE",
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)

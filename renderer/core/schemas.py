@@ -26,7 +26,7 @@ def schema_problems(instance: Any, schema_name: str, file: str) -> list[Problem]
     for err in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
         path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
         problems.append(Problem(f"{path}: {_short(err)}", Where(file=file),
-                                hint=f"see schemas/{schema_name} for the allowed fields", code="schema"))  # fmt: skip
+                                hint=f"see schemas/{schema_name} for the allowed fields", code="schema"))
     return problems
 
 

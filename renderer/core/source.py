@@ -7,11 +7,12 @@ and refuse files over the size limit, so every stage above reads files the same 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
-from ..errors import fail, Where
+from ..errors import Where, fail
 from .globs import dir_excluded, matches
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -57,16 +58,60 @@ class WorktreeSource:
         return (self.root / path).is_file()
 
     def revision(self) -> str | None:
+        """The commit checked out, read from `.git` (no git process on the render path); git itself for
+        layouts that reading files does not cover (reftable, a ref that is neither loose nor packed)."""
+        found = _head_commit(self.root.resolve())
+        if found is not False:
+            return found
         try:
-            out = subprocess.run(
-                ["git", "-C", str(self.root), "rev-parse", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-            )
+            out = subprocess.run(["git", "-C", str(self.root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                 timeout=10)
         except (OSError, subprocess.SubprocessError):
             return None
         return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")
+
+
+def _head_commit(root: Path) -> str | Literal[False] | None:
+    """HEAD's commit of the repository containing `root`: None outside a repository or before the first
+    commit, False when the files do not say (then ask git)."""
+    for directory in (root, *root.parents):
+        dot = directory / ".git"
+        if dot.is_file():  # a linked worktree or a submodule: "gitdir: PATH"
+            text = dot.read_text(errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return False
+            gitdir = (directory / text.removeprefix("gitdir:").strip()).resolve()
+        elif dot.is_dir():
+            gitdir = dot
+        else:
+            continue
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
+        try:
+            head = (gitdir / "HEAD").read_text().strip()
+        except OSError:
+            return False
+        if _SHA.match(head):
+            return head
+        if not head.startswith("ref: "):
+            return False
+        ref = head.removeprefix("ref: ").strip()
+        for base in (gitdir, common):
+            if (base / ref).is_file():
+                value = (base / ref).read_text().strip()
+                return value if _SHA.match(value) else False
+        packed = common / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text(errors="replace").splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref and _SHA.match(sha):
+                    return sha
+        return None if (common / "refs").is_dir() and not (common / "reftable").exists() else False
+    return None
 
 
 class GitRefSource:

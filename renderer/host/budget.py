@@ -38,9 +38,7 @@ class Budget:
 
     def for_call(self, manifest: Manifest, where: Where) -> float:
         limit = self.limit(manifest)[0]
-        if self.total is None:
-            return limit
-        left = self.total - (time.monotonic() - self.started)
+        left = self.left()
         if left <= 0:
             raise fail(f"the render ran out of its --timeout budget of {self.total:g} s before this plugin ran",
                        where, "raise --timeout, or make the plugins faster", "render-timeout", RenderTimeout)
@@ -48,8 +46,12 @@ class Budget:
 
     def explain(self, exc: DevlaneError) -> DevlaneError:
         """A call that timed out as the whole budget ran out says so: --plugin-timeout would not help."""
-        if not isinstance(exc, PluginTimeout) or self.total is None or self.total - (time.monotonic() - self.started) > 0:
+        if not isinstance(exc, PluginTimeout) or self.total is None or self.left() > 0:
             return exc
-        return exc.with_problems([replace(p, message=f"{p.message} (the rest of the --timeout budget of {self.total:g} s "
-                                                     "for the whole render)",
-                                          hint="raise --timeout, or make the plugins faster") for p in exc.problems])
+        why = f" (the rest of the --timeout budget of {self.total:g} s for the whole render)"
+        hint = "raise --timeout, or make the plugins faster"
+        return exc.with_problems([replace(p, message=p.message + why, hint=hint) for p in exc.problems])
+
+    def left(self) -> float:
+        """Seconds left of the whole budget (infinite without `--timeout`)."""
+        return float("inf") if self.total is None else self.total - (time.monotonic() - self.started)

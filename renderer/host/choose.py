@@ -52,7 +52,7 @@ class Choice:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "runtime": self.manifest.runtime, "external": self.external,
-                "reason": self.reason, "skipped": list(self.skipped)}  # fmt: skip
+                "reason": self.reason, "skipped": list(self.skipped)}
 
 
 def choose(resolver: Resolver, use: PluginUse, flow_id: str, mode: RunMode, repo: Source | None) -> Choice:
@@ -73,7 +73,7 @@ def choose(resolver: Resolver, use: PluginUse, flow_id: str, mode: RunMode, repo
             record = read_record(repo, flow_id, use.instance) if repo is not None else None
             if record is None:
                 skipped.append({"name": cand.name, "reason": "External: never runs during render, and "
-                                "devlane provision recorded no result for this flow"})  # fmt: skip
+                                "devlane provision recorded no result for this flow"})
                 continue
             reason += "; External, replaying the result recorded by devlane provision"
         elif external:
@@ -86,8 +86,8 @@ def choose(resolver: Resolver, use: PluginUse, flow_id: str, mode: RunMode, repo
         raise fail(f"plugin {use.candidates[0].name} is External (it changes something outside the rendered "
                    "manifests), so it never runs during render, and no provision record exists for this flow", where,
                    f"run `devlane provision --flow {flow_id}` first (CI on PR open), or add a non-External "
-                   "implementation under `implementations`", code="plugin-external")  # fmt: skip
+                   "implementation under `implementations`", code="plugin-external")
     tried = "; ".join(f"{s['name']}: {s['reason']}" for s in skipped)
     raise fail(f"no implementation of {use.instance} is available and allowed ({tried})", where,
                "make one of them available (devlane plugins lock/fetch, --plugin-source) or run devlane provision",
-               code="plugin-no-implementation")  # fmt: skip
+               code="plugin-no-implementation")

@@ -52,7 +52,7 @@ def _grpc() -> tuple[ModuleType, ModuleType, ModuleType]:
     except ImportError as exc:
         raise fail(f"the grpc plugin runtime needs grpcio and protobuf ({exc})", None,
                    "pip install 'grpcio>=1.85.1' 'protobuf>=7.35.1' (they are devlane dependencies)",
-                   code="plugin-grpc-missing") from None  # fmt: skip
+                   code="plugin-grpc-missing") from None
     return grpc, pb2, pb2_grpc
 
 
@@ -103,17 +103,17 @@ def resolve_address(name: str, address: str, cwd: Path | None = None) -> str:
     else:
         raise fail(f"unsupported plugin address {address!r}", where,
                    "use unix:///path/to/plugin.sock, or 127.0.0.1:PORT for a server on this machine",
-                   code="plugin-grpc-address")  # fmt: skip
+                   code="plugin-grpc-address")
     if not hosts:
         raise fail(f"cannot read the plugin address {address!r}", where,
                    "use unix:///path/to/plugin.sock, or 127.0.0.1:PORT for a server on this machine",
-                   code="plugin-grpc-address")  # fmt: skip
+                   code="plugin-grpc-address")
     if not all(_is_loopback(h) for h in hosts):
         raise fail(f"refusing to dial {address!r}: plain TCP to another host is unauthenticated and unencrypted "
                    "(devlane speaks gRPC only over unix sockets or loopback; the plugin protocol allows remote "
                    "plugins only with mTLS, which devlane does not support yet)", where,
                    "run the plugin server as a sidecar listening on unix:///path/plugin.sock, or set "
-                   "spec.runtime.command so devlane starts it", code="plugin-grpc-address")  # fmt: skip
+                   "spec.runtime.command so devlane starts it", code="plugin-grpc-address")
     return raw
 
 
@@ -147,7 +147,7 @@ class GrpcPlugin:
         if bool(command) == bool(address):
             raise fail("a grpc plugin needs exactly one of runtime.command and runtime.address", Where(plugin=name),
                        "set spec.runtime.command to start the server, or spec.runtime.address to dial one",
-                       code="plugin-grpc-config")  # fmt: skip
+                       code="plugin-grpc-config")
         self.name = name
         self.command = list(command) if command else None
         self.cwd = Path(cwd) if cwd is not None else None
@@ -221,7 +221,7 @@ class GrpcPlugin:
         except OSError as exc:
             raise fail(f"the plugin server {' '.join(self.command)!r} could not start: {exc}", self.where,
                        "check spec.runtime.command in plugin.yaml (paths are relative to the plugin directory, "
-                       "and scripts need the executable bit)", code="plugin-grpc-start", kind=PluginError) from None  # fmt: skip
+                       "and scripts need the executable bit)", code="plugin-grpc-start", kind=PluginError) from None
         self._drain = threading.Thread(target=self._tail.drain, args=(self._proc.stdout,), daemon=True,
                                        name="devlane-grpc-output")
         self._drain.start()
@@ -254,7 +254,7 @@ class GrpcPlugin:
         raise fail(f"{what} did not become ready within {self.start_timeout:g} s ({last})" + self._output(),
                    self.where, "the server must listen on $DEVLANE_PLUGIN_ADDRESS and answer Identity.Probe with "
                    "ready=true; raise spec.runtime.startTimeoutSeconds if it starts slowly",
-                   code="plugin-grpc-not-ready", kind=PluginError)  # fmt: skip
+                   code="plugin-grpc-not-ready", kind=PluginError)
 
     def _check_alive(self, when: str) -> None:
         if self._proc is None or self._proc.poll() is None:
@@ -264,14 +264,14 @@ class GrpcPlugin:
             self._drain.join(0.5)
         raise fail(f"the plugin server {status} {when}" + self._output(), self.where,
                    "run spec.runtime.command by hand with DEVLANE_PLUGIN_ADDRESS=unix:///tmp/p.sock to see why",
-                   code="plugin-grpc-exited", kind=PluginError)  # fmt: skip
+                   code="plugin-grpc-exited", kind=PluginError)
 
     def _check_protocol(self) -> None:
         versions = self.metadata().get("protocol_versions") or [PROTOCOL_VERSION]  # absent means v1alpha1
         if PROTOCOL_VERSION not in versions:
             raise fail(f"the plugin speaks protocol {', '.join(versions)}, devlane speaks {PROTOCOL_VERSION}",
                        self.where, "upgrade devlane or use a plugin release for this protocol version",
-                       code="plugin-grpc-protocol", kind=PluginError)  # fmt: skip
+                       code="plugin-grpc-protocol", kind=PluginError)
 
     def close(self) -> None:
         """Close the channel; stop the server if devlane started it (SIGTERM, grace, SIGKILL group)."""
@@ -304,7 +304,7 @@ class GrpcPlugin:
         if self._metadata is None:
             _, pb2, _ = _grpc()
             reply = self._rpc("GetPluginMetadata", self._identity.GetPluginMetadata,
-                              pb2.GetPluginMetadataRequest(), IDENTITY_TIMEOUT)  # fmt: skip
+                              pb2.GetPluginMetadataRequest(), IDENTITY_TIMEOUT)
             self._metadata = {
                 "name": reply.name,
                 "version": reply.version,
@@ -320,7 +320,7 @@ class GrpcPlugin:
         if self._capabilities is None:
             _, pb2, _ = _grpc()
             reply = self._rpc("GetPluginCapabilities", self._identity.GetPluginCapabilities,
-                              pb2.GetPluginCapabilitiesRequest(), IDENTITY_TIMEOUT)  # fmt: skip
+                              pb2.GetPluginCapabilitiesRequest(), IDENTITY_TIMEOUT)
             self._capabilities = list(reply.capabilities)
         return list(self._capabilities)
 
@@ -337,17 +337,18 @@ class GrpcPlugin:
         reply = self._rpc(f"Invoke {operation}", self._flow.Invoke, request, timeout)
         if reply.meta.tag and reply.meta.tag != tag:
             raise fail(f"Invoke {operation} answered tag {reply.meta.tag!r} to request {tag!r}", self.where,
-                       "the server must echo RequestMeta.tag in ResponseMeta.tag", code="plugin-grpc-protocol", kind=PluginError)
+                       "the server must echo RequestMeta.tag in ResponseMeta.tag", "plugin-grpc-protocol", PluginError)
         if not reply.resource_list:
             raise fail(f"Invoke {operation} returned an empty resource_list" + self._output(), self.where,
                        "a gRPC plugin must return the ResourceList JSON in FlowResponse.resource_list",
-                       code="plugin-grpc-no-reply", kind=PluginError)  # fmt: skip
+                       code="plugin-grpc-no-reply", kind=PluginError)
         return bytes(reply.resource_list)
 
     def _rpc(self, label: str, method: Any, request: Any, timeout: float) -> Any:
         grpc, _, _ = _grpc()
         if self._channel is None or self._closed:
-            raise fail(f"{label} called on a plugin that is not running", self.where, code="plugin-grpc-closed", kind=PluginError)
+            raise fail(f"{label} called on a plugin that is not running", self.where, None, "plugin-grpc-closed",
+                       PluginError)
         try:
             return method(request, timeout=timeout)
         except grpc.RpcError as exc:
@@ -359,7 +360,7 @@ class GrpcPlugin:
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return fail(f"{label} exceeded the deadline of {timeout:g} s" + self._output(), self.where,
                         "raise spec.timeoutSeconds in plugin.yaml or --plugin-timeout, or make the plugin faster",
-                        "plugin-grpc-deadline", PluginTimeout)  # fmt: skip
+                        "plugin-grpc-deadline", PluginTimeout)
         if code == grpc.StatusCode.UNAVAILABLE:
             if self._proc is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -370,18 +371,18 @@ class GrpcPlugin:
                 return died
             return fail(f"{label} failed: the plugin server at {self.target} is unavailable ({details})"
                         + self._output(), self.where, "check that the plugin server is still running",
-                        code="plugin-grpc-unavailable", kind=PluginError)  # fmt: skip
+                        code="plugin-grpc-unavailable", kind=PluginError)
         if code == grpc.StatusCode.UNIMPLEMENTED:
             return fail(f"{label} is not implemented by the plugin server ({details})", self.where,
                         "the server must implement devlane.plugin.v1alpha1 Identity and FlowPlugin",
-                        code="plugin-grpc-unimplemented", kind=PluginError)  # fmt: skip
+                        code="plugin-grpc-unimplemented", kind=PluginError)
         return fail(f"{label} failed with gRPC status {code.name}: {details}" + self._output(), self.where,
                     "a plugin reports its own failures as ResourceList results; a gRPC error means it crashed",
-                    code="plugin-grpc-error", kind=PluginError)  # fmt: skip
+                    code="plugin-grpc-error", kind=PluginError)
 
 
 def describe(name: str, *, command: list[str] | None = None, address: str | None = None, cwd: Path | None = None,
-             env: dict[str, str] | None = None, start_timeout: float = 10.0) -> dict[str, Any]:  # fmt: skip
+             env: dict[str, str] | None = None, start_timeout: float = 10.0) -> dict[str, Any]:
     """Start or dial a plugin, read its Identity, stop it: for `devlane plugins describe`."""
     with GrpcPlugin(name, command=command, address=address, cwd=cwd, env=env, start_timeout=start_timeout) as plugin:
         return {"metadata": plugin.metadata(), "capabilities": plugin.capabilities()}

@@ -116,14 +116,14 @@ def request_document(inv: Invocation, timeout: float) -> dict:
     return {
         **RESOURCE_LIST,
         "functionConfig": {"apiVersion": INVOCATION_API, "kind": "FlowInvocation", "metadata": {"name": inv.instance},
-                           "spec": spec},  # fmt: skip
+                           "spec": spec},
         "items": request_items(inv),
     }
 
 
 def json_type(value: Any) -> str:
     names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
-             list: "a list", dict: "an object"}  # fmt: skip
+             list: "a list", dict: "an object"}
     return names.get(type(value), type(value).__name__)
 
 
@@ -163,15 +163,15 @@ class ReplyReader:
             raise self.error("`items` must be a list of objects")
         return doc
 
-    def results(self, doc: dict) -> list[Problem]:
-        """KRM results -> problems; any `error` result fails the call (with the plugin's stderr when the
-        plugin side tagged it as a failure of the call rather than an answer)."""
+    def _results(self, doc: dict) -> list[tuple[Problem, bool]]:
+        """Each KRM result as a problem, and whether the plugin side reported it as a failure of the call
+        (a result tagged with a problem code) rather than as its answer."""
         raw = doc.get("results")
         if raw is None:
             return []
         if not isinstance(raw, list):
             raise self.error(f"`results` is {json_type(raw)}, expected a list", RESULTS_HINT)
-        problems = []
+        out = []
         for i, r in enumerate(raw):
             if not isinstance(r, dict):
                 raise self.error(f"results[{i}] is {json_type(r)}, expected an object", RESULTS_HINT)
@@ -189,32 +189,40 @@ class ReplyReader:
             if isinstance(ref, dict) and ref.get("name"):
                 message = f"{ref.get('kind', '')}/{ref['name']}: {message}".lstrip("/")
             tags = r.get("tags") if isinstance(r.get("tags"), dict) else {}
-            code = str(tags.get(CODE_TAG) or "")
-            code = code if _CODE.match(code) else "plugin-result"
-            if severity == "error" and code != "plugin-result":
+            failure = bool(_CODE.match(str(tags.get(CODE_TAG) or "")))
+            if severity == "error" and failure:
                 message += tail_text(self.stderr)
             hint = tags.get(HINT_TAG) if isinstance(tags.get(HINT_TAG), str) else None
-            problems.append(Problem(message, self.where, hint, severity, code))
+            out.append((Problem(message, self.where, hint, severity, tags[CODE_TAG] if failure else "plugin-result"),
+                        failure))
+        return out
+
+    def results(self, doc: dict) -> list[Problem]:
+        """KRM results -> problems; any `error` result fails the call."""
+        problems = [p for p, _ in self._results(doc)]
         errors = [p for p in problems if p.severity == "error"]
         if errors:
             raise PluginError(errors)
         return problems
 
     def answers(self, doc: dict, hint: str) -> list[Problem]:
-        """Validation replies: `error` results are the answer (problems with the args), not a failed call."""
-        try:
-            return self.results(doc)
-        except PluginError as exc:
-            if any(p.code != "plugin-result" for p in exc.problems):
-                raise
-            return [Problem(p.message, p.where, hint, code="plugin-args") for p in exc.problems]
+        """Validation replies: `error` results are the answer (problems with the args), not a failed call;
+        a failure the plugin side reported still fails it."""
+        results = self._results(doc)
+        failures = [p for p, failed in results if failed and p.severity == "error"]
+        if failures:
+            raise PluginError(failures)
+        errors = [p for p, _ in results if p.severity == "error"]
+        if errors:
+            return [Problem(p.message, p.where, hint, code="plugin-args") for p in errors]
+        return [p for p, _ in results]
 
     def stderr_info(self) -> list[Problem]:
         """What the plugin wrote on stderr, as one `info` message (shown with --debug)."""
         if not self.stderr.strip():
             return []
         return [Problem(f"{self.label} stderr:\n{self.stderr.rstrip()}", self.where, severity="info",
-                        code="plugin-stderr")]  # fmt: skip
+                        code="plugin-stderr")]
 
     def state(self, items: list[dict]) -> tuple[Any, list[dict]]:
         """Split the plugin-state ConfigMap off the items."""
@@ -298,6 +306,6 @@ def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outco
         if path is not None:
             raise reader.error(f"changed {kind}/{name} at {path}; a plugin may change only spec.template.spec of the "
                                "workloads it receives", "add new objects instead of editing others",
-                               code="plugin-mutation")  # fmt: skip
+                               code="plugin-mutation")
         pod_specs[inv.dependents.index(dep)] = copy.deepcopy(new_spec)
     return Outcome(pod_specs, config_map, resources, messages + reader.stderr_info())

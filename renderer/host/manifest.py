@@ -96,7 +96,7 @@ def load_manifest(path: Path, name: str) -> Manifest:
     raw = load_one(file.read_bytes(), str(file))
     if not isinstance(raw, dict):
         raise DevlaneError(Problem("plugin.yaml must be a mapping (apiVersion, kind, metadata, spec)", where,
-                                   "see schemas/plugin.schema.json", code="plugin-manifest"))  # fmt: skip
+                                   "see schemas/plugin.schema.json", code="plugin-manifest"))
     problems = schema_problems(raw, "plugin.schema.json", str(file))
     if problems:
         raise DevlaneError([Problem(p.message, where, p.hint, code="plugin-manifest") for p in problems])
@@ -109,7 +109,7 @@ def load_manifest(path: Path, name: str) -> Manifest:
     if kind == "kardinal-python" and not (path / "main.py").is_file():
         raise DevlaneError(Problem("plugin.yaml says runtime kardinal-python but the directory has no main.py",
                                    where, "add main.py or set spec.runtime to exec or grpc",
-                                   code="plugin-manifest"))  # fmt: skip
+                                   code="plugin-manifest"))
     return Manifest(
         name=name,
         runtime=kind,
@@ -149,5 +149,5 @@ def args_problems(manifest: Manifest, args: dict, where: Where) -> list[Problem]
             field_path, message = f"args.{missing}" if not path else f"args.{path}.{missing}", "is required"
         out.append(Problem(f"{field_path}: {message}", where,
                            f"fix the args in the plugin definition of {where.plugin} "
-                           f"(schema: argsSchema in {manifest.path / MANIFEST})", code="plugin-args"))  # fmt: skip
+                           f"(schema: argsSchema in {manifest.path / MANIFEST})", code="plugin-args"))
     return out

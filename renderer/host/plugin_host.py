@@ -55,7 +55,7 @@ class PluginHost:
 
     def __init__(self, repo_root: Path, flag_sources: dict[str, str], config_sources: dict[str, dict],
                  source: Source | None, mode: RunMode = "render", budget: Budget | None = None,
-                 jobs: int | None = None):  # fmt: skip
+                 jobs: int | None = None):
         self._scratch = Path(tempfile.mkdtemp(prefix="devlane-plugins-"))
         self.resolver = Resolver(repo_root, flag_sources, config_sources, source, self._scratch)
         self.source = source
@@ -132,22 +132,22 @@ class PluginHost:
                 raise fail(f"the inputs of External plugin {choice.name} changed since `devlane provision` recorded "
                            "its result", Where(plugin=inv.instance),
                            f"re-provision: devlane provision --flow {inv.flow_id} (CI does this on PR update)",
-                           code="plugin-reprovision")  # fmt: skip
+                           code="plugin-reprovision")
             return Created(copy.deepcopy(rec.outcome), "replayed")
         outcome = self.runtime(choice).create_flow(inv, self.timeout(choice, inv.instance))
         record = Record(choice.name, inv.instance, inv.flow_id, key,
-                        Outcome(outcome.pod_specs, outcome.config_map, outcome.resources))  # fmt: skip
+                        Outcome(outcome.pod_specs, outcome.config_map, outcome.resources))
         return Created(outcome, "provisioned", record)
 
     def delete(self, state: FlowState, flow_id: str, args: dict, side_effects: str | None,
-               secret_args: dict) -> list[Problem]:  # fmt: skip
+               secret_args: dict) -> list[Problem]:
         """`delete_flow` of one stored plugin state, with the exact stored config_map."""
         try:
             src, manifest = self.resolver.get(state.plugin)
             choice = Choice(state.plugin, src, manifest, dict(args),
-                            manifest.side_effects == "External" or side_effects == "External", "delete")  # fmt: skip
+                            manifest.side_effects == "External" or side_effects == "External", "delete")
             inv = Invocation("DeleteFlow", state.instance, flow_id, state.plugin, args=dict(args),
-                             state=state.config_map)  # fmt: skip
+                             state=state.config_map)
             return self.runtime(choice).delete_flow(inv, self.timeout(choice, state.instance))
         except DevlaneError as exc:
             raise sanitize(exc, secret_values(secret_args, None), network_allowed=True) from None

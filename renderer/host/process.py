@@ -29,7 +29,7 @@ STDERR_KEEP_BYTES = 1024 * 1024  # only the end of a plugin's stderr is kept
 TAIL_LINES = 20
 KILL_GRACE_SECONDS = 2.0
 TIMEOUT_HINT = ("raise the limit with --plugin-timeout SECONDS (or spec.timeoutSeconds in plugin.yaml), or make the "
-                "plugin faster; plugins must not wait on the network during render")  # fmt: skip
+                "plugin faster; plugins must not wait on the network during render")
 
 
 class BoundedTail:
@@ -134,7 +134,7 @@ class Finished:
 
 
 def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | None = None,
-          limit: int | None = None, network: bool = False) -> Finished:  # fmt: skip
+          limit: int | None = None, network: bool = False) -> Finished:
     """Run one plugin process: its own session and temp working directory, `data` on stdin.
 
     Stdout is captured up to `limit` (the process group is killed beyond it), only the tail of
@@ -210,17 +210,17 @@ def reply_of(done: Finished, label: str, timeout: float, where: Where) -> bytes:
     if done.overflow:
         raise fail(f"{label} wrote more than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB of output on the protocol "
                    "channel" + tail, where, "return smaller objects; keep large data (seed scripts, fixtures) in "
-                   "extension objects or in the image", "plugin-output-too-large", PluginError)  # fmt: skip
+                   "extension objects or in the image", "plugin-output-too-large", PluginError)
     if done.timed_out:
         raise fail(f"{label} timed out after {timeout:g} s; the plugin's whole process group was killed" + tail,
-                   where, TIMEOUT_HINT, "plugin-timeout", PluginTimeout)  # fmt: skip
+                   where, TIMEOUT_HINT, "plugin-timeout", PluginTimeout)
     status = exit_status(done.returncode)
     if not done.stdout.strip():
         raise fail(f"{label} {status} without a reply (does the plugin call os._exit, or run out of memory?)" + tail,
                    where, "plugins report failure in their reply (a Kardinal plugin: by raising an exception); "
-                   "rerun with --debug to see the plugin's output", "plugin-no-reply", PluginError)  # fmt: skip
+                   "rerun with --debug to see the plugin's output", "plugin-no-reply", PluginError)
     if done.returncode != 0:
         raise fail(f"{label} {status}" + _result_lines(done.stdout) + tail, where,
                    "a non-zero exit fails the render; rerun with --debug to see the plugin's output",
-                   "plugin-exit", PluginError)  # fmt: skip
+                   "plugin-exit", PluginError)
     return done.stdout

@@ -334,7 +334,7 @@ def plugin_digest(path: Path) -> str:
 
 
 def prepare_targets(names: list[str], primary: set[str], repo_root: Path, flag_sources: dict[str, str],
-                    config_sources: dict[str, dict], lock: Lock) -> tuple[list[Target], list[Problem]]:  # fmt: skip
+                    config_sources: dict[str, dict], lock: Lock) -> tuple[list[Target], list[Problem]]:
     """The plugins `devlane plugins prepare` builds virtualenvs for, and the fallbacks it cannot resolve.
 
     A primary plugin that cannot be resolved is an error; an `implementations` fallback is a warning
@@ -349,7 +349,7 @@ def prepare_targets(names: list[str], primary: set[str], repo_root: Path, flag_s
                 problems += exc.problems
             else:
                 warnings += [Problem(f"fallback not prepared: {p.format()}", severity="warning", code="plugin-prepare")
-                             for p in exc.problems]  # fmt: skip
+                             for p in exc.problems]
             continue
         if src.origin != "builtin":
             targets.append(target_for(name, src.path))

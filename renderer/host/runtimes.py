@@ -182,7 +182,7 @@ class ProcessRuntime(Runtime):
         except OSError as exc:
             raise fail(f"{label} could not start: {exc}", where, "check spec.runtime.command in plugin.yaml (paths are "
                        "relative to the plugin directory, and scripts need the executable bit)", "plugin-exec",
-                       PluginError) from None  # fmt: skip
+                       PluginError) from None
         return Answer(reply_of(done, label, timeout, where), done.stderr)
 
 
@@ -233,7 +233,7 @@ class GrpcRuntime(Runtime):
                     command = sandboxed_argv(command, network=self.network)
                 self._context = GrpcPlugin(instance, command=command, address=self.manifest.address,
                                            cwd=self.source.path, env=env,
-                                           start_timeout=self.manifest.start_timeout)  # fmt: skip
+                                           start_timeout=self.manifest.start_timeout)
                 self._client = self._context.__enter__()
             return self._client
 

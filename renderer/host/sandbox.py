@@ -162,7 +162,7 @@ class Isolation:
         """One line for humans: what a plugin can reach during render."""
         if self.enforced:
             return (f"no network: each plugin process gets its own network namespace with only a down "
-                    f"loopback ({self.method} via {self.tool})")  # fmt: skip
+                    f"loopback ({self.method} via {self.tool})")
         return f"not enforced: plugins can reach the network during render ({self.reason})"
 
 
@@ -229,7 +229,7 @@ def _blocked_reason(errors: list[str]) -> str:
         return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)"
     last = errors[-1] if errors else "no way to create a namespace was found"
     return (f"no network namespace could be created ({last}); a container seccomp profile or a missing "
-            "CAP_SYS_ADMIN usually causes this")  # fmt: skip
+            "CAP_SYS_ADMIN usually causes this")
 
 
 def _probe(candidates: list[tuple[str, str, tuple[str, ...]]]) -> Isolation:
@@ -244,7 +244,7 @@ def _probe(candidates: list[tuple[str, str, tuple[str, ...]]]) -> Isolation:
         for method, tool, prefix in candidates:
             try:
                 proc = subprocess.run([*prefix, *verify], capture_output=True, text=True, cwd=tmp,
-                                      env=plugin_env(tmp), timeout=PROBE_TIMEOUT_SECONDS, check=False)  # fmt: skip
+                                      env=plugin_env(tmp), timeout=PROBE_TIMEOUT_SECONDS, check=False)
             except (OSError, subprocess.SubprocessError) as exc:
                 errors.append(f"{tool}: {exc}")
                 continue
@@ -468,7 +468,7 @@ def secret_values(args: dict, schema: dict | None = None) -> list[str]:
 def _variants(secret: str) -> set[str]:
     """The secret as it may appear in text: raw, JSON- or repr-escaped, percent-encoded."""
     out = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
-           repr(secret)[1:-1], quote(secret, safe=""), quote_plus(secret, safe="")}  # fmt: skip
+           repr(secret)[1:-1], quote(secret, safe=""), quote_plus(secret, safe="")}
     return {v for v in out if len(v) >= MIN_SECRET_LENGTH}
 
 

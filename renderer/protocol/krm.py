@@ -62,7 +62,7 @@ def annotations(obj: Mapping[str, Any]) -> dict:
 
 
 def result(message: str, severity: str = "error", hint: str | None = None, code: str | None = None,
-           field: str | None = None) -> dict:  # fmt: skip
+           field: str | None = None) -> dict:
     """One KRM result; `hint` and `code` travel as tags."""
     out: dict[str, Any] = {"severity": severity, "message": message}
     if field:
@@ -74,7 +74,7 @@ def result(message: str, severity: str = "error", hint: str | None = None, code:
 
 
 def reply(request: Mapping[str, Any] | None, items: list[dict], results: list[dict] | None = None,
-          **spec_changes: Any) -> dict:  # fmt: skip
+          **spec_changes: Any) -> dict:
     """A reply ResourceList: the request's functionConfig (with `spec_changes`), `items`, `results`."""
     request = request if isinstance(request, Mapping) else {}
     out: dict[str, Any] = {**RESOURCE_LIST, "items": items}
@@ -89,11 +89,11 @@ def reply(request: Mapping[str, Any] | None, items: list[dict], results: list[di
 
 
 def error_reply(request: Mapping[str, Any] | None, *messages: str, hint: str | None = None,
-                code: str | None = None) -> dict:  # fmt: skip
+                code: str | None = None) -> dict:
     """The request's items with `error` results: how a failed call answers."""
     items = request.get("items") if isinstance(request, Mapping) else None
     return reply(request, list(items) if isinstance(items, list) else [],
-                 [result(m, hint=hint, code=code) for m in messages])  # fmt: skip
+                 [result(m, hint=hint, code=code) for m in messages])
 
 
 def strip_internal(obj: dict) -> dict:

@@ -68,13 +68,13 @@ Work = tuple[PluginInstance, Choice, str]  # an instance, its implementation, it
 def plugin_use(pdef: PluginDef) -> PluginUse:
     """What the plugin host needs of a plugin definition to choose its implementation."""
     return PluginUse(pdef.servicename, tuple(Candidate(c["name"], c["args"]) for c in pdef.candidates),
-                     pdef.side_effects, pdef.where)  # fmt: skip
+                     pdef.side_effects, pdef.where)
 
 
 def choose_all(host: PluginHost, model: Model, plan: Plan) -> dict[str, Choice]:
     """Every instance's implementation before any plugin runs, so a missing plugin fails fast."""
     return {i.servicename: host.choose(plugin_use(model.plugin_defs[i.servicename]), plan.flow_id)
-            for i in plan.instances}  # fmt: skip
+            for i in plan.instances}
 
 
 def _to_front(pod_spec: dict, container: str | None) -> tuple[dict, int]:
@@ -107,18 +107,18 @@ def _extension_objects(model: Model, pdef: PluginDef) -> list[dict]:
     for ref in pdef.extensions:
         matches = [d for d in model.documents if d.kind == ref["kind"] and d.name == ref["name"]
                    and (not ref.get("namespace") or model.namespace_of(d) == ref["namespace"])
-                   and (not ref.get("apiVersion") or d.api_version == ref["apiVersion"])]  # fmt: skip
+                   and (not ref.get("apiVersion") or d.api_version == ref["apiVersion"])]
         if len(matches) != 1:
             what = "no object" if not matches else f"{len(matches)} objects"
             raise fail(f"extension {ref['kind']}/{ref['name']} matches {what} in the repository",
                        pdef.instance_where, "list an object of the repository (add namespace: to pick one of several)",
-                       code="plugin-extension")  # fmt: skip
+                       code="plugin-extension")
         out.append(copy.deepcopy(matches[0].obj))
     return out
 
 
 def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorkload], current: dict[WorkKey, dict],
-                   choice: Choice) -> Invocation:  # fmt: skip
+                   choice: Choice) -> Invocation:
     """The CreateFlow of one instance, with each dependent's current pod spec (target container first)."""
     pdef = model.plugin_defs.get(inst.servicename)
     moved = []
@@ -151,7 +151,7 @@ def _levels(instances: list[PluginInstance]) -> list[list[int]]:
 
 
 def run(host: PluginHost, model: Model, plan: Plan, dev: DevSet, choices: dict[str, Choice],
-        extra: list[Work] | None = None) -> PluginResults:  # fmt: skip
+        extra: list[Work] | None = None) -> PluginResults:
     """Run every instance (plus pipeline `per-flow` steps in `extra`, with their behaviour)."""
     work: list[Work] = [(i, choices[i.servicename], model.plugin_defs[i.servicename].behavior) for i in plan.instances]
     work += extra or []
@@ -194,11 +194,11 @@ class _Accumulator:
         first = exc.problems[0]
         self.messages.append(Problem(f"plugin failed and was bypassed (behavior: bypass); its changes were dropped: "
                                      f"{first.message}", Where(plugin=inst.servicename), first.hint,
-                                     severity="warning", code="plugin-bypassed"))  # fmt: skip
+                                     severity="warning", code="plugin-bypassed"))
         self.bypassed.append({"instance": inst.servicename, "name": choice.name, "error": first.message})
 
     def apply(self, inst: PluginInstance, choice: Choice, inv: Invocation, workloads: list[DevWorkload],
-              created: Created) -> None:  # fmt: skip
+              created: Created) -> None:
         outcome: Outcome = created.outcome
         if len(outcome.pod_specs) != len(workloads):
             raise fail(f"the result has {len(outcome.pod_specs)} pod specs for {len(workloads)} dependents",
@@ -212,7 +212,7 @@ class _Accumulator:
                     "one wins in the pod, but server-side apply (Flux, Argo CD with ServerSideApply) rejects duplicate "
                     "keys", Where(plugin=inst.servicename),
                     "set the variable once (replace it rather than append), or remove it from the manifest",
-                    severity="warning", code="plugin-duplicate-env"))  # fmt: skip
+                    severity="warning", code="plugin-duplicate-env"))
             self.pod_specs[w.key] = target_back(new_spec, moved_idx)
         try:
             json.dumps(outcome.config_map)
@@ -223,7 +223,7 @@ class _Accumulator:
             self.records.append(created.record)
         self.instances.append(InstanceResult(inst.servicename, inst.flow_id, inv.flow_uuid, choice.source,
                                              list(inv.dependents), outcome.config_map, list(outcome.resources),
-                                             created.status, choice, created.record))  # fmt: skip
+                                             created.status, choice, created.record))
 
     def results(self, work: list[Work]) -> PluginResults:
         # waves finish out of plan order: list results (flow.metadata) as a serial run would
@@ -247,7 +247,7 @@ def _duplicate_env(pod_spec: dict) -> set[tuple[str, str]]:
 
 
 def delete_flows(host: PluginHost, model: Model, states: list[FlowState], flow_id: str,
-                 flow_dir: Path) -> tuple[list[str], list[Problem]]:  # fmt: skip
+                 flow_dir: Path) -> tuple[list[str], list[Problem]]:
     """`delete_flow` of every stored plugin state, newest first: (instances done, messages); every failure
     is reported, and then the flow is kept."""
     deleted: list[str] = []
@@ -258,13 +258,13 @@ def delete_flows(host: PluginHost, model: Model, states: list[FlowState], flow_i
         args = dict(pdef.args) if pdef and pdef.name == st.plugin else {}
         try:
             messages += host.delete(st, flow_id, args, pdef.side_effects if pdef else None,
-                                    dict(pdef.args) if pdef else {})  # fmt: skip
+                                    dict(pdef.args) if pdef else {})
             deleted.append(st.instance)
         except DevlaneError as exc:
             failures += [Problem(f"delete_flow failed: {p.message}", p.where, p.hint, code=p.code)
-                         for p in exc.problems]  # fmt: skip
+                         for p in exc.problems]
     if failures:
         failures.append(Problem(f"kept {flow_dir} and the flow's state: run `devlane delete` again once fixed",
-                                code="delete-kept"))  # fmt: skip
+                                code="delete-kept"))
         raise DevlaneError(failures)
     return deleted, messages

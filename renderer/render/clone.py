@@ -59,7 +59,7 @@ class Rewrite:
 
     def as_dict(self) -> dict:
         return {"workload": self.workload, "container": self.container, "env": self.env, "old": self.old,
-                "new": self.new}  # fmt: skip
+                "new": self.new}
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:
 
 
 def _copy_workload(node: ServiceNode, version: str, keys: dict[str | None, set[str]], model: Model,
-                   replicas: int | str) -> DevWorkload:  # fmt: skip
+                   replicas: int | str) -> DevWorkload:
     wl = node.workload
     obj = strip_metadata(copy.deepcopy(wl.doc.obj))
     ns = model.namespace_of(wl.doc)
@@ -216,7 +216,7 @@ def _dev_service(doc: Document, dw: DevWorkload, ns: str | None) -> dict:
     headless = spec.get("clusterIP") == "None"
     for key in ("clusterIP", "clusterIPs", "externalIPs", "loadBalancerIP", "loadBalancerSourceRanges",
                 "externalTrafficPolicy", "healthCheckNodePort", "allocateLoadBalancerNodePorts",
-                "loadBalancerClass"):  # fmt: skip
+                "loadBalancerClass"):
         spec.pop(key, None)
     if headless:
         spec["clusterIP"] = "None"

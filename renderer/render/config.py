@@ -81,12 +81,12 @@ def _pipeline(raw: list[dict], file: str) -> list[PipelineStep]:
         plugin = item["plugin"]
         default = plugin.rstrip("/").split("/")[-1].lower().replace("_", "-").removesuffix(".git")
         args = {str(k): "" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
-                for k, v in (item.get("args") or {}).items()}  # fmt: skip
+                for k, v in (item.get("args") or {}).items()}
         steps.append(PipelineStep(item.get("name") or default, plugin, item["stage"], args,
-                                  item.get("behavior", "enforce")))  # fmt: skip
+                                  item.get("behavior", "enforce")))
     names = [s.name for s in steps]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise DevlaneError(Problem(f"pipeline: step name(s) used twice: {', '.join(dupes)}", Where(file=file),
-                                   "give each step a unique `name`", code="schema"))  # fmt: skip
+                                   "give each step a unique `name`", code="schema"))
     return steps

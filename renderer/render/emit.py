@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__
 from ..core.k8s import CLUSTER_SCOPED
 from ..core.names import SHARED, flow_labels, suffixed
+from ..core.version import VERSION
 from ..core.yamlio import dump
 from ..protocol.krm import STATE_KEY
 from .apply_plugins import PluginResults
@@ -69,7 +69,7 @@ class RenderedFlow:
 
     def kustomization(self) -> str:
         return dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                     "resources": sorted(self.files)})  # fmt: skip
+                     "resources": sorted(self.files)})
 
     def metadata_text(self) -> str:
         return json.dumps(self.metadata, indent=2, sort_keys=True) + "\n"
@@ -79,7 +79,7 @@ def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, 
     """A hash of every input of the render: files, config, flow and template, routing, plugin code."""
     template = hashlib.sha256(Path(flow.template_file).read_bytes()).hexdigest() if flow.template_file else None
     doc = {
-        "devlane": __version__,
+        "devlane": VERSION,
         "files": loaded.files,
         "config": hashlib.sha256(loaded.config_bytes or b"").hexdigest(),
         "flow": {**flow.as_dict(), "template": {"sha256": template, "args": flow.template_args}},
@@ -90,14 +90,14 @@ def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, 
 
 
 def provenance(loaded: Loaded, flow: FlowSpec, routing: str, ref: str | None, digests: dict[str, str],
-               entries: Entries, dev: DevSet, plugins: PluginResults) -> Provenance:  # fmt: skip
+               entries: Entries, dev: DevSet, plugins: PluginResults) -> Provenance:
     template = {"file": Path(flow.template_file).name, "args": flow.template_args} if flow.template_file else None
     return Provenance(loaded.revision, ref, input_hash(loaded, flow, routing, digests), flow.as_dict()["services"],
                       template, digests, entries.summary, [r.as_dict() for r in dev.rewrites], plugins.bypassed)
 
 
 def state_configmap(servicename: str, flow_id: str, config_map, namespace: str | None, source_name: str,
-                    dependents: list[str]) -> dict:  # fmt: skip
+                    dependents: list[str]) -> dict:
     """Kardinal's `config_map` as a real ConfigMap, so `delete` can read it back from git."""
     meta: dict = {
         "name": suffixed(f"devlane-state-{servicename}", flow_id, limit=253),
@@ -142,7 +142,7 @@ def collect(plan: Plan, dev: DevSet, plugins: PluginResults, entries: Entries, d
         ns = ns or default_ns
         group = groups.setdefault(res.flow_id, [])
         group.append(state_configmap(res.servicename, res.flow_id, res.config_map, ns, res.source.name,
-                                     res.dependents))  # fmt: skip
+                                     res.dependents))
         group.extend(label_resource(r, res.flow_id, ns) for r in res.resources)
     groups[plan.flow_id].extend(entries.objects)
     return FlowObjects(groups)
@@ -172,7 +172,8 @@ def render_files(objects: list[dict]) -> tuple[dict[str, str], list[dict]]:
         text = dump(obj)
         if "${" in text:
             meta = obj["metadata"]
-            obj = {**obj, "metadata": {**meta, "annotations": {**(meta.get("annotations") or {}), SUBSTITUTE: "disabled"}}}
+            annotations = {**(meta.get("annotations") or {}), SUBSTITUTE: "disabled"}
+            obj = {**obj, "metadata": {**meta, "annotations": annotations}}
             text = dump(obj)
         files[name] = text
         written.append(obj)
@@ -180,7 +181,7 @@ def render_files(objects: list[dict]) -> tuple[dict[str, str], list[dict]]:
 
 
 def render(objects: FlowObjects, flow_id: str, plan: Plan, plugins: PluginResults,
-           provenance: Provenance) -> list[RenderedFlow]:  # fmt: skip
+           provenance: Provenance) -> list[RenderedFlow]:
     """The flow's directory first, then `shared` when the flow has shared copies."""
     flows = []
     for group in sorted(objects.groups, key=lambda g: (g != flow_id, g)):
@@ -191,7 +192,7 @@ def render(objects: FlowObjects, flow_id: str, plan: Plan, plugins: PluginResult
 
 
 def build_metadata(flow_id: str, plan: Plan, provenance: Provenance, plugins: PluginResults, files: dict[str, str],
-                   group: str) -> dict:  # fmt: skip
+                   group: str) -> dict:
     """`flow.metadata`: what was rendered from what, and why each service got a dev version."""
     flow_group = group != SHARED
     return {
@@ -199,7 +200,7 @@ def build_metadata(flow_id: str, plan: Plan, provenance: Provenance, plugins: Pl
         "kind": "FlowMetadata",
         "flow": group,
         "requestedBy": None if flow_group else flow_id,
-        "devlaneVersion": __version__,
+        "devlaneVersion": VERSION,
         "source": {"revision": provenance.revision, "ref": provenance.ref},
         "inputHash": provenance.input_hash,
         "routing": plan.routing,

@@ -90,7 +90,7 @@ def resolve(request: FlowRequest) -> FlowSpec:
         flow = build_flow(request.flow_id or "", request.images, request.env)
         if not flow.services:
             raise DevlaneError(Problem("the flow changes no service",
-                                       hint="pass --service NAME=IMAGE (or --flow-file FILE)"))  # fmt: skip
+                                       hint="pass --service NAME=IMAGE (or --flow-file FILE)"))
     else:
         if request.flow_id is not None:
             validate_flow_id(request.flow_id)

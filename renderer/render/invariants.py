@@ -14,6 +14,7 @@ from ..errors import Diagnostics, Where
 from .clone import DevSet, reference_targets
 from .model import Model
 
+
 def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
     pods = LabelIndex()
     for dw in dev.unique_workloads():

@@ -21,7 +21,7 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet")
 KNOWN_KARDINAL = {
     "dependencies", "stateful", "external", "shared", "plugin-definition", "plugins",
     "ingress", "gateway", "route", "host",
-}  # fmt: skip
+}
 KNOWN_DEVLANE = {"container", "workload", "no-rewrite", "flow"}
 SERVICE_ONLY = {"dependencies", "stateful", "external", "shared", "plugin-definition", "plugins", "host"}
 ENTRY_KINDS = {"ingress": "Ingress", "gateway": "Gateway", "route": "HTTPRoute"}
@@ -65,7 +65,7 @@ class ServiceNode:
     @property
     def port_names(self) -> frozenset[str]:
         return frozenset(str(p.get("name")) for p in (self.doc.obj.get("spec") or {}).get("ports") or []
-                         if isinstance(p, dict) and p.get("name"))  # fmt: skip
+                         if isinstance(p, dict) and p.get("name"))
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
     _check_cycles(services, diags)
     entries = _entries(documents, legacy_entries, services, ns, diags)
     return Model(documents, services, plugin_defs, dict(externals), entries, workloads, default_namespace,
-                 diags.problems)  # fmt: skip
+                 diags.problems)
 
 
 def infer_namespace(documents: list[Document]) -> str | None:
@@ -228,7 +228,7 @@ def _service_node(
     ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
     workload = _workload(doc, namespace, index, diags)
     flags = {"stateful": workload is not None and workload.doc.kind == "StatefulSet", "external": False,
-             "shared": False}  # fmt: skip
+             "shared": False}
     for key in flags:
         if K + key in ann:
             value = _bool(ann[K + key], K + key, where, diags)
@@ -257,12 +257,12 @@ def _workload(doc: Document, namespace: str | None, index: LabelIndex, diags: Di
         found = [w for w in found if w.doc.name == wanted]
         if not found:
             diags.error(f"devlane.dev/workload names {wanted!r}, which this Service's selector does not match", where,
-                        code="bad-annotation")  # fmt: skip
+                        code="bad-annotation")
     if len(found) > 1:
         names = ", ".join(sorted(w.doc.ref for w in found))
         diags.error(f"selector matches {len(found)} workloads ({names})", where,
                     hint="narrow the selector, or pick one with the annotation devlane.dev/workload: NAME",
-                    code="ambiguous-workload")  # fmt: skip
+                    code="ambiguous-workload")
         return None
     return found[0] if found else None
 
@@ -318,7 +318,7 @@ def _parse_dependencies(value: str, where: Where, diags: Diagnostics) -> list[tu
 
 
 def _parse_plugins_ref(value: object, doc: Document, stateful: bool, where: Where, diags: Diagnostics,
-                       plugin_defs: dict[str, PluginDef]) -> list[str]:  # fmt: skip
+                       plugin_defs: dict[str, PluginDef]) -> list[str]:
     text = str(value)
     if text.lstrip().startswith(("-", "[")):
         diags.warn(

@@ -77,7 +77,7 @@ class Plan:
             "routing": self.routing,
             "services": [self.decisions[n].as_dict() for n in sorted(self.decisions)],
             "plugins": [{"instance": i.servicename, "flowUuid": i.flow_uuid, "dependents": list(i.dependents)}
-                        for i in self.instances],  # fmt: skip
+                        for i in self.instances],
         }
 
 
@@ -205,7 +205,7 @@ def _routing_paths(model: Model, graph: _Graph, decisions: dict[str, _Draft], ma
 def _apply_shared(model: Model, graph: _Graph, decisions: dict[str, _Draft], targets: set[str]) -> None:
     """Shared services use one `shared` copy; non-HTTP ones pull their dev parents along."""
     queue = [(n, "kardinal.dev.service/shared") for n in sorted(decisions)
-             if n in model.services and model.services[n].shared]  # fmt: skip
+             if n in model.services and model.services[n].shared]
     while queue:
         name, reason = queue.pop(0)
         d = decisions[name]

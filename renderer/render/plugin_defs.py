@@ -18,7 +18,7 @@ from .load import Document
 
 PLUGIN_DEF_KEYS = {
     "name", "type", "servicename", "serviceName", "args", "behavior", "sideEffects", "extensions", "implementations",
-}  # fmt: skip
+}
 _SERVICENAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 PluginType = Literal["stateful", "external"]
 

@@ -157,7 +157,7 @@ def _httproute(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: W
 
 
 def _legacy_service_ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Where,
-                            model: Model) -> dict:  # fmt: skip
+                            model: Model) -> dict:
     """Legacy Service entry (`ingress` + `host` on a LoadBalancer): a per-flow Ingress to it."""
     spec = entry.doc.obj.get("spec") or {}
     port = next((p for p in spec.get("ports") or [] if isinstance(p, dict)), {}).get("port", 80)

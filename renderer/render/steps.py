@@ -31,7 +31,7 @@ from .plan import Plan, PluginInstance
 
 def step_use(step: PipelineStep) -> PluginUse:
     return PluginUse(step.name, (Candidate(step.plugin, dict(step.args)),), None,
-                     Where(file=CONFIG_FILE, plugin=step.name))  # fmt: skip
+                     Where(file=CONFIG_FILE, plugin=step.name))
 
 
 class _Run:
@@ -61,7 +61,7 @@ class _Run:
             self.warnings.append(Problem(f"pipeline step {step.name} ({step.stage}) failed and was bypassed; its "
                                          f"changes were dropped: {first.message}",
                                          Where(file=CONFIG_FILE, plugin=step.name), first.hint, severity="warning",
-                                         code="plugin-bypassed"))  # fmt: skip
+                                         code="plugin-bypassed"))
             return keep
 
     def transform(self, choice: Choice, step: PipelineStep, objects: list[dict]) -> list[dict]:
@@ -71,9 +71,9 @@ class _Run:
             raise fail(f"pipeline step {step.name}: {step.stage} steps transform whole object lists, which a "
                        f"{rt.kind} plugin cannot do", Where(file=CONFIG_FILE, plugin=step.name),
                        "use an exec or grpc plugin, or give the plugin a lifecycle_hook and list it under "
-                       "spec.lifecycle.kinds in its plugin.yaml", code="pipeline-runtime")  # fmt: skip
+                       "spec.lifecycle.kinds in its plugin.yaml", code="pipeline-runtime")
         inv = Invocation("CreateFlow", step.name, self.flow_id, choice.name, args=dict(choice.args),
-                         objects=[copy.deepcopy(o) for o in objects], stage=step.stage)  # fmt: skip
+                         objects=[copy.deepcopy(o) for o in objects], stage=step.stage)
         inv = self.host.prepare_args(inv, choice)
         try:
             out, messages = rt.transform(inv, self.host.timeout(choice, step.name))
@@ -88,7 +88,7 @@ class _Run:
         if not picked:
             return objects
         inv = Invocation("LifecycleHook", choice.name, self.flow_id, choice.name, args=dict(choice.args),
-                         objects=[copy.deepcopy(objects[i]) for i in picked])  # fmt: skip
+                         objects=[copy.deepcopy(objects[i]) for i in picked])
         patched = self.host.runtime(choice).lifecycle_hook(inv, self.host.timeout(choice, choice.name))
         out = list(objects)
         for i, obj in zip(picked, patched, strict=True):
@@ -113,13 +113,13 @@ def pre_render(host: PluginHost, steps: list[PipelineStep], loaded: Loaded, flow
 def per_flow_work(host: PluginHost, steps: list[PipelineStep], plan: Plan, dev: DevSet) -> list[Work]:
     """The `per-flow` steps as plugin instances over every dev service of the flow."""
     services = tuple(sorted(s for s in plan.dev_services() if dev.versions.get(s, plan.flow_id) == plan.flow_id
-                            and s in dev.workloads))  # fmt: skip
+                            and s in dev.workloads))
     return [(PluginInstance(step.name, plan.flow_id, services), host.choose(step_use(step), plan.flow_id),
-             step.behavior) for step in steps if step.stage == "per-flow"]  # fmt: skip
+             step.behavior) for step in steps if step.stage == "per-flow"]
 
 
 def post_render(host: PluginHost, steps: list[PipelineStep], objects: list[dict], flow_id: str,
-                used: list[Choice]) -> tuple[list[dict], list[Problem]]:  # fmt: skip
+                used: list[Choice]) -> tuple[list[dict], list[Problem]]:
     """Lifecycle hooks of the plugins in use, then the `post-render` steps, in order."""
     run = _Run(host, flow_id)
     seen: set[str] = set()
@@ -140,4 +140,4 @@ def post_render(host: PluginHost, steps: list[PipelineStep], objects: list[dict]
 def plan_steps(host: PluginHost, steps: list[PipelineStep], flow_id: str) -> list[dict]:
     """What `plan` shows of the pipeline: each step and the implementation it uses."""
     return [{"name": s.name, "stage": s.stage, "plugin": s.plugin, "behavior": s.behavior,
-             "choice": host.choose(step_use(s), flow_id).as_dict()} for s in steps]  # fmt: skip
+             "choice": host.choose(step_use(s), flow_id).as_dict()} for s in steps]

@@ -82,5 +82,5 @@ def read_rendered(source: Source, root: Path, flow_dir: Path, ref: str | None) -
     if not files:
         where = f"{flow_dir}" + (f" at {ref}" if ref else "")
         raise DevlaneError(Problem(f"no rendered flow {flow_dir.name} in {where}",
-                                   hint="pass --out DIR (the render's output root) or --ref REF"))  # fmt: skip
+                                   hint="pass --out DIR (the render's output root) or --ref REF"))
     return files

@@ -169,7 +169,7 @@ def serve(
     project_url, max_workers).
     """
     server = PluginServer(handler, name=name, version=version, capabilities=capabilities,
-                          description=description, address=address, **options).start()  # fmt: skip
+                          description=description, address=address, **options).start()
     stopper: list[threading.Thread] = []
 
     def on_signal(signum: int, frame: Any) -> None:

@@ -94,7 +94,7 @@ def _inside(path: str, directory: str) -> bool:
 def _frames(tb: Any, plugin_dir: str) -> list[str]:
     """The last traceback frames that belong to the plugin (or, if none, the last few outside devlane)."""
     entries = [f for f in traceback.extract_tb(tb)
-               if not _inside(f.filename, SDK_DIR) and not f.filename.startswith("<frozen")]  # fmt: skip
+               if not _inside(f.filename, SDK_DIR) and not f.filename.startswith("<frozen")]
     own = [f for f in entries if _inside(f.filename, plugin_dir)]
     out = []
     for f in (own or entries)[-MAX_FRAMES:]:
@@ -142,7 +142,7 @@ def load_module(plugin_dir: str, plugin: str, module_name: str = "main", keep_pa
         hint = f"fix the error in {main_py} (try `python {main_py}`)"
         if isinstance(exc, ImportError):
             hint = ("list the plugin's dependencies in its requirements.txt and build its environment with "
-                    "`devlane plugins prepare`, or fix the import")  # fmt: skip
+                    "`devlane plugins prepare`, or fix the import")
         raise Failure(f"main.py of plugin {plugin} failed to import: {what}{trace}", hint, "plugin-import") from None
     finally:
         if not keep_path:
@@ -156,7 +156,7 @@ def load_module(plugin_dir: str, plugin: str, module_name: str = "main", keep_pa
 
 def _json_type(value: Any) -> str:
     names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
-             list: "a list", dict: "an object"}  # fmt: skip
+             list: "a list", dict: "an object"}
     return names.get(type(value), type(value).__name__)
 
 
@@ -169,7 +169,7 @@ def _checked_json(value: Any, label: str) -> Any:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise Failure(f"{label} returned malformed output: it is not JSON-serializable ({type(exc).__name__}: {exc})",
-                      PLAIN_JSON) from None  # fmt: skip
+                      PLAIN_JSON) from None
     return value
 
 
@@ -317,7 +317,7 @@ class KardinalHandler:
             raise Failure(f"{name}() of plugin {self.plugin} requires {noun} {', '.join(repr(m) for m in missing)}, "
                           "but the plugin definition has no such arg",
                           f"add it under `args:` in the plugin-definition of {self.instance} (args: {{{example}}})",
-                          "plugin-missing-arg")  # fmt: skip
+                          "plugin-missing-arg")
         return positional, keywords
 
     def _call(self, fn: Any, values: dict, args: dict, name: str) -> Any:
@@ -329,7 +329,7 @@ class KardinalHandler:
             raise Failure(f"{name} raised {what}{trace}",
                           f"check the args in the plugin-definition of {self.instance}, or fix the plugin "
                           f"({self.plugin}); rerun with --debug to see everything it printed",
-                          "plugin-raised") from None  # fmt: skip
+                          "plugin-raised") from None
 
     def _optional(self, name: str, values: dict) -> tuple[bool, Any]:
         """(present, value) of an optional function, bound by name from `values` alone."""
@@ -348,12 +348,12 @@ class KardinalHandler:
         if fn is None:
             raise Failure(f"main.py of plugin {self.plugin} defines no create_flow function",
                           "define create_flow(service_specs, pod_specs, flow_uuid, ...) and delete_flow(config_map, "
-                          "flow_uuid)", "plugin-no-function")  # fmt: skip
+                          "flow_uuid)", "plugin-no-function")
         workloads = {annotations(i).get(DEPENDENT, ""): i for i in items if annotations(i).get(ROLE) == "workload"}
         services = {annotations(i).get(DEPENDENT, ""): i for i in items if annotations(i).get(ROLE) == "service"}
         dependents = [d for d in spec.get("dependents") or [] if d in workloads] or list(workloads)
         pod_specs = [copy.deepcopy(((workloads[d].get("spec") or {}).get("template") or {}).get("spec") or {})
-                     for d in dependents]  # fmt: skip
+                     for d in dependents]
         args = dict(spec.get("args") or {})
         flow_uuid = (spec.get("flow") or {}).get("uuid") or f"{self.instance}-{(spec.get('flow') or {}).get('id')}"
         mode = _signature_mode(fn)
@@ -361,7 +361,7 @@ class KardinalHandler:
             known = {"service_specs": [copy.deepcopy((services.get(d) or {}).get("spec") or {}) for d in dependents],
                      "pod_specs": pod_specs, "flow_uuid": flow_uuid,
                      "extensions": [strip_internal(copy.deepcopy(i)) for i in items
-                                    if annotations(i).get(ROLE) == "extension"]}  # fmt: skip
+                                    if annotations(i).get(ROLE) == "extension"]}
             new_specs, config_map, resources, results = self._plural(fn, known, args, dependents)
         else:
             new_specs, config_map, resources, results = self._singular(fn, mode, args, flow_uuid, dependents,
@@ -370,7 +370,7 @@ class KardinalHandler:
             "service_specs", "pod_specs", "flow_uuid", "extensions", "service_spec", "pod_spec", "deployment_spec"})
         if ignored:
             results.append(result(f"create_flow ignored args not in its signature: {', '.join(ignored)}", "info",
-                                  code="plugin-debug"))  # fmt: skip
+                                  code="plugin-debug"))
         out = []
         for item in items:
             item = copy.deepcopy(item)
@@ -385,29 +385,30 @@ class KardinalHandler:
 
     def _plural(self, fn: Any, known: dict, args: dict, dependents: list[str]) -> tuple:
         value = _result_dict(_checked_json(self._call(fn, known, args, "create_flow"), "create_flow"),
-                             "create_flow", SHAPE)  # fmt: skip
+                             "create_flow", SHAPE)
         results = _results(value.get("results"), "create_flow")
         if "pod_specs" not in value:
             raise Failure("create_flow returned no `pod_specs`", f"return {SHAPE}")
         specs = value["pod_specs"]
         if not isinstance(specs, list):
-            raise Failure(f"create_flow returned `pod_specs` as {_json_type(specs)}, expected a list", f"return {SHAPE}")
+            raise Failure(f"create_flow returned `pod_specs` as {_json_type(specs)}, expected a list",
+                          f"return {SHAPE}")
         if len(specs) != len(dependents):
             raise Failure(f"create_flow returned {_plural(len(specs), 'pod spec')} for "
                           f"{_plural(len(dependents), 'dependent')} ({', '.join(dependents)})",
                           "return exactly one pod spec per entry of pod_specs, in the same order (modify them in place "
-                          "and return the whole list)", "plugin-pod-spec-count")  # fmt: skip
+                          "and return the whole list)", "plugin-pod-spec-count")
         checked = [_pod_spec(s, i, dependents[i], "create_flow") for i, s in enumerate(specs)]
         return checked, _config_map(value, "create_flow"), _resources(value.get("resources"), "create_flow"), results
 
     def _singular(self, fn: Any, mode: str, args: dict, flow_uuid: str, dependents: list[str], workloads: dict,
-                  services: dict, pod_specs: list[dict]) -> tuple:  # fmt: skip
+                  services: dict, pod_specs: list[dict]) -> tuple:
         """The pre-Oct-2024 signatures: one call per dependent."""
         results = [result(f"plugin {self.plugin} uses the pre-Oct-2024 singular signature create_flow(service_spec, "
                           f"{mode}, ...); devlane calls it once per dependent. Migrate to create_flow(service_specs, "
                           'pod_specs, flow_uuid, ...) returning {"pod_specs": [...], "config_map": {...}}', "warning",
                           "see Kardinal's plugin API change of October 2024 (kardinal-kontrol#61)",
-                          "plugin-deprecated-signature")]  # fmt: skip
+                          "plugin-deprecated-signature")]
         shape = f'{{"{mode}": {{...}}, "config_map": {{...}}}}'
         specs, config_maps, resources = [], [], []
         for i, dep in enumerate(dependents):
@@ -417,9 +418,9 @@ class KardinalHandler:
                 workload["template"] = {}
             workload["template"]["spec"] = copy.deepcopy(pod_specs[i])
             known = {"service_spec": copy.deepcopy((services.get(dep) or {}).get("spec") or {}),
-                     "pod_spec": pod_specs[i], "deployment_spec": workload, "flow_uuid": flow_uuid}  # fmt: skip
+                     "pod_spec": pod_specs[i], "deployment_spec": workload, "flow_uuid": flow_uuid}
             value = _result_dict(_checked_json(self._call(fn, known, args, "create_flow"), "create_flow"), label,
-                                 shape)  # fmt: skip
+                                 shape)
             try:
                 results += _results(value.get("results"), label)
             except _Answered as answered:
@@ -433,7 +434,7 @@ class KardinalHandler:
                 template = new.get("template") if isinstance(new, dict) else None
                 if not isinstance(template, dict) or "spec" not in template:
                     raise Failure(f"{label} returned a `deployment_spec` without template.spec",
-                                  f"return {shape} with the whole deployment spec")  # fmt: skip
+                                  f"return {shape} with the whole deployment spec")
                 new = template["spec"]
             specs.append(_pod_spec(new, i, dep, label))
             config_maps.append(_config_map(value, label))
@@ -445,7 +446,7 @@ class KardinalHandler:
         if fn is None:
             return reply(doc, [], [result(f"plugin {self.plugin} defines no delete_flow; nothing to clean up",
                                           "warning", "define delete_flow(config_map, flow_uuid) if the plugin creates "
-                                          "anything outside the rendered manifests", "plugin-no-delete")])  # fmt: skip
+                                          "anything outside the rendered manifests", "plugin-no-delete")])
         flow = spec.get("flow") or {}
         known = {"config_map": spec.get("state"), "flow_uuid": flow.get("uuid") or f"{self.instance}-{flow.get('id')}"}
         value = self._call(fn, known, dict(spec.get("args") or {}), "delete_flow")
@@ -461,11 +462,12 @@ class KardinalHandler:
             return reply(doc, [])
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
             raise Failure(f"{name} returned {_json_type(value)}, expected a list of {{field, message}}",
-                          'return [] when valid, else [{"field": "args.name", "message": "..."}]')  # fmt: skip
+                          'return [] when valid, else [{"field": "args.name", "message": "..."}]')
         results = []
         for v in value:
             fld = str(v.get("field") or "args")
-            results.append(result(str(v.get("message", "invalid")), field=fld if fld.startswith("args") else f"args.{fld}"))
+            fld = fld if fld.startswith("args") else f"args.{fld}"
+            results.append(result(str(v.get("message", "invalid")), field=fld))
         return reply(doc, [], results)
 
     def _op_ValidateArgs(self, doc: dict, spec: dict) -> dict:
@@ -480,7 +482,7 @@ class KardinalHandler:
         present, value = self._optional("default_args", {"args": copy.deepcopy(args)})
         if present and not isinstance(value, dict):
             raise Failure(f"default_args returned {_json_type(value)}, expected the args as an object",
-                          "return the args with defaults filled in")  # fmt: skip
+                          "return the args with defaults filled in")
         return reply(doc, [], args=value if present else args)
 
     def _op_LifecycleHook(self, doc: dict, spec: dict) -> dict:
@@ -488,13 +490,13 @@ class KardinalHandler:
         out = []
         for item in doc.get("items") or []:
             present, value = self._optional("lifecycle_hook", {"obj": strip_internal(copy.deepcopy(item)),
-                                                                "flow_id": flow_id})  # fmt: skip
+                                                                "flow_id": flow_id})
             if not present:
                 return reply(doc, copy.deepcopy(doc.get("items") or []))
             if not isinstance(value, dict) or not value.get("kind"):
                 raise Failure(f"lifecycle_hook returned {_json_type(value)} for {item.get('kind')}/"
                               f"{(item.get('metadata') or {}).get('name')}, expected the (patched) object",
-                              "return the object it received, patched")  # fmt: skip
+                              "return the object it received, patched")
             value = copy.deepcopy(value)
             ann = value.setdefault("metadata", {}).setdefault("annotations", {})
             ann.update({k: v for k, v in annotations(item).items() if k in (ROLE, ID)})
@@ -552,7 +554,7 @@ def main(argv: list[str] | None = None) -> None:
             data = dumps(failure.reply(request))
         except Exception as exc:  # a bad request or a bug here: report it, never hang
             data = dumps(error_reply(request, f"plugin adapter failed: {type(exc).__name__}: {exc}",
-                                     code="plugin-malformed"))  # fmt: skip
+                                     code="plugin-malformed"))
         write(data)
     os._exit(0)
 

@@ -45,7 +45,7 @@ def _wants_operation(handler: Callable) -> bool:
     except (TypeError, ValueError):
         return False
     required = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                and p.default is p.empty]  # fmt: skip
+                and p.default is p.empty]
     return len(required) >= 2
 
 

@@ -36,7 +36,7 @@ def go_duration(text: str) -> float:
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         raise DevlaneError(Problem(f"ARGOCD_EXEC_TIMEOUT={text!r} is not a duration",
-                                   hint="use a Go duration such as 90s or 2m"))  # fmt: skip
+                                   hint="use a Go duration such as 90s or 2m"))
     return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
@@ -66,7 +66,7 @@ def parameters(env: Mapping[str, str]) -> dict[str, object]:
         out["flow-id"] = flow
     prefix = _flat("services") + "_"
     indexed = sorted((int(k[len(prefix):]), v) for k, v in env.items() if k.startswith(prefix)
-                     and k[len(prefix):].isdigit())  # fmt: skip
+                     and k[len(prefix):].isdigit())
     if indexed:
         out["services"] = [v for _, v in indexed]
     return out
@@ -125,18 +125,18 @@ def unserved(objects: list[dict], served: set[str]) -> list[str]:
 
 
 def generate(app_dir: Path, env: Mapping[str, str] | None = None,
-             log: Callable[[str], None] = lambda line: None) -> tuple[str, list[Problem]]:  # fmt: skip
+             log: Callable[[str], None] = lambda line: None) -> tuple[str, list[Problem]]:
     """The manifests for the Application (stdout) and the warnings (stderr). Progress goes to `log`."""
     env = os.environ if env is None else env
     req = request(env)
     if not req.images:
         raise DevlaneError(Problem("the flow changes no service: the parameter services is empty",
                                    hint="in the Application: spec.source.plugin.parameters: "
-                                        "[{name: services, array: [NAME=IMAGE]}]"))  # fmt: skip
+                                        "[{name: services, array: [NAME=IMAGE]}]"))
     app = env.get("ARGOCD_APP_NAME") or "(no ARGOCD_APP_NAME)"
     revision = req.revision or "(no ARGOCD_APP_REVISION)"
     log(f"cmp: application {app}, revision {revision}, path {env.get('ARGOCD_APP_SOURCE_PATH') or '.'}: "
-        f"flow {req.flow_id}, targets {', '.join(sorted(req.images))}, budget {req.timeout:g}s")  # fmt: skip
+        f"flow {req.flow_id}, targets {', '.join(sorted(req.images))}, budget {req.timeout:g}s")
     flow = api.resolve(FlowRequest(flow_id=req.flow_id, images=req.images))
     result = api.render(api.Options(repo=app_dir, timeout=req.timeout), flow)
     stream = result.stream()
@@ -147,13 +147,13 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
     if not objects:
         raise DevlaneError(Problem(f"flow {req.flow_id} rendered no objects; refusing an empty result, which "
                                    "Argo CD would prune the whole application for",
-                                   hint="check the flow's services (parameter services: NAME=IMAGE)"))  # fmt: skip
+                                   hint="check the flow's services (parameter services: NAME=IMAGE)"))
     served = served_api_versions(env)
     missing = unserved(objects, served) if served is not None else []
     if missing:
         raise DevlaneError(Problem(f"the destination cluster does not serve {', '.join(missing)} (KUBE_API_VERSIONS)",
                                    hint="install those APIs in the cluster (CRDs such as Gateway API or Istio), or "
-                                        "change `routing` in .devlane.yaml"))  # fmt: skip
+                                        "change `routing` in .devlane.yaml"))
     log(f"cmp: flow {req.flow_id} at revision {revision}: {len(objects)} objects")
     return stream, result.messages
 
@@ -172,4 +172,4 @@ def announcements(app_dir: Path) -> list[dict]:
          "array": services},
         {"name": "repo-plugins", "title": "Plugins this repository uses (information)", "collectionType": "array",
          "array": plugins},
-    ]  # fmt: skip
+    ]

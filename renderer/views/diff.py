@@ -41,7 +41,7 @@ class ObjectChange:
 
     def as_dict(self) -> dict:
         return {"apiVersion": self.key[0], "kind": self.key[1], "namespace": self.key[2], "name": self.key[3],
-                "status": self.status, "file": self.file, "service": self.service, "diff": self.diff}  # fmt: skip
+                "status": self.status, "file": self.file, "service": self.service, "diff": self.diff}
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class Report:
             "changed": bool(self.changes), "services": self.services, "plugins": self.plugins,
             "images": self.images, "notes": self.notes, "problems": [p.as_dict() for p in self.problems],
             "objects": [c.as_dict() for c in self.changes],
-        }  # fmt: skip
+        }
 
 
 def _digest(value) -> str:
@@ -102,7 +102,7 @@ def _images(obj: dict | None) -> dict[str, str]:
         return {}
     pod = pod_spec(obj)
     return {c.get("name", ""): c.get("image", "") for part in ("initContainers", "containers")
-            for c in pod.get(part) or [] if isinstance(c, dict)}  # fmt: skip
+            for c in pod.get(part) or [] if isinstance(c, dict)}
 
 
 def _service_of(name: str, flow_id: str, services: list[str]) -> str:
@@ -117,7 +117,7 @@ def _counts(changes: list[ObjectChange]) -> dict[str, int]:
 
 
 def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult | None, head: api.RenderResult,
-            base_error: str = "", problems: list[Problem] | None = None) -> Report:  # fmt: skip
+            base_error: str = "", problems: list[Problem] | None = None) -> Report:
     """The report between two renders (`base` may be None when the flow could not render there)."""
     before, after = _objects(base), _objects(head)
     decisions = head.plan.decisions
@@ -143,7 +143,7 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
         for container in sorted(set(was) | set(now)):
             if was.get(container, "") != now.get(container, ""):
                 images.append({"object": f"{key[1]}/{key[3]}", "service": service, "container": container,
-                               "base": was.get(container, ""), "head": now.get(container, "")})  # fmt: skip
+                               "base": was.get(container, ""), "head": now.get(container, "")})
     instances = head.plan.instances
     rows = []
     for name in services:
@@ -185,7 +185,7 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
             "when": "provision (CI), replayed by render; delete_flow on close" if external
                     else "render; delete_flow on close",
             "dependents": list(r.dependents),
-        })  # fmt: skip
+        })
     notes = []
     if base is None:
         why = f" ({base_error})" if base_error else ""
@@ -193,7 +193,7 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
     entries = sorted(h for f in head.flows for e in f.metadata.get("entries") or [] for h in e.get("hosts") or [])
     edges = sorted((name, dep) for name, node in head.model.services.items() for dep, _ in node.dependencies)
     return Report(flow_id, base_ref, head_ref, changes, rows, plugins, list(problems or []), notes, entries, images,
-                  {n: decisions[n].version for n in services}, edges)  # fmt: skip
+                  {n: decisions[n].version for n in services}, edges)
 
 
 def run(options: Options, flow: FlowInput, base_ref: str, head_ref: str) -> Report:

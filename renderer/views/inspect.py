@@ -127,7 +127,7 @@ def _uses(model: Model, config: RepoConfig) -> dict[str, list[Use]]:
             role = "plugin" if i == 0 else f"fallback #{i}"
             by_name.setdefault(cand["name"], []).append(Use(
                 servicename, role, dict(cand["args"]), pdef.behavior, pdef.side_effects if i == 0 else None,
-                pdef.where.file, pdef.type))  # fmt: skip
+                pdef.where.file, pdef.type))
     for step in config.pipeline:
         by_name.setdefault(step.plugin, []).append(
             Use(step.name, f"pipeline {step.stage}", dict(step.args), step.behavior, None, ".devlane.yaml"))
@@ -155,7 +155,7 @@ def collect(options: api.Options) -> Inventory:
                 info.error = exc.problems[0]
             if info.source is not None and info.manifest is not None:
                 info.display_path = _display_path(info.source, s.root.resolve(), s.host.resolver.scratch.resolve(),
-                                                  options.ref)  # fmt: skip
+                                                  options.ref)
                 info.digest = plugin_digest(info.source.path)
                 info.timeout, info.timeout_from = Budget(config=s.config.plugin_timeout).limit(info.manifest)
             out.append(info)
@@ -184,10 +184,10 @@ def sandbox_facts(info: PluginInfo) -> dict[str, Any]:
         return {"applies": False, "note": "the plugin is not available"}
     if m.runtime == "kardinal-python" and src.origin == "builtin":
         return {"applies": False, "note": "built-in plugin: runs in-process as part of devlane (first-party code), "
-                "so no process sandbox applies", "timeout": timeout}  # fmt: skip
+                "so no process sandbox applies", "timeout": timeout}
     if m.runtime == "grpc" and m.address and not m.command:
         return {"applies": False, "note": f"devlane dials a server it did not start ({m.address}); that server "
-                "runs with whatever confinement its owner gave it", "timeout": timeout}  # fmt: skip
+                "runs with whatever confinement its owner gave it", "timeout": timeout}
     cwd = ("a fresh temporary directory per call (HOME and TMPDIR point at it)" if m.runtime != "grpc"
            else "the plugin directory; one server process per render, HOME points at the plugin directory")
     return {
@@ -230,14 +230,14 @@ def find(inventory: Inventory, name: str) -> PluginInfo:
         wanted = next((i.name for i in infos if i.name.removeprefix("./").rstrip("/") == norm), None)
     if wanted is None:
         wanted = next((i.name for i in infos if i.manifest and (i.manifest.raw.get("metadata") or {}).get("name")
-                       == name), None)  # fmt: skip
+                       == name), None)
     if wanted is None or wanted not in by_name:
         known = sorted(by_name)
         instances = sorted({u.instance for i in infos for u in i.uses})
         hint = (f"plugins: {', '.join(known)}; instances: {', '.join(instances)}" if known
                 else "this repository defines no plugins (kardinal.dev.service/plugin-definition)")
         raise DevlaneError(Problem(f"no plugin or plugin instance named {name!r} in this repository", hint=hint,
-                                   code="plugin-unknown"))  # fmt: skip
+                                   code="plugin-unknown"))
     return by_name[wanted]
 
 
@@ -247,7 +247,7 @@ def describe_dict(info: PluginInfo) -> dict[str, Any]:
     schema = m.args_schema if m else None
     uses = [{"instance": u.instance, "role": u.role, "behavior": u.behavior, "type": u.type,
              "sideEffects": u.side_effects, "file": u.file, "args": mask_args(u.args, schema)}
-            for u in sorted(info.uses, key=lambda u: (u.instance, u.role))]  # fmt: skip
+            for u in sorted(info.uses, key=lambda u: (u.instance, u.role))]
     out.update({
         "description": (m.description or None) if m else None,
         "runtimeCommand": list(m.command) if m and m.command else None,
@@ -262,7 +262,7 @@ def describe_dict(info: PluginInfo) -> dict[str, Any]:
     return out
 
 
-def _network_text(net: dict[str, Any]) -> str:
+def network_text(net: dict[str, Any]) -> str:
     if net["enforced"] is None:
         return net["reason"]
     method = f" ({net['method']})" if net.get("method") else ""
@@ -286,7 +286,7 @@ def describe_text(d: dict[str, Any]) -> str:
         row("hint", d["hint"])
     row("digest", d["digest"])
     row("manifest", "synthesized (no plugin.yaml; capabilities from main.py)" if d["manifest"] == "synthesized"
-        else d["manifest"])  # fmt: skip
+        else d["manifest"])
     runtime = d["runtime"]
     if runtime and d["runtimeCommand"]:
         runtime += f" (command: {' '.join(d['runtimeCommand'])})"
@@ -324,7 +324,7 @@ def describe_text(d: dict[str, Any]) -> str:
         if sb.get("timeout"):
             lines.append(f"    {'timeout:':<19} {sb['timeout']}")
     else:
-        lines.append(f"    {'network isolation:':<19} {_network_text(sb['network'])}")
+        lines.append(f"    {'network isolation:':<19} {network_text(sb['network'])}")
         lines.append(f"    {'environment:':<19} scrubbed; only {', '.join(sb['env'])} pass")
         lines.append(f"    {'working directory:':<19} {sb['cwd']}")
         lines.append(f"    {'output cap:':<19} {sb['outputCap']}")
@@ -352,10 +352,10 @@ def list_text(summaries: list[dict[str, Any]]) -> str:
     for s in summaries:
         se = s["sideEffects"]
         se_text = "-" if se is None else (f"{se} (set by plugin definition)" if s["sideEffectsSetBy"]
-                                          == "plugin definition" else se)  # fmt: skip
+                                          == "plugin definition" else se)
         rows.append((s["name"], ", ".join(s["usedBy"]), _source_cell(s), s["runtime"] or "-", s["version"] or "-",
                      se_text, f"{s['timeoutSeconds']:g}s" if s["timeoutSeconds"] else "-",
-                     "ok" if s["available"] else "unavailable", ",".join(s["capabilities"]) or "-"))  # fmt: skip
+                     "ok" if s["available"] else "unavailable", ",".join(s["capabilities"]) or "-"))
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in [head, *rows]]
     for s in summaries:

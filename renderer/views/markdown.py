@@ -75,7 +75,7 @@ def mermaid(
         lines.append(f'  more["… {hidden} more service(s), see the table"]')
     lines += ["  classDef dev fill:#d1f7c4,stroke:#2d7a14", "  classDef baseline fill:#eeeeee,stroke:#999999",
               "  classDef shared fill:#dbe9ff,stroke:#2a5db0", "  classDef plugin fill:#fff4d6,stroke:#b58900",
-              "```"]  # fmt: skip
+              "```"]
     return "\n".join(lines)
 
 
@@ -109,7 +109,7 @@ def _tables(report: Report, limit: int | None = None) -> list[str]:
     if report.images:
         out += ["", "### Images", "", "| object | container | base | head |", "|---|---|---|---|"]
         out += _cut([f"| {_cell(i['object'])} | {_cell(i['container'])} | {_cell(i['base'] or '—')} | "
-                     f"{_cell(i['head'] or '—')} |" for i in report.images], limit, "images")  # fmt: skip
+                     f"{_cell(i['head'] or '—')} |" for i in report.images], limit, "images")
     if report.plugins:
         out += [
             "",
@@ -141,14 +141,14 @@ def _diffs(report: Report) -> list[str]:
 
 
 def render_markdown(report: Report, entries: list[str], edges: list[tuple[str, str]],
-                    artifact: str | None = None, cap: int = MAX_COMMENT) -> str:  # fmt: skip
+                    artifact: str | None = None, cap: int = MAX_COMMENT) -> str:
     """The whole comment, or the tables + picture + a pointer to the artifact when over the cap."""
 
     def picture(nodes: int = MAX_MERMAID_NODES) -> list[str]:
         return ["", "### Flow", "", mermaid(report, entries, edges, nodes)]
 
     footer = ["", "_Rendered offline by devlane from both refs (no cluster); "
-                  "the full manifests and JSON report are in the workflow artifact._"]  # fmt: skip
+                  "the full manifests and JSON report are in the workflow artifact._"]
     full = "\n".join([*_tables(report), *picture(), *_diffs(report), *footer]) + "\n"
     if len(full) <= cap:
         return full

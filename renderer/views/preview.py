@@ -57,7 +57,7 @@ def _entries(model: Model, flow: RenderedFlow) -> list[dict]:
 def _actions(result: InstanceResult, capabilities: tuple) -> list[str]:
     """What a plugin instance does for this flow, in words."""
     done = {"ok": "ran create_flow", "replayed": "replayed the provision record of create_flow",
-            "provisioned": "ran create_flow (provisioned)", "bypassed": "bypassed"}  # fmt: skip
+            "provisioned": "ran create_flow (provisioned)", "bypassed": "bypassed"}
     acts = [f"{done.get(result.status, result.status)} as {result.flow_uuid} for {', '.join(result.dependents)}"]
     if result.resources:
         kinds = ", ".join(f"{o.get('kind')}/{(o.get('metadata') or {}).get('name')}" for o in result.resources)
@@ -72,13 +72,13 @@ def _actions(result: InstanceResult, capabilities: tuple) -> list[str]:
 def build_view(result: RenderResult) -> View:
     model, plan, main = result.model, result.plan, result.main
     services = [{"name": d.name, "version": d.version, "kind": d.kind, "reasons": list(d.reasons)}
-                for _, d in sorted(plan.decisions.items())]  # fmt: skip
+                for _, d in sorted(plan.decisions.items())]
     services += [{"name": n, "version": "baseline", "kind": "service", "reasons": ["not in the flow"]}
-                 for n in sorted(set(model.services) - {s["name"] for s in services})]  # fmt: skip
+                 for n in sorted(set(model.services) - {s["name"] for s in services})]
     names = {s["name"] for s in services}
     edges = sorted({(a, b, t) for a, node in model.services.items() for b, t in node.dependencies if b in names}
                    | {(a, b, "external") for a in model.services for b in model.edges(a)
-                      if b in names and b not in model.services})  # fmt: skip
+                      if b in names and b not in model.services})
     results = {r.servicename: r for r in result.plugins.results if r.flow_id == plan.flow_id}
     plugins = []
     for inst in plan.instances:
@@ -90,7 +90,7 @@ def build_view(result: RenderResult) -> View:
             "reason": choice.reason if choice else "", "status": r.status if r else "not run",
             "dependents": list(inst.dependents),
             "actions": _actions(r, choice.manifest.capabilities if choice else ()) if r else [],
-        })  # fmt: skip
+        })
     files = {f"flows/{f.flow_id}/{n}": t for f in result.flows for n, t in sorted(f.files.items())}
     return View(plan.flow_id, plan.routing, services, edges, plugins, _entries(model, main), files)
 
@@ -201,13 +201,13 @@ def svg(view: View) -> str:
         for d in p["dependents"]:
             plugins_of.setdefault(d, []).append(p["instance"])
     pos = {n: (PAD + i * (NODE_W + GAP_X), PAD + j * (NODE_H + GAP_Y))
-           for i, layer in enumerate(layers) for j, n in enumerate(layer)}  # fmt: skip
+           for i, layer in enumerate(layers) for j, n in enumerate(layer)}
     width = PAD * 2 + len(layers) * (NODE_W + GAP_X) - GAP_X
     height = PAD * 2 + max([len(layer) for layer in layers] + [1]) * (NODE_H + GAP_Y) - GAP_Y
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" id="flow" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="flow {e(view.flow_id)}">',
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" '
-           'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>']  # fmt: skip
+           'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>']
     kinds = {(a, b): t for a, b, t in view.edges}
     for a, targets in sorted(_children(view).items()):
         for b in targets:
@@ -272,22 +272,22 @@ LEGEND = ('<p class="legend"><span style="background:#d1f7c4;border-color:#2d7a1
           '<span style="background:#eee;border-color:#999;border-style:dashed">baseline</span>'
           '<span style="background:#dbe9ff;border-color:#2a5db0">shared</span>'
           '<span style="background:#fff3c4;border-color:#b08a00">entry</span>'
-          '<span style="background:#6b3fa0;border-color:#6b3fa0;color:#fff">plugin</span></p>')  # fmt: skip
+          '<span style="background:#6b3fa0;border-color:#6b3fa0;color:#fff">plugin</span></p>')
 
 
 def render_html(view: View) -> str:
     """One self-contained page: the picture, the plan table, the plugins and the rendered objects."""
     e = html.escape
     rows = "".join(f"<tr><td>{e(s['name'])}</td><td>{e(s['version'])}{' (external)' * (s['kind'] == 'external')}"
-                   f"</td><td>{e('; '.join(s['reasons']))}</td></tr>" for s in view.services)  # fmt: skip
+                   f"</td><td>{e('; '.join(s['reasons']))}</td></tr>" for s in view.services)
     plugins = "".join(f"<tr><td>{e(p['instance'])}</td><td>{e(p['plugin'])}</td><td>{e(p['runtime'])}</td>"
                       f"<td>{e(', '.join(p['dependents']))}</td><td>{e(p['reason'])}</td>"
-                      f"<td>{'<br>'.join(e(a) for a in p['actions'])}</td></tr>" for p in view.plugins)  # fmt: skip
+                      f"<td>{'<br>'.join(e(a) for a in p['actions'])}</td></tr>" for p in view.plugins)
     entries = "".join(f"<li>{e(x['kind'])}/{e(x['name'])} → {e(', '.join(x['backends']))}: "
                       + ", ".join(f'<a href="{e(u)}">{e(u)}</a>' for u in x["urls"]) + "</li>"
-                      for x in view.entries)  # fmt: skip
+                      for x in view.entries)
     objects = "".join(f"<details><summary>{e(name)}</summary><pre>{e(text)}</pre></details>"
-                      for name, text in view.files.items())  # fmt: skip
+                      for name, text in view.files.items())
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>devlane flow {e(view.flow_id)}</title><style>{CSS}</style></head><body>\n"
             f"<h1>devlane flow <code>{e(view.flow_id)}</code></h1><p>routing {e(view.routing)}</p>\n"
@@ -295,4 +295,4 @@ def render_html(view: View) -> str:
             f"<h2>Plan</h2><table><tr><th>service</th><th>version</th><th>why</th></tr>{rows}</table>\n"
             f"<h2>Plugins</h2><table><tr><th>instance</th><th>plugin</th><th>runtime</th><th>for</th>"
             f"<th>choice</th><th>actions</th></tr>{plugins}</table>\n"
-            f"<h2>Rendered objects</h2>{objects}\n</body></html>\n")  # fmt: skip
+            f"<h2>Rendered objects</h2>{objects}\n</body></html>\n")

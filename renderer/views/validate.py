@@ -81,11 +81,11 @@ def validate_objects(files: dict[str, dict], kube_version: str, crds: dict[tuple
             for err in sorted(errors, key=lambda e: list(map(str, e.path))):
                 report.problems.append(Problem(f"{_path(err.absolute_path)}: {err.message}", where,
                                                "fix the object (or the plugin that made it); checked against its CRD",
-                                               code="invalid-object"))  # fmt: skip
+                                               code="invalid-object"))
         except kubernetes_validate.ValidationError as err:
             report.problems.append(Problem(f"{_path(err.absolute_path)}: {err.message}", where,
                                            f"fix the object (or the plugin that made it); checked against Kubernetes "
-                                           f"{kube_version} (strict)", code="invalid-object"))  # fmt: skip
+                                           f"{kube_version} (strict)", code="invalid-object"))
         except VersionNotSupportedError:
             raise UsageError(Problem(f"--kube-version {kube_version} is not known to kubernetes-validate",
                                      hint="use a version such as 1.31")) from None
@@ -96,5 +96,5 @@ def validate_objects(files: dict[str, dict], kube_version: str, crds: dict[tuple
 def validate(result: RenderResult, kube_version: str, crd_dirs: list[Path]) -> Report:
     """Every object of a render, against Kubernetes `kube_version` and the CRDs of the repository and `crd_dirs`."""
     files = {f"flows/{f.flow_id}/{name}": yaml.load(text, Loader=yaml.CSafeLoader)
-             for f in result.flows for name, text in f.files.items()}  # fmt: skip
+             for f in result.flows for name, text in f.files.items()}
     return validate_objects(files, kube_version, crd_schemas(result.loaded.documents, crd_dirs))

@@ -433,7 +433,7 @@ class Row:
 
 def measure(n: int, repeat: int, work: Path, kubectl: str | None, profile: bool) -> Row:
     from renderer import api
-    from renderer.flow import build_flow
+    from renderer.render.flow import build_flow
 
     repo = work / f"n{n}" / "repo"
     generate(repo, n)

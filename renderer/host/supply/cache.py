@@ -151,7 +151,7 @@ class Mirror:
             if found is None:
                 raise fail(f"{self.url} has no default branch (is the repository empty?)", Where(plugin=self.name),
                            f"push a commit there, or set plugins.sources.{self.name!r}.ref in .devlane.yaml",
-                           code="plugin-git-ref")  # fmt: skip
+                           code="plugin-git-ref")
             return found
         assert ref is not None
         candidates = [f"refs/heads/{ref}", f"refs/tags/{ref}"]
@@ -242,7 +242,7 @@ def _write_tree(tree: Any, dest: Path) -> None:
         if any(p in ("", ".", "..", ".git") or "\\" in p for p in parts):
             raise fail(f"refusing to export unsafe path {item.path!r} from a plugin repository",
                        hint="the plugin repository contains a path that would escape its directory",
-                       code="plugin-git-tree")  # fmt: skip
+                       code="plugin-git-tree")
         target = dest.joinpath(*parts)
         if item.type == "tree":
             target.mkdir(parents=True, exist_ok=True)

@@ -67,5 +67,5 @@ def config_git_spec(name: str, entry: dict) -> GitSpec:
     if not isinstance(url, str) or not url.strip():
         raise fail(f"plugins.sources.{name}.git in .devlane.yaml is empty", Where(plugin=name, file=".devlane.yaml"),
                    "set it to the plugin repository's URL (https://..., ssh://..., git@host:path or a local path)",
-                   code="plugin-source")  # fmt: skip
+                   code="plugin-source")
     return GitSpec(name, url.strip(), str(entry.get("ref") or DEFAULT_REF), "", "config")

@@ -59,7 +59,7 @@ class LockEntry:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "url": self.url, "ref": self.ref, "commit": self.commit,
-                "requirementsHash": self.requirements_hash}  # fmt: skip
+                "requirementsHash": self.requirements_hash}
 
 
 @dataclass
@@ -69,14 +69,14 @@ class Lock:
 
     def dump(self) -> str:
         doc = {"apiVersion": API_VERSION, "kind": KIND,
-               "plugins": [self.entries[n].as_dict() for n in sorted(self.entries)]}  # fmt: skip
+               "plugins": [self.entries[n].as_dict() for n in sorted(self.entries)]}
         return _HEADER + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=4096)
 
 
 def _lock_error(message: str, file: str) -> DevlaneError:
     return fail(message, Where(file=file),
                 "regenerate it with `devlane plugins lock` (devlane.lock is written by devlane; do not edit it)",
-                code="lock")  # fmt: skip
+                code="lock")
 
 
 def parse_lock(data: bytes | None, file: str = LOCK_FILE) -> Lock:
@@ -176,7 +176,7 @@ def lock_plugins(
         known = ", ".join(sorted(specs)) or "none"
         hint = "name a plugin listed in devlane.lock, as written in its plugin definition"
         problems = [Problem(f"--update {n}: not a git plugin source of this repository (git sources: {known})",
-                            Where(plugin=n), hint, code="lock-update") for n in unknown]  # fmt: skip
+                            Where(plugin=n), hint, code="lock-update") for n in unknown]
         raise UsageError(problems)
     report = LockReport(Lock(present=True))
     problems: list[Problem] = []
@@ -262,9 +262,9 @@ def stale_pins(specs: dict[str, GitSpec], lock: Lock) -> list[Problem]:
         if entry is None:
             out.append(Problem(f"plugin {name!r} ({spec.url} @ {spec.ref}) is not pinned in {LOCK_FILE}",
                                Where(plugin=name, file=LOCK_FILE), "run `devlane plugins lock`, then fetch again",
-                               code="plugin-not-pinned"))  # fmt: skip
+                               code="plugin-not-pinned"))
         elif (entry.url, entry.ref) != (spec.url, spec.ref):
             out.append(Problem(f"{LOCK_FILE} pins plugin {name!r} to {entry.url} @ {entry.ref}, but "
                                f"{spec.given_by} now says {spec.url} @ {spec.ref}", Where(plugin=name, file=LOCK_FILE),
-                               "run `devlane plugins lock`, then fetch again", code="plugin-lock-stale"))  # fmt: skip
+                               "run `devlane plugins lock`, then fetch again", code="plugin-lock-stale"))
     return out

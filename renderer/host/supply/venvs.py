@@ -134,7 +134,7 @@ class PrepareReport:
 
     def summary(self, plugins: int, seconds: float) -> str:
         return (f"prepared {plugins} plugin(s) in {seconds:.1f}s: {len(self.built)} virtualenv(s) built, "
-                f"{len(self.ready)} already prepared, {len(self.without)} without requirements")  # fmt: skip
+                f"{len(self.ready)} already prepared, {len(self.without)} without requirements")
 
 
 def target_for(name: str, plugin_dir: Path) -> Target:
@@ -158,7 +158,7 @@ def _run(cmd: list[str], cwd: Path, log: TextIO, progress: Progress, tail: deque
     log.write(f"$ {' '.join(cmd)}  (in {cwd})\n")
     log.flush()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, errors="replace")  # fmt: skip
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
     assert proc.stdout is not None
     for line in proc.stdout:
         log.write(line)
@@ -207,7 +207,8 @@ def build_venv(target: Target, pip_args: list[str], progress: Progress) -> tuple
     return venv, True
 
 
-def prepare(targets: list[Target], pip_args: list[str] | None = None, progress: Progress | None = None) -> PrepareReport:
+def prepare(targets: list[Target], pip_args: list[str] | None = None,
+            progress: Progress | None = None) -> PrepareReport:
     """Build one virtualenv per distinct requirements hash among `targets`, reporting each step to `progress`."""
     progress = progress or Quiet()
     report = PrepareReport()

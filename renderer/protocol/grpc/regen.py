@@ -27,7 +27,7 @@ def generate(out_dir: Path) -> list[Path]:
         # protoc's include path must contain grpc_tools' bundled well-known types as well
         include = Path(protoc.__file__).resolve().parent / "_proto"
         args = ["grpc_tools.protoc", f"-I{HERE}", f"-I{include}", f"--python_out={raw}", f"--pyi_out={raw}",
-                f"--grpc_python_out={raw}", str(HERE / PROTO)]  # fmt: skip
+                f"--grpc_python_out={raw}", str(HERE / PROTO)]
         if protoc.main(args) != 0:
             raise SystemExit(f"protoc failed for {PROTO}")
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,70 @@
+"""examples/flux: every file a user applies is a Flux object of a known version, the Kustomizations never set a
+target namespace and use the declared source, and the ResourceSet stamps the same flow Kustomization per pull
+request. That the flow Kustomization builds what `devlane render` writes is in tests/e2e/test_flux_example.py."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from support import ROOT
+
+FLUX = ROOT / "examples" / "flux"
+KINDS = {
+    "GitRepository": "source.toolkit.fluxcd.io/v1",
+    "Kustomization": "kustomize.toolkit.fluxcd.io/v1",
+    "ResourceSetInputProvider": "fluxcd.controlplane.io/v1",
+    "ResourceSet": "fluxcd.controlplane.io/v1",
+}
+
+
+def _docs(name: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all((FLUX / name).read_text()) if d]
+
+
+def _all_objects() -> list[dict]:
+    return [d for f in sorted(FLUX.glob("*.yaml")) for d in _docs(f.name)]
+
+
+def test_every_file_is_a_flux_object_of_a_known_version():
+    objects = _all_objects()
+    assert {o["kind"] for o in objects} == set(KINDS)
+    for obj in objects:
+        assert obj["apiVersion"] == KINDS[obj["kind"]], obj["metadata"]["name"]
+        assert obj["metadata"]["namespace"] == "flux-system"
+
+
+def test_kustomizations_never_set_target_namespace_and_use_the_declared_source():
+    objects = _all_objects()
+    sources = {o["metadata"]["name"] for o in objects if o["kind"] == "GitRepository"}
+    kustomizations = [o for o in objects if o["kind"] == "Kustomization"]
+    assert len(kustomizations) == 2
+    for k in kustomizations:
+        assert "targetNamespace" not in k["spec"]
+        assert k["spec"]["prune"] is True
+        assert k["spec"]["sourceRef"] == {"kind": "GitRepository", "name": "bookshop"}
+        assert k["spec"]["sourceRef"]["name"] in sources
+
+
+def test_resourceset_stamps_the_same_flow_kustomization_per_pull_request():
+    provider, rset = _docs("resourceset-pull-requests.yaml")
+    assert provider["spec"]["type"] == "GitHubPullRequest"
+    assert rset["spec"]["inputsFrom"] == [{"kind": "ResourceSetInputProvider", "name": provider["metadata"]["name"]}]
+    text = yaml.safe_dump(rset["spec"]["resources"])
+    stamped = yaml.safe_load(text.replace("<< inputs.id >>", "7").replace("<< inputs.sha >>", "ab" * 20))
+    repo, ks = stamped
+    assert repo["kind"] == "GitRepository" and repo["spec"]["ref"] == {"commit": "ab" * 20}
+    (static,) = _docs("kustomization-pr-7.yaml")
+    assert ks["spec"]["path"] == static["spec"]["path"]
+    assert ks["spec"]["sourceRef"] == {"kind": "GitRepository", "name": repo["metadata"]["name"]}
+    assert "targetNamespace" not in ks["spec"]
+
+
+def test_readme_references_exist():
+    text = (FLUX / "README.md").read_text()
+    links = re.findall(r"\]\(([^)#]+)\)", text)
+    assert links
+    for link in links:
+        assert (FLUX / link).is_file(), link
+    for path in re.findall(r"examples/flux/[\w.-]+", text):
+        assert (ROOT / path).is_file(), path

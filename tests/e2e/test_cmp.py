@@ -1,0 +1,92 @@
+"""The Argo CD CMP front door on the real bookshop example (repo-local Kardinal plugins), driven the way
+argocd-cmp-server drives it: the repository as a tarball unpacked into a temp dir with file modes reset,
+`devlane cmp generate` run as a process in the Application's path with only the environment Argo CD sets, and
+stdout parsed as the manifests: it carries the objects and nothing else. The request parsing and errors are in
+tests/cli/test_cmp.py and tests/unit/views/test_cmp.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+import yaml
+from support import EXAMPLE, ROOT
+
+SERVICE = "orders=ghcr.io/acme/bookshop-orders:pr-7"
+RENDER = ["render", str(EXAMPLE), "--flow", "pr-7", "--service", SERVICE, "--stdout"]
+
+
+def _unpack_like_argocd(src, dest) -> None:
+    """Tar the repo and unpack it with file modes reset, as the cmp-server does (preserveFileMode: false)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(src, arcname=".", filter=lambda ti: None if "rendered" in ti.name.split("/") else ti)
+    buf.seek(0)
+    with tarfile.open(fileobj=buf, mode="r:gz") as tar:
+        for member in tar.getmembers():
+            member.mode = 0o755 if member.isdir() else 0o644
+        tar.extractall(dest, filter="data")
+
+
+def _generate(app_dir, env: dict):
+    """`python -m renderer.cli cmp generate` in `app_dir` with nothing but Argo CD's environment and `env`."""
+    full = {"PATH": os.environ["PATH"], "HOME": str(app_dir), "PYTHONPATH": str(ROOT),
+            "ARGOCD_APP_NAME": "bookshop-pr-7", "ARGOCD_APP_NAMESPACE": "shop", "ARGOCD_APP_PROJECT_NAME": "default",
+            "ARGOCD_APP_REVISION": "a" * 40, "ARGOCD_APP_SOURCE_PATH": "examples/bookshop",
+            "ARGOCD_APP_SOURCE_REPO_URL": "https://github.com/acme/bookshop.git", **env}  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "renderer.cli", "cmp", "generate"], cwd=app_dir, env=full,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def _objects(stream: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all(stream) if d]
+
+
+@pytest.fixture
+def app_dir(tmp_path):
+    _unpack_like_argocd(EXAMPLE, tmp_path / "app")
+    return tmp_path / "app"
+
+
+def test_generate_prints_exactly_what_render_stdout_prints(app_dir, harness):
+    params = json.dumps([{"name": "services", "array": [SERVICE]}])
+    out = _generate(app_dir, {"ARGOCD_ENV_FLOW_ID": "pr-7", "ARGOCD_APP_PARAMETERS": params,
+                              "ARGOCD_EXEC_TIMEOUT": "90s"})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    expected = harness.cli(*RENDER)
+    assert expected.returncode == 0, expected.stderr
+    assert out.stdout == expected.stdout
+    objects = _objects(out.stdout)
+    assert len(objects) == 9 and all(o["apiVersion"] and o["kind"] for o in objects)
+
+
+def test_generate_objects_match_render_and_the_revision_is_logged(app_dir, harness):
+    out = _generate(app_dir, {"ARGOCD_APP_PARAMETERS": json.dumps([
+        {"name": "flow-id", "string": "pr-7"}, {"name": "services", "array": [SERVICE]}])})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    expected = harness.cli(*RENDER)
+    assert expected.returncode == 0, expected.stderr
+    assert _objects(out.stdout) == _objects(expected.stdout)
+    assert f"revision {'a' * 40}" in out.stderr and "9 objects" in out.stderr
+    assert "devlane:" not in out.stdout  # logs never reach Argo CD's manifest parser
+
+
+def test_the_plugins_objects_pass_the_cluster_api_gate(app_dir, harness):
+    """The real plugins' objects too: a cluster serving the core APIs and Ingress takes the whole stream."""
+    out = harness.cli(
+        "cmp",
+        "generate",
+        cwd=app_dir,
+        env={
+            "ARGOCD_ENV_FLOW_ID": "pr-7",
+            "PARAM_SERVICES_0": SERVICE,
+            "KUBE_API_VERSIONS": "v1,apps/v1,networking.k8s.io/v1",
+        },
+    )
+    assert out.returncode == 0, out.stderr
+    assert len(_objects(out.stdout)) == 9

@@ -1,0 +1,41 @@
+"""Where the data tests use in place lives: the checkout, the fixtures, and `../shared/` (skipped when absent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = (ROOT / ".." / "shared").resolve()
+DEMO = SHARED / "seeds-data" / "kardinal-demo"
+CRDS = SHARED / "crds"
+FIXTURES = ROOT / "tests" / "fixtures"
+STANDINS = FIXTURES / "kardinal-standins"
+EXAMPLE = ROOT / "examples" / "bookshop"
+KUBE_VERSION = "1.31"
+
+# Kardinal's plugin repos, mapped onto our own stand-ins (same contract, no network).
+STANDIN_SOURCES = {
+    "github.com/kurtosis-tech/jsdelivr-api-plugin": "jsdelivr-api",
+    "github.com/leoporoli/jsdelivr-api-plugin": "jsdelivr-api",
+    "github.com/kurtosis-tech/postgres-seed-plugin": "postgres-seed",
+    "github.com/leoporoli/postgres-seed-plugin": "postgres-seed",
+    "github.com/kurtosis-tech/neondb-plugin": "neon-branch",
+    "github.com/kurtosis-tech/redis-sidecar-plugin": "redis-sidecar",
+}
+
+
+def standin_sources() -> dict[str, str]:
+    return {name: str(STANDINS / d) for name, d in STANDIN_SOURCES.items()}
+
+
+def standin_flags() -> list[str]:
+    return [f"--plugin-source={n}={p}" for n, p in standin_sources().items()]
+
+
+def demo_file(name: str) -> Path:
+    path = DEMO / name
+    if not path.exists():
+        pytest.skip(f"Kardinal demo data not available ({path})")
+    return path

@@ -1,0 +1,172 @@
+"""The model of a repository (`renderer.render.model.build_model`): Kardinal annotations, Service -> workload
+matching, target containers, stateful/external services, plugin definitions, and problems it records."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+import yaml
+
+from renderer.errors import Problem
+from renderer.render.load import Document
+from renderer.render.model import Model, build_model
+
+
+def docs(text: str, file: str = "app.yaml") -> list[Document]:
+    return [Document(d, file, i) for i, d in enumerate(yaml.safe_load_all(textwrap.dedent(text))) if d]
+
+
+def errors(model: Model) -> list[Problem]:
+    return [p for p in model.problems if p.severity == "error"]
+
+
+def warnings(model: Model) -> list[Problem]:
+    return [p for p in model.problems if p.severity == "warning"]
+
+
+def deployment(name: str, app: str, kind: str = "Deployment", containers: str = "[{name: main, image: x}]") -> str:
+    return f"""
+    apiVersion: apps/v1
+    kind: {kind}
+    metadata: {{name: {name}}}
+    spec:
+      selector: {{matchLabels: {{app: {app}}}}}
+      template:
+        metadata: {{labels: {{app: {app}}}}}
+        spec: {{containers: {containers}}}
+    ---"""
+
+
+def service(name: str, app: str | None, annotations: dict | None = None, port: str = "http", http: bool = True) -> str:
+    ann = json.dumps(annotations or {})
+    sel = f"selector: {{app: {app}}}" if app else ""
+    proto = "appProtocol: HTTP" if http else ""
+    return f"""
+    apiVersion: v1
+    kind: Service
+    metadata: {{name: {name}, annotations: {ann}}}
+    spec:
+      {sel}
+      ports: [{{name: {port}, port: 80, {proto}}}]
+    ---"""
+
+
+def test_port_name_must_exist_on_target():
+    model = build_model(docs(
+        deployment("a", "a") + service("a", "a", {"kardinal.dev.service/dependencies": "b:grpc"})
+        + deployment("b", "b") + service("b", "b")
+    ))  # fmt: skip
+    [problem] = errors(model)
+    assert "Service b has no port named 'grpc'" in problem.message
+    assert problem.hint == "port names of b: http"
+
+
+def test_selector_matches_pod_template_labels_not_workload_labels():
+    text = """
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web-v1, labels: {app: something-else}}
+    spec:
+      selector: {matchLabels: {app: web, version: v1}}
+      template:
+        metadata: {labels: {app: web, version: v1}}
+        spec: {containers: [{name: main, image: x}]}
+    ---""" + service("web", "web")
+    model = build_model(docs(text))
+    assert model.services["web"].workload.doc.name == "web-v1"
+
+
+def test_ambiguous_selector_is_an_error_unless_a_workload_is_named():
+    two = deployment("web-v1", "web") + deployment("web-v2", "web")
+    model = build_model(docs(two + service("web", "web")))
+    assert [p.code for p in errors(model)] == ["ambiguous-workload"]
+    assert "devlane.dev/workload" in errors(model)[0].hint
+    model = build_model(docs(two + service("web", "web", {"devlane.dev/workload": "web-v2"})))
+    assert not errors(model) and model.services["web"].workload.doc.name == "web-v2"
+
+
+def test_stateful_defaults_and_overrides():
+    model = build_model(docs(
+        deployment("db", "db", "StatefulSet") + service("db", "db", http=False)
+        + deployment("cache", "cache", "StatefulSet")
+        + service("cache", "cache", {"kardinal.dev.service/stateful": "false"})
+        + deployment("q", "q") + service("q", "q", {"kardinal.dev.service/stateful": "true"})
+        + deployment("x", "x") + service("x", "x", {"kardinal.dev.service/stateful": "yes"})
+    ))  # fmt: skip
+    assert [model.services[n].stateful for n in ("db", "cache", "q")] == [True, False, True]
+    assert [p.message for p in errors(model)] == [
+        'annotation kardinal.dev.service/stateful must be "true" or "false", got \'yes\''
+    ]
+
+
+def test_target_container_by_annotation_else_first():
+    two = "[{name: sidecar, image: s}, {name: app, image: a}]"
+    model = build_model(docs(
+        deployment("a", "a", containers=two) + service("a", "a", {"devlane.dev/container": "app"})
+        + deployment("b", "b", containers=two) + service("b", "b")
+        + deployment("c", "c", containers=two) + service("c", "c", {"devlane.dev/container": "nope"})
+    ))  # fmt: skip
+    assert model.services["a"].container == "app"
+    assert model.services["b"].container == "sidecar"
+    assert "devlane.dev/container: nope is not a container" in errors(model)[0].message
+
+
+@pytest.mark.parametrize("value", ["- {name: x}", "[1, 2", "just a string"])
+def test_bad_plugin_definitions_are_reported(value):
+    text = f"""
+    apiVersion: v1
+    kind: Service
+    metadata:
+      name: defs
+      annotations:
+        kardinal.dev.service/plugin-definition: {json.dumps(value)}
+    """
+    model = build_model(docs(text))
+    assert errors(model) and all(p.code == "bad-plugin-definition" for p in errors(model))
+
+
+def test_plugin_args_keep_their_literal_text_as_kardinal_does():
+    text = """
+    apiVersion: v1
+    kind: Service
+    metadata:
+      name: defs
+      annotations:
+        kardinal.dev.service/plugin-definition: |
+          - name: x
+            type: stateful
+            serviceName: seed
+            args: {count: 007, flag: yes, ratio: 1e3, empty: }
+    """
+    model = build_model(docs(text))
+    assert model.plugin_defs["seed"].args == {"count": "007", "flag": "yes", "ratio": "1e3", "empty": ""}
+
+
+def test_unknown_devlane_annotation_and_wrong_kind_are_reported():
+    text = deployment("a", "a").replace("metadata: {name: a}", "metadata: {name: a, annotations: "
+                                        "{kardinal.dev.service/dependencies: 'b:http'}}")  # fmt: skip
+    model = build_model(docs(text + service("a", "a", {"devlane.dev/contianer": "x"})))
+    assert [p.code for p in errors(model)] == ["unknown-key"]
+    assert "only read on Services" in warnings(model)[0].message
+
+
+def test_dependency_on_an_external_service_needs_its_plugin():
+    ext = service("stripe", None, {"kardinal.dev.service/external": "true"})
+    caller = service("pay", "pay", {"kardinal.dev.service/dependencies": "stripe:http"})
+    model = build_model(docs(deployment("pay", "pay") + caller + ext))
+    assert [p.code for p in errors(model)] == ["external-without-plugin"]
+    defined = """
+    apiVersion: v1
+    kind: Service
+    metadata:
+      name: stripe-def
+      annotations:
+        kardinal.dev.service/plugin-definition: "[{name: dummy, type: external, servicename: stripe}]"
+    ---"""
+    caller = service("pay", "pay", {"kardinal.dev.service/dependencies": "stripe:http",
+                                    "kardinal.dev.service/plugins": "stripe"})  # fmt: skip
+    model = build_model(docs(deployment("pay", "pay") + caller + ext + defined))
+    assert not errors(model)
+    assert model.externals["stripe"] == ["pay"]
