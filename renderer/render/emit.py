@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.k8s import CLUSTER_SCOPED
-from ..core.names import SHARED, flow_labels, suffixed
+from ..core.names import SHARED, flow_labels, flow_uuid, suffixed
 from ..core.version import VERSION
 from ..core.yamlio import dump
 from ..protocol.krm import STATE_KEY
@@ -104,7 +104,7 @@ def state_configmap(servicename: str, flow_id: str, config_map, namespace: str |
         "labels": {**flow_labels(flow_id), "devlane.dev/plugin-instance": servicename[:63].strip(".-")},
         "annotations": {
             "devlane.dev/plugin": source_name,
-            "devlane.dev/flow-uuid": f"{servicename}-{flow_id}",
+            "devlane.dev/flow-uuid": flow_uuid(servicename, flow_id),
             "devlane.dev/dependents": ",".join(dependents),
         },
     }
