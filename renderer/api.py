@@ -119,29 +119,36 @@ def _planned(s: Session, flow: FlowSpec) -> tuple[Loaded, Model, Plan]:
 
 
 def render_in(s: Session, flow: FlowInput) -> RenderResult:
-    """Render a flow with an open session (the front doors that already loaded the repository)."""
+    """Render a flow with an open session (the front doors that already loaded the repository):
+    load -> pre-render -> model -> plan -> choose -> dev copies -> plugins -> routing -> collect -> post-render
+    -> emit."""
     flow = flow_of(flow, s)
     loaded, model, the_plan = _planned(s, flow)
     choices = apply_plugins.choose_all(s.host, model, the_plan)
     dev = clone.make(model, the_plan, flow, s.config.replicas)
     invariants.before_plugins(model, dev, s.diagnostics)  # what a plugin returns is final
     s.finish()
-    extra = steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev)
-    plugins = apply_plugins.run(s.host, model, the_plan, dev, choices, extra)
+    plugins = apply_plugins.run(s.host, model, the_plan, dev, choices,
+                                steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev))
     s.report(plugins.messages)
     dev = clone.patch(dev, plugins.pod_specs)
     entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics)
-    objects = emit.collect(the_plan, dev, plugins, entries, model.default_namespace)
-    group, messages = steps.post_render(s.host, s.config.pipeline, objects.groups[flow.id], flow.id,
-                                        plugins.used(flow.id))
-    objects = objects.with_group(flow.id, group)
-    s.report(messages)
+    objects = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace), flow.id,
+                             plugins)
     invariants.check_names(model, objects.all(), s.diagnostics)
     s.finish()
     flows = emit.render(objects, flow.id, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins,
                                                                          choices))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
                         [p for p in s.diagnostics.problems if p.severity != "error"])
+
+
+def _post_rendered(s: Session, objects: emit.FlowObjects, flow_id: str, plugins: PluginResults) -> emit.FlowObjects:
+    """The flow's objects after the lifecycle hooks of the plugins it used and the `post-render` steps."""
+    group, messages = steps.post_render(s.host, s.config.pipeline, objects.groups[flow_id], flow_id,
+                                        plugins.used(flow_id))
+    s.report(messages)
+    return objects.with_group(flow_id, group)
 
 
 def _provenance(s: Session, loaded: Loaded, flow: FlowSpec, entries: Entries, dev: clone.DevSet,

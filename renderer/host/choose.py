@@ -14,7 +14,7 @@ from typing import Literal
 
 from ..core.source import Source
 from ..errors import DevlaneError, Where, fail
-from .manifest import Manifest
+from .manifest import Manifest, SideEffects
 from .resolve import PluginSource, Resolver
 from .state import Record, read_record
 
@@ -33,7 +33,7 @@ class PluginUse:
 
     instance: str
     candidates: tuple[Candidate, ...]
-    side_effects: str | None = None  # "External" on the definition overrides the plugin's own manifest
+    side_effects: SideEffects | None = None  # "External" on the definition overrides the plugin's own manifest
     where: Where = field(default_factory=Where)
 
 

@@ -14,13 +14,14 @@ import tempfile
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from ..core.source import Source
 from ..errors import DevlaneError, Problem, Where, fail
 from .budget import Budget, default_jobs
 from .choose import Choice, PluginUse, RunMode, choose
 from .invoke import Invocation, Outcome, request_document
-from .manifest import args_problems
+from .manifest import SideEffects, args_problems
 from .resolve import Resolver, plugin_digest
 from .runtimes import Runtime, make_runtime
 from .sandbox import NETWORK_HINT, network_hint, scrub, secret_values
@@ -32,7 +33,7 @@ class Created:
     """A CreateFlow's outcome, how it came about, and the provision record to write (provision mode)."""
 
     outcome: Outcome
-    status: str  # ok | replayed | provisioned
+    status: Literal["ok", "replayed", "provisioned"]
     record: Record | None = None
 
 
@@ -139,7 +140,7 @@ class PluginHost:
                         Outcome(outcome.pod_specs, outcome.config_map, outcome.resources))
         return Created(outcome, "provisioned", record)
 
-    def delete(self, state: FlowState, flow_id: str, args: dict, side_effects: str | None,
+    def delete(self, state: FlowState, flow_id: str, args: dict, side_effects: SideEffects | None,
                secret_args: dict) -> list[Problem]:
         """`delete_flow` of one stored plugin state, with the exact stored config_map."""
         try:

@@ -14,6 +14,7 @@ from typing import Literal
 import yaml
 
 from ..errors import Diagnostics, Where
+from ..host.manifest import SideEffects
 from .load import Document
 
 PLUGIN_DEF_KEYS = {
@@ -34,7 +35,7 @@ class PluginDef:
     where: Where
     legacy: bool = False
     behavior: Literal["enforce", "bypass"] = "enforce"  # kops: a failure fails the render | is a warning
-    side_effects: str | None = None  # "External" overrides the plugin's own manifest
+    side_effects: SideEffects | None = None  # "External" overrides the plugin's own manifest
     extensions: list[dict] = field(default_factory=list)  # object references: {kind, name, namespace?}
     implementations: list[dict] = field(default_factory=list)  # fallbacks: {name, args}, in preference order
 
