@@ -100,15 +100,10 @@ def parse_template_args(values: list[str]) -> dict[str, str]:
 
 
 def options(args: argparse.Namespace) -> api.Options:
-    return api.Options(
-        repo=Path(args.repo),
-        ref=args.ref,
-        routing=getattr(args, "routing", None),
-        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
-        plugin_timeout=getattr(args, "plugin_timeout", None),
-        timeout=getattr(args, "timeout", None),
-        jobs=getattr(args, "jobs", None),
-    )
+    return api.Options(repo=Path(args.repo), ref=args.ref, routing=getattr(args, "routing", None),
+                       plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
+                       plugin_timeout=getattr(args, "plugin_timeout", None), timeout=getattr(args, "timeout", None),
+                       jobs=getattr(args, "jobs", None))
 
 
 def flow_input(args: argparse.Namespace) -> FlowInput:

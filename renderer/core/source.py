@@ -47,11 +47,8 @@ class WorktreeSource:
         full = self.root / path
         size = full.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise fail(
-                f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
-                Where(file=path),
-                hint="split it, or exclude it with `exclude:` in .devlane.yaml",
-            )
+            raise fail(f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit", Where(file=path),
+                       hint="split it, or exclude it with `exclude:` in .devlane.yaml")
         return full.read_bytes()
 
     def exists(self, path: str) -> bool:
@@ -123,17 +120,13 @@ class GitRefSource:
         try:
             self.repo = git.Repo(root, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise fail(
-                f"{root} is not inside a git repository, so --ref {ref} cannot be read",
-                hint="run devlane in a git checkout, or drop --ref to render the working tree",
-            ) from None
+            raise fail(f"{root} is not inside a git repository, so --ref {ref} cannot be read",
+                       hint="run devlane in a git checkout, or drop --ref to render the working tree") from None
         try:
             self.commit = self.repo.commit(ref)
         except (git.BadName, ValueError, git.GitCommandError):
-            raise fail(
-                f"unknown git ref {ref!r} in {self.repo.working_dir}",
-                hint="pass a branch, tag or commit that exists (git fetch it first if it is remote)",
-            ) from None
+            raise fail(f"unknown git ref {ref!r} in {self.repo.working_dir}",
+                       hint="pass a branch, tag or commit that exists (git fetch it first if it is remote)") from None
         top = Path(self.repo.working_tree_dir or root).resolve()
         prefix = root.resolve().relative_to(top).as_posix()
         self.prefix = "" if prefix == "." else prefix

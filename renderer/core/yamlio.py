@@ -34,12 +34,9 @@ def parse_documents(data: bytes, file: str) -> list[Any]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "invalid YAML"
-        raise fail(
-            f"invalid YAML: {problem}",
-            Where(file=file, line=line),
-            hint="fix the YAML syntax, or exclude the file with `exclude:` in .devlane.yaml",
-            code="yaml",
-        ) from None
+        raise fail(f"invalid YAML: {problem}", Where(file=file, line=line),
+                   hint="fix the YAML syntax, or exclude the file with `exclude:` in .devlane.yaml",
+                   code="yaml") from None
     except yaml.YAMLError as exc:
         raise fail(f"invalid YAML: {exc}", Where(file=file), code="yaml") from None
     except RecursionError:
@@ -74,12 +71,8 @@ def check_expansion(doc: Any, where: Where, limit: int = MAX_EXPANDED_NODES) -> 
         for k, v in items:
             total += size(k, depth + 1) + size(v, depth + 1)
             if total > limit:
-                raise fail(
-                    f"YAML document expands to more than {limit:,} nodes through aliases (an alias bomb?)",
-                    where,
-                    hint="remove the repeated aliases or exclude the file",
-                    code="yaml",
-                )
+                raise fail(f"YAML document expands to more than {limit:,} nodes through aliases (an alias bomb?)",
+                           where, hint="remove the repeated aliases or exclude the file", code="yaml")
         sizes[key] = total
         return total
 
@@ -131,12 +124,5 @@ def dump(obj: Any) -> str:
     """Dump one object as canonical YAML text."""
     if isinstance(obj, dict):
         obj = canonical(obj)
-    return yaml.dump(
-        obj,
-        Dumper=_Dumper_,
-        sort_keys=False,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=1_000_000,
-        indent=2,
-    )
+    return yaml.dump(obj, Dumper=_Dumper_, sort_keys=False, default_flow_style=False, allow_unicode=True,
+                     width=1_000_000, indent=2)

@@ -208,16 +208,9 @@ class GrpcPlugin:
         self.target = f"unix://{sock}"
         env = {**(self.env if self.env is not None else os.environ), ADDRESS_ENV: self.target}
         try:
-            self._proc = subprocess.Popen(
-                self.command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=str(self.cwd) if self.cwd else self._tmp,
-                env=env,
-                start_new_session=True,
-                close_fds=True,
-            )
+            self._proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, cwd=str(self.cwd) if self.cwd else self._tmp,
+                                          env=env, start_new_session=True, close_fds=True)
         except OSError as exc:
             raise fail(f"the plugin server {' '.join(self.command)!r} could not start: {exc}", self.where,
                        "check spec.runtime.command in plugin.yaml (paths are relative to the plugin directory, "

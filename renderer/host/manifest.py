@@ -110,22 +110,12 @@ def load_manifest(path: Path, name: str) -> Manifest:
         raise DevlaneError(Problem("plugin.yaml says runtime kardinal-python but the directory has no main.py",
                                    where, "add main.py or set spec.runtime to exec or grpc",
                                    code="plugin-manifest"))
-    return Manifest(
-        name=name,
-        runtime=kind,
-        path=path,
-        version=str(spec.get("version", "")),
-        description=str(spec.get("description", "")),
-        command=tuple(runtime.get("command") or ()),
-        address=runtime.get("address"),
-        start_timeout=float(runtime.get("startTimeoutSeconds", 10.0)),
-        capabilities=tuple(caps),
-        args_schema=spec.get("argsSchema"),
-        side_effects=spec.get("sideEffects", "None"),
-        timeout_seconds=spec.get("timeoutSeconds"),
-        lifecycle_kinds=tuple((spec.get("lifecycle") or {}).get("kinds") or ()),
-        raw=raw,
-    )
+    return Manifest(name=name, runtime=kind, path=path, version=str(spec.get("version", "")),
+                    description=str(spec.get("description", "")), command=tuple(runtime.get("command") or ()),
+                    address=runtime.get("address"), start_timeout=float(runtime.get("startTimeoutSeconds", 10.0)),
+                    capabilities=tuple(caps), args_schema=spec.get("argsSchema"),
+                    side_effects=spec.get("sideEffects", "None"), timeout_seconds=spec.get("timeoutSeconds"),
+                    lifecycle_kinds=tuple((spec.get("lifecycle") or {}).get("kinds") or ()), raw=raw)
 
 
 def args_problems(manifest: Manifest, args: dict, where: Where) -> list[Problem]:

@@ -144,16 +144,9 @@ def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | No
     limit = MAX_MESSAGE_BYTES if limit is None else limit
     tmp = tempfile.mkdtemp(prefix="devlane-plugin-")
     try:
-        proc = subprocess.Popen(
-            sandbox.sandboxed_argv(argv, network=network),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=tmp,
-            env={**sandbox.plugin_env(tmp), **(env or {})},
-            start_new_session=True,
-            close_fds=True,
-        )
+        proc = subprocess.Popen(sandbox.sandboxed_argv(argv, network=network), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp,
+                                env={**sandbox.plugin_env(tmp), **(env or {})}, start_new_session=True, close_fds=True)
         out = bytearray()
         err = BoundedTail()
         overflow = threading.Event()

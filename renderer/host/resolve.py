@@ -180,12 +180,9 @@ def _from_lock(spec: GitSpec, repo_root: Path, lock: Lock | None, looked: list[s
     path = checkout / spec.subdir if spec.subdir else checkout
     if not is_plugin_dir(path):
         inside = f"/{spec.subdir}" if spec.subdir else " (repository root)"
-        raise fail(
-            f"commit {entry.commit[:12]} of {entry.url} has neither main.py nor plugin.yaml in {inside.strip()}",
-            where,
-            f"pin a commit that holds the plugin: `devlane plugins lock --update {name}`",
-            code="plugin-source",
-        )
+        raise fail(f"commit {entry.commit[:12]} of {entry.url} has neither main.py nor plugin.yaml in {inside.strip()}",
+                   where, f"pin a commit that holds the plugin: `devlane plugins lock --update {name}`",
+                   code="plugin-source")
     return PluginSource(name, path.resolve(), "git", commit=entry.commit, url=entry.url)
 
 
@@ -226,12 +223,9 @@ def resolve_plugin_source(
             return _from_lock(config_git_spec(name, entry), repo_root, lock)
         raw_path = entry.get("path") if isinstance(entry, dict) else None
         if not isinstance(raw_path, str) or not raw_path:
-            raise fail(
-                f"plugins.sources.{name} in .devlane.yaml has no `path`",
-                where,
-                f"set plugins.sources.{name}.path to the plugin directory (relative to the repository root)",
-                code="plugin-source",
-            )
+            raise fail(f"plugins.sources.{name} in .devlane.yaml has no `path`", where,
+                       f"set plugins.sources.{name}.path to the plugin directory (relative to the repository root)",
+                       code="plugin-source")
         path = Path(raw_path).expanduser()
         if not path.is_absolute():
             path = repo_root / path

@@ -125,17 +125,10 @@ def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorklo
     for w in workloads:
         spec = target_first(current.get(w.key, w.pod_spec), w.container)[0]
         moved.append({**w.obj, "spec": {**w.obj["spec"], "template": {**w.obj["spec"]["template"], "spec": spec}}})
-    return Invocation(
-        operation="CreateFlow",
-        instance=inst.servicename,
-        flow_id=inst.flow_id,
-        plugin=choice.name,
-        args=dict(choice.args),
-        dependents=[w.service for w in workloads],
-        workloads=copy.deepcopy(moved),
-        services=[copy.deepcopy(model.services[w.service].doc.obj) for w in workloads],
-        extensions=_extension_objects(model, pdef) if pdef is not None else [],
-    )
+    return Invocation(operation="CreateFlow", instance=inst.servicename, flow_id=inst.flow_id, plugin=choice.name,
+                      args=dict(choice.args), dependents=[w.service for w in workloads], workloads=copy.deepcopy(moved),
+                      services=[copy.deepcopy(model.services[w.service].doc.obj) for w in workloads],
+                      extensions=_extension_objects(model, pdef) if pdef is not None else [])
 
 
 def _levels(instances: list[PluginInstance]) -> list[list[int]]:

@@ -59,20 +59,12 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
         raise DevlaneError(problems)
     plugins = raw.get("plugins") or {}
     policy = raw.get("policy") or {}
-    return RepoConfig(
-        manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS),
-        exclude=list(raw.get("exclude") or []),
-        routing=raw.get("routing", "none"),
-        domain=raw.get("domain"),
-        namespace=raw.get("namespace"),
-        output=raw.get("output", "rendered"),
-        replicas=raw.get("replicas", 1),
-        plugin_sources=dict(plugins.get("sources") or {}),
-        plugin_timeout=plugins.get("timeoutSeconds"),
-        warnings_as_errors=bool(policy.get("warningsAsErrors", False)),
-        present=True,
-        pipeline=_pipeline(raw.get("pipeline") or [], file),
-    )
+    return RepoConfig(manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS), exclude=list(raw.get("exclude") or []),
+                      routing=raw.get("routing", "none"), domain=raw.get("domain"), namespace=raw.get("namespace"),
+                      output=raw.get("output", "rendered"), replicas=raw.get("replicas", 1),
+                      plugin_sources=dict(plugins.get("sources") or {}), plugin_timeout=plugins.get("timeoutSeconds"),
+                      warnings_as_errors=bool(policy.get("warningsAsErrors", False)), present=True,
+                      pipeline=_pipeline(raw.get("pipeline") or [], file))
 
 
 def _pipeline(raw: list[dict], file: str) -> list[PipelineStep]:

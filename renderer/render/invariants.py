@@ -68,12 +68,9 @@ def check_names(model: Model, objects: list[dict], diags: Diagnostics) -> None:
         meta = obj["metadata"]
         key = (obj["kind"], namespace_key(obj["kind"], meta.get("namespace")), meta["name"])
         if key in baseline:
-            diags.error(
-                f"isolation violated: dev {obj['kind']}/{meta['name']} reuses the name of a baseline object",
-                baseline[key].where(),
-                hint="rename the baseline object or pick another flow id",
-                code="isolation",
-            )
+            diags.error(f"isolation violated: dev {obj['kind']}/{meta['name']} reuses the name of a baseline object",
+                        baseline[key].where(), hint="rename the baseline object or pick another flow id",
+                        code="isolation")
         if key in seen:
             diags.error(f"two rendered objects are both {obj['kind']}/{meta['name']}", Where(), code="duplicate")
         seen.add(key)

@@ -141,12 +141,9 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
                 add_plugin_def(pdef, plugin_defs, diags)
             continue
         if ann.get(K + "ingress") is not None:
-            diags.warn(
-                "a Service-level kardinal.dev.service/ingress (+ host) entry is a legacy form",
-                doc.where(),
-                hint="annotate an Ingress or HTTPRoute with kardinal.dev.service/ingress|route instead",
-                code="deprecated",
-            )
+            diags.warn("a Service-level kardinal.dev.service/ingress (+ host) entry is a legacy form", doc.where(),
+                       hint="annotate an Ingress or HTTPRoute with kardinal.dev.service/ingress|route instead",
+                       code="deprecated")
             legacy_entries.append(doc)
             continue
         if doc.name in seen_names:
@@ -195,30 +192,20 @@ def _check_annotation_keys(documents: list[Document], diags: Diagnostics) -> Non
             if key.startswith(K):
                 short = key[len(K) :]
                 if short not in KNOWN_KARDINAL:
-                    diags.error(
-                        f"unknown annotation {key}",
-                        doc.where(),
-                        hint=f"known keys: {', '.join(K + k for k in sorted(KNOWN_KARDINAL))}",
-                        code="unknown-key",
-                    )
+                    diags.error(f"unknown annotation {key}", doc.where(),
+                                hint=f"known keys: {', '.join(K + k for k in sorted(KNOWN_KARDINAL))}",
+                                code="unknown-key")
                 elif short in SERVICE_ONLY and doc.kind != "Service":
                     diags.warn(f"{key} is only read on Services; ignored on {doc.kind}", doc.where())
                 elif short in ENTRY_KINDS and doc.kind not in (ENTRY_KINDS[short], "Service"):
                     diags.warn(f"{key} is only read on {ENTRY_KINDS[short]} objects; ignored", doc.where())
             elif key.startswith(D) and key[len(D) :] not in KNOWN_DEVLANE:
-                diags.error(
-                    f"unknown annotation {key}",
-                    doc.where(),
-                    hint=f"known keys: {', '.join(D + k for k in sorted(KNOWN_DEVLANE))}",
-                    code="unknown-key",
-                )
+                diags.error(f"unknown annotation {key}", doc.where(),
+                            hint=f"known keys: {', '.join(D + k for k in sorted(KNOWN_DEVLANE))}", code="unknown-key")
             elif key == "kardinal.dev/plugins":
-                diags.warn(
-                    "annotation kardinal.dev/plugins is not read (Kardinal never read it either)",
-                    doc.where(),
-                    hint="use kardinal.dev.service/plugins with a plugin-definition pseudo-Service",
-                    code="ignored-key",
-                )
+                diags.warn("annotation kardinal.dev/plugins is not read (Kardinal never read it either)", doc.where(),
+                           hint="use kardinal.dev.service/plugins with a plugin-definition pseudo-Service",
+                           code="ignored-key")
 
 
 def _service_node(
@@ -279,12 +266,8 @@ def _target_container(workload: Workload | None, wanted: object, where: Where, d
         return None
     if wanted:
         if str(wanted) not in names:
-            diags.error(
-                f"devlane.dev/container: {wanted} is not a container of {workload.doc.ref}",
-                where,
-                hint=f"containers: {', '.join(names)}",
-                code="bad-annotation",
-            )
+            diags.error(f"devlane.dev/container: {wanted} is not a container of {workload.doc.ref}", where,
+                        hint=f"containers: {', '.join(names)}", code="bad-annotation")
             return names[0]
         return str(wanted)
     return names[0]
@@ -306,12 +289,9 @@ def _parse_dependencies(value: str, where: Where, diags: Diagnostics) -> list[tu
             continue
         parsed = parse_dependency_item(item)
         if parsed is None:
-            diags.error(
-                f"bad dependency {item.strip()!r} in {K}dependencies",
-                where,
-                hint='write "service:portName", e.g. "postgres:tcp" (the port name of the target Service)',
-                code="bad-dependency",
-            )
+            diags.error(f"bad dependency {item.strip()!r} in {K}dependencies", where,
+                        hint='write "service:portName", e.g. "postgres:tcp" (the port name of the target Service)',
+                        code="bad-dependency")
         elif parsed not in out:
             out.append(parsed)
     return out
@@ -321,12 +301,8 @@ def _parse_plugins_ref(value: object, doc: Document, stateful: bool, where: Wher
                        plugin_defs: dict[str, PluginDef]) -> list[str]:
     text = str(value)
     if text.lstrip().startswith(("-", "[")):
-        diags.warn(
-            "an inline plugin list in kardinal.dev.service/plugins is the legacy (pre-Oct-2024) form",
-            where,
-            hint="move it to a plugin-definition pseudo-Service and list servicenames here",
-            code="deprecated",
-        )
+        diags.warn("an inline plugin list in kardinal.dev.service/plugins is the legacy (pre-Oct-2024) form", where,
+                   hint="move it to a plugin-definition pseudo-Service and list servicenames here", code="deprecated")
         names = []
         for pdef in parse_plugin_definition(text, doc, diags, legacy_service=(doc.name, stateful)):
             add_plugin_def(pdef, plugin_defs, diags)
@@ -343,21 +319,14 @@ def _resolve_references(
         for dep, port in node.dependencies:
             target = services.get(dep)
             if target is None:
-                diags.error(
-                    f"dependency {dep}:{port} names no Service {dep!r}",
-                    where,
-                    hint="fix the name in kardinal.dev.service/dependencies",
-                    code="bad-dependency",
-                )
+                diags.error(f"dependency {dep}:{port} names no Service {dep!r}", where,
+                            hint="fix the name in kardinal.dev.service/dependencies", code="bad-dependency")
                 continue
             ports = [p.get("name") for p in (target.doc.obj.get("spec") or {}).get("ports") or []]
             if port not in ports:
-                diags.error(
-                    f"dependency {dep}:{port}: Service {dep} has no port named {port!r}",
-                    where,
-                    hint=f"port names of {dep}: {', '.join(str(p) for p in ports if p) or '(none)'}",
-                    code="bad-dependency",
-                )
+                diags.error(f"dependency {dep}:{port}: Service {dep} has no port named {port!r}", where,
+                            hint=f"port names of {dep}: {', '.join(str(p) for p in ports if p) or '(none)'}",
+                            code="bad-dependency")
         for dep, _port in node.dependencies:
             target = services.get(dep)
             if target is not None and target.external and dep not in node.plugins:
@@ -395,12 +364,8 @@ def _check_cycles(services: dict[str, ServiceNode], diags: Diagnostics) -> None:
                 key = frozenset(cycle)
                 if key not in reported:
                     reported.add(key)
-                    diags.error(
-                        f"dependency cycle: {' -> '.join(cycle)}",
-                        services[dep].doc.where(),
-                        hint="kardinal.dev.service/dependencies must form a graph without cycles",
-                        code="cycle",
-                    )
+                    diags.error(f"dependency cycle: {' -> '.join(cycle)}", services[dep].doc.where(),
+                                hint="kardinal.dev.service/dependencies must form a graph without cycles", code="cycle")
             elif dep not in state:
                 visit(dep)
         stack.pop()

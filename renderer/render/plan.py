@@ -181,11 +181,8 @@ def _check_target(model: Model, name: str, diags: Diagnostics) -> None:
             hint = f"{name} is a plugin definition, not a service"
         diags.error(f"flow target {name!r} is not a Service in the repository", Where(), hint, "bad-target")
     elif node.workload is None:
-        diags.error(
-            f"flow target {name!r} has no Deployment or StatefulSet selecting it, so its image cannot change",
-            node.doc.where(),
-            code="bad-target",
-        )
+        diags.error(f"flow target {name!r} has no Deployment or StatefulSet selecting it, so its image cannot change",
+                    node.doc.where(), code="bad-target")
 
 
 def _routing_paths(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark) -> None:

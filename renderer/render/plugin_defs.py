@@ -62,11 +62,8 @@ def parse_plugin_definition(
         diags.error(f"plugin definition is not valid YAML{line}", where, code="bad-plugin-definition")
         return []
     if not isinstance(items, list):
-        diags.error(
-            "plugin definition must be a YAML list of {name, type, servicename, args}",
-            where,
-            code="bad-plugin-definition",
-        )
+        diags.error("plugin definition must be a YAML list of {name, type, servicename, args}", where,
+                    code="bad-plugin-definition")
         return []
     defs: list[PluginDef] = []
     for i, item in enumerate(items):
@@ -75,12 +72,9 @@ def parse_plugin_definition(
             diags.error(f"{at} must be a mapping", where, code="bad-plugin-definition")
             continue
         for key in sorted(set(item) - PLUGIN_DEF_KEYS):
-            diags.error(
-                f"{at}: unknown key {key!r}",
-                where,
-                hint="allowed keys: " + ", ".join(sorted(PLUGIN_DEF_KEYS - {"serviceName"})),
-                code="unknown-key",
-            )
+            diags.error(f"{at}: unknown key {key!r}", where,
+                        hint="allowed keys: " + ", ".join(sorted(PLUGIN_DEF_KEYS - {"serviceName"})),
+                        code="unknown-key")
         name = item.get("name")
         if not name:
             diags.error(f"{at} has no name (the plugin source)", where, code="bad-plugin-definition")
@@ -95,27 +89,17 @@ def parse_plugin_definition(
             diags.error(f"{at} ({name}) has no servicename", where, code="bad-plugin-definition")
             continue
         if not _SERVICENAME.match(servicename):
-            diags.error(
-                f"{at}: servicename {servicename!r} must be lower-case letters, digits, '-' or '.'",
-                where,
-                hint="it names Kubernetes objects (the plugin's state ConfigMap)",
-                code="bad-plugin-definition",
-            )
+            diags.error(f"{at}: servicename {servicename!r} must be lower-case letters, digits, '-' or '.'", where,
+                        hint="it names Kubernetes objects (the plugin's state ConfigMap)", code="bad-plugin-definition")
             continue
         if ptype not in ("stateful", "external"):
-            diags.error(
-                f"{at} ({servicename}): type must be stateful or external, got {ptype!r}",
-                where,
-                code="bad-plugin-definition",
-            )
+            diags.error(f"{at} ({servicename}): type must be stateful or external, got {ptype!r}", where,
+                        code="bad-plugin-definition")
             continue
         args = item.get("args") or {}
         if not isinstance(args, dict) or any(isinstance(v, dict | list) for v in args.values()):
-            diags.error(
-                f"{at} ({servicename}): args must be a mapping of names to plain values",
-                where,
-                code="bad-plugin-definition",
-            )
+            diags.error(f"{at} ({servicename}): args must be a mapping of names to plain values", where,
+                        code="bad-plugin-definition")
             continue
         args = plain_args(args)
         extras = _plugin_extras(item, f"{at} ({servicename})", where, diags)
@@ -173,12 +157,8 @@ def _last_segment(name: str) -> str:
 def add_plugin_def(pdef: PluginDef, plugin_defs: dict[str, PluginDef], diags: Diagnostics) -> None:
     if pdef.servicename in plugin_defs:
         other = plugin_defs[pdef.servicename]
-        diags.error(
-            f"duplicate plugin servicename {pdef.servicename!r} (also defined at {other.where})",
-            pdef.where,
-            hint="the plugin servicename has to be unique across the repository",
-            code="duplicate-servicename",
-        )
+        diags.error(f"duplicate plugin servicename {pdef.servicename!r} (also defined at {other.where})", pdef.where,
+                    hint="the plugin servicename has to be unique across the repository", code="duplicate-servicename")
         return
     plugin_defs[pdef.servicename] = pdef
 

@@ -72,12 +72,8 @@ class HostMap:
             return self.assigned[key]
         new = flow_host(host, self.flow_id, self.domain)
         if new is None:
-            raise fail(
-                "entry has no host, so the flow host cannot be derived",
-                where,
-                hint="set `domain:` in .devlane.yaml (flows get <flowId>.<domain>)",
-                code="no-domain",
-            )
+            raise fail("entry has no host, so the flow host cannot be derived", where,
+                       hint="set `domain:` in .devlane.yaml (flows get <flowId>.<domain>)", code="no-domain")
         if new in self.used:  # two entry hosts on one domain: keep them apart
             first = (host or "default").split(".")[0].lstrip("*") or "default"
             new = new.replace(f"{self.flow_id}.", f"{self.flow_id}-{first}.", 1)
@@ -203,8 +199,5 @@ def _check_gateway(entry: Entry, flow_id: str, domain: str | None, diags: Diagno
                 code="gateway-hostname",
             )
         elif hostname and domain and not f"{flow_id}.{domain}".endswith(hostname[1:]):
-            diags.warn(
-                f"Gateway listener hostname {hostname!r} does not cover the flow domain {domain!r}",
-                entry.doc.where(),
-                code="gateway-hostname",
-            )
+            diags.warn(f"Gateway listener hostname {hostname!r} does not cover the flow domain {domain!r}",
+                       entry.doc.where(), code="gateway-hostname")

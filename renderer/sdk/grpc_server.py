@@ -97,14 +97,9 @@ class PluginServer:
             raise SystemExit(f"{name}: no address to listen on: pass address= or set ${ADDRESS_ENV}")
         self.address = address
         self.ready = threading.Event()
-        metadata = pb2.GetPluginMetadataResponse(
-            name=name,
-            version=version,
-            display_name=display_name or name,
-            description=description,
-            project_url=project_url,
-            protocol_versions=[PROTOCOL_VERSION],
-        )
+        metadata = pb2.GetPluginMetadataResponse(name=name, version=version, display_name=display_name or name,
+                                                 description=description, project_url=project_url,
+                                                 protocol_versions=[PROTOCOL_VERSION])
         options = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),

@@ -130,12 +130,8 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
         status = "added" if old is None else "removed" if new is None else "changed"
         file = (new or old)[0]
         diff = "".join(
-            difflib.unified_diff(
-                (old[1] if old else "").splitlines(True),
-                (new[1] if new else "").splitlines(True),
-                f"a/{file}" if old else "/dev/null",
-                f"b/{file}" if new else "/dev/null",
-            )
+            difflib.unified_diff((old[1] if old else "").splitlines(True), (new[1] if new else "").splitlines(True),
+                                 f"a/{file}" if old else "/dev/null", f"b/{file}" if new else "/dev/null")
         )
         service = _service_of(key[3], flow_id, services)
         changes.append(ObjectChange(key, status, file, service, diff))
