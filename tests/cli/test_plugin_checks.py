@@ -13,45 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-from support import FIXTURES, Harness, Result, yaml_doc
-
-FLOW = "pr-1"
-API = ["--service", "api=api:2"]
-SEED = yaml_doc({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "seed-data"},
-                 "data": {"seed": "hello-from-the-repo"}})  # fmt: skip
-
-
-class Platform:
-    """api (using the plugin instances `api` names) and worker, a seed ConfigMap, and the fixture plugins
-    of tests/fixtures/platform copied outside the repository, passed with `--plugin-source=./NAME=DIR`."""
-
-    def __init__(self, harness: Harness):
-        self.harness = harness
-        plugins = harness.copy(FIXTURES / "platform", where=harness.tmp / "plugins")
-        self.flags = [f"--plugin-source=./{p.name}={p}" for p in sorted(plugins.iterdir())]
-        self.out = harness.tmp / "out"
-        self.log = harness.tmp / "log"
-
-    def repo(self, *defs: dict, api: str = "", config: dict | None = None) -> None:
-        self.harness.app("api", api)
-        self.harness.app("worker")
-        self.harness.append("app.yaml", SEED)
-        if defs:
-            self.harness.plugin_definition(*defs)
-        if config is not None:
-            self.harness.config(config)
-
-    def devlane(self, command: str, *flags: str) -> Result:
-        return self.harness.cli(command, "--flow", FLOW, *API, *flags, *self.flags,
-                                env={"DEVLANE_TEST_LOG": str(self.log)})  # fmt: skip
-
-    def refused(self) -> Result:
-        """`devlane render` that must fail before any plugin ran, writing nothing."""
-        out = self.devlane("render", "--out", str(self.out))
-        assert out.returncode == 1, out.stderr
-        assert not self.log.exists(), self.log.read_text()
-        assert not self.out.exists()
-        return out
+from support import Harness
+from support.platform import API, FLOW, Platform, pdef
 
 
 @pytest.fixture
@@ -59,21 +22,17 @@ def platform(harness) -> Platform:
     return Platform(harness)
 
 
-def pdef(servicename: str, plugin: str, **extra) -> dict:
-    return {"name": plugin, "type": "stateful", "servicename": servicename, **extra}
-
-
 def test_plan_lists_pipeline_steps_in_order(platform):
     steps = [{"name": "lane-env", "plugin": "./worker", "stage": "per-flow"},
              {"name": "stamp", "plugin": "./krm", "stage": "post-render", "behavior": "bypass"}]  # fmt: skip
-    platform.repo(config={"pipeline": steps})
-    text = platform.devlane("plan")
+    platform.repo(config={"pipeline": steps}, entry=False)
+    text = platform.devlane("plan", *API, log=platform.log)
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     at = lines.index("pipeline steps (.devlane.yaml), in order:")
     assert lines[at + 1].split() == ["per-flow", "lane-env:", "./worker", "(kardinal-python,", "enforce)"]
     assert lines[at + 2].split() == ["post-render", "stamp:", "./krm", "(exec,", "bypass)"]
-    as_json = platform.devlane("plan", "-o", "json")
+    as_json = platform.devlane("plan", *API, "-o", "json", log=platform.log)
     assert as_json.returncode == 0, as_json.stderr
     assert [(s["name"], s["stage"], s["choice"]["runtime"]) for s in json.loads(as_json.stdout)["pipeline"]] == [
         ("lane-env", "per-flow", "kardinal-python"), ("stamp", "post-render", "exec")]  # fmt: skip
@@ -86,19 +45,21 @@ def test_plan_lists_pipeline_steps_in_order(platform):
     ({"db": "orders", "mode": "turbo"}, "args.mode: 'turbo' is not one of"),
 ])  # fmt: skip
 def test_args_schema_is_checked_before_any_call(platform, args, expected):
-    platform.repo(pdef("db", "./argcheck", args=args), api="db")
+    platform.repo(pdef("db", "./argcheck", args=args), api="db", entry=False)
     out = platform.refused()  # not even default_args ran
     assert expected in out.stderr and "plugin db" in out.stderr
 
 
 def test_unknown_extension_fails_naming_it(platform):
-    platform.repo(pdef("seed", "./ext", extensions=[{"kind": "ConfigMap", "name": "no-such-data"}]), api="seed")
+    missing = [{"kind": "ConfigMap", "name": "no-such-data"}]
+    platform.repo(pdef("seed", "./ext", extensions=missing), api="seed", entry=False)
     out = platform.refused()
     assert "ConfigMap/no-such-data" in out.stderr and "plugin seed" in out.stderr
 
 
 def test_no_available_implementation_lists_every_reason(platform):
-    platform.repo(pdef("db", "./plugins/not-here", implementations=["github.com/acme/missing-plugin"]), api="db")
+    fallbacks = ["github.com/acme/missing-plugin"]
+    platform.repo(pdef("db", "./plugins/not-here", implementations=fallbacks), api="db", entry=False)
     out = platform.refused()
     assert "no implementation of db is available" in out.stderr
     assert "./plugins/not-here: not available:" in out.stderr
@@ -106,7 +67,7 @@ def test_no_available_implementation_lists_every_reason(platform):
 
 
 def test_kardinal_python_plugin_cannot_be_a_pre_render_step(platform):
-    platform.repo(config={"pipeline": [{"name": "early", "plugin": "./worker", "stage": "pre-render"}]})
+    platform.repo(config={"pipeline": [{"name": "early", "plugin": "./worker", "stage": "pre-render"}]}, entry=False)
     out = platform.refused()
     assert "early" in out.stderr and "pre-render steps transform whole object lists" in out.stderr
     assert "use an exec or grpc plugin" in out.stderr and "lifecycle_hook" in out.stderr

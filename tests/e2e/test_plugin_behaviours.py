@@ -10,93 +10,21 @@ Kardinal pre-render step) and the plan's list of pipeline steps are in tests/cli
 from __future__ import annotations
 
 import json
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
-import yaml
-from support import FIXTURES, Harness, Result, kubectl_kustomize
+from support import kubectl_kustomize
+from support.platform import Platform, pdef
 
-PLATFORM = FIXTURES / "platform"
 FLOW = "pr-1"
-PLUGIN_NAMES = ("worker", "limited", "argcheck", "ext", "external", "krm", "hooked")
 API = ["--service", "api=api:2"]
 BOTH = ["--service", "api=api:2", "--service", "worker=worker:2"]
-
-INGRESS_AND_SEED = textwrap.dedent("""\
-    apiVersion: networking.k8s.io/v1
-    kind: Ingress
-    metadata:
-      name: shop
-      annotations: {kardinal.dev.service/ingress: "true"}
-    spec:
-      rules:
-        - host: shop.example.com
-          http:
-            paths:
-              - path: /
-                pathType: Prefix
-                backend: {service: {name: api, port: {number: 80}}}
-    ---
-    apiVersion: v1
-    kind: ConfigMap
-    metadata: {name: seed-data}
-    data: {seed: hello-from-the-repo}
-    ---
-""")
-
-
-class Platform:
-    """The platform repository (api and worker, an entry Ingress, a seed ConfigMap) and the fixture plugins,
-    copied outside it (exec scripts keep their executable bit) and passed with `--plugin-source=./NAME=DIR`."""
-
-    def __init__(self, harness: Harness):
-        self.harness = harness
-        plugins = harness.copy(PLATFORM, where=harness.tmp / "plugins")
-        self.flags = [f"--plugin-source=./{n}={plugins / n}" for n in PLUGIN_NAMES]
-        self.out = harness.tmp / "out"
-
-    def repo(self, *defs: dict, api: str = "", worker: str = "", config: dict | None = None) -> None:
-        """app.yaml: api and worker (using the plugin instances `api` and `worker` name), then `defs`."""
-        self.harness.app("api", api)
-        self.harness.app("worker", worker)
-        self.harness.append("app.yaml", INGRESS_AND_SEED)
-        if defs:
-            self.harness.plugin_definition(*defs)
-        if config is not None:
-            self.harness.config(config)
-
-    def devlane(self, command: str, *flags: str, log: Path | None = None) -> Result:
-        env = {"DEVLANE_TEST_LOG": str(log)} if log is not None else None
-        return self.harness.cli(command, "--flow", FLOW, *flags, *self.flags, env=env)
-
-    def render(self, *flags: str, log: Path | None = None) -> Result:
-        return self.devlane("render", *flags, "--out", str(self.out), log=log)
-
-    @property
-    def flow_dir(self) -> Path:
-        return self.out / "flows" / FLOW
-
-    def objects(self) -> dict[str, dict]:
-        """The rendered flow's objects by `Kind/name`, checking kustomization.yaml lists exactly the files."""
-        listed = yaml.safe_load((self.flow_dir / "kustomization.yaml").read_text())["resources"]
-        files = sorted(p.name for p in self.flow_dir.glob("*.yaml") if p.name != "kustomization.yaml")
-        assert sorted(listed) == files
-        objs = [yaml.safe_load((self.flow_dir / f).read_text()) for f in listed]
-        return {f"{o['kind']}/{o['metadata']['name']}": o for o in objs}
-
-    def metadata(self) -> dict:
-        return json.loads((self.flow_dir / "flow.metadata").read_text())
 
 
 @pytest.fixture
 def platform(harness) -> Platform:
     return Platform(harness)
-
-
-def pdef(servicename: str, plugin: str = "./worker", **extra) -> dict:
-    return {"name": plugin, "type": "stateful", "servicename": servicename, **extra}
 
 
 def step(name: str, plugin: str, stage: str, **extra) -> dict:

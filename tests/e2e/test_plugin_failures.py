@@ -10,7 +10,8 @@ import os
 import time
 
 import pytest
-from support import FIXTURES, Harness, kubectl_kustomize
+from support import FIXTURES, kubectl_kustomize
+from support.platform import fixture_apps
 
 PLUGINS = FIXTURES / "plugins"
 TWO = ["--service", "api=api:2", "--service", "worker=worker:2"]
@@ -27,19 +28,11 @@ CASES = {
 }
 
 
-def fixture_repo(harness: Harness, plugin_name: str, args: dict) -> None:
-    """worker and api using the plugin instance `fixture` of `plugin_name`."""
-    harness.app("worker", "fixture")
-    harness.app("api", "fixture")
-    harness.plugin_definition({"name": plugin_name, "type": "external", "servicename": "fixture", "args": args},
-                              name="fixture-def")  # fmt: skip
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_plugin_failure_fails_the_render_cleanly(harness, tmp_path, case):
     fixture = case.split("-")[0]
     args, expected = CASES[case]
-    fixture_repo(harness, "./p", args)
+    fixture_apps(harness, "./p", args)
     out = harness.cli("render", "--flow", "pr-1", *TWO, f"--plugin-source=./p={PLUGINS / fixture}",
                       "--out", str(tmp_path / "out"))  # fmt: skip
     assert out.returncode == 1, out.stderr
@@ -51,7 +44,7 @@ def test_plugin_failure_fails_the_render_cleanly(harness, tmp_path, case):
 
 def test_hanging_plugin_is_killed_with_its_children(harness, tmp_path):
     pid_file = tmp_path / "child.pid"
-    fixture_repo(harness, "./p", {"pid_file": str(pid_file)})
+    fixture_apps(harness, "./p", {"pid_file": str(pid_file)})
     start = time.monotonic()
     out = harness.cli("render", "--flow", "pr-1", *API, f"--plugin-source=./p={PLUGINS / 'hang'}",
                       "--plugin-timeout", "1.5")  # fmt: skip
@@ -71,7 +64,7 @@ def test_hanging_plugin_is_killed_with_its_children(harness, tmp_path):
 
 
 def test_stdout_noise_is_not_a_failure(harness):
-    fixture_repo(harness, "./p", {"label": "noisy"})
+    fixture_apps(harness, "./p", {"label": "noisy"})
     out = harness.cli("render", "--flow", "pr-1", *API, f"--plugin-source=./p={PLUGINS / 'noisy'}", "--stdout")
     assert out.returncode == 0, out.stderr
     assert "noise" not in out.stdout  # the protocol stream carries only objects
@@ -79,7 +72,7 @@ def test_stdout_noise_is_not_a_failure(harness):
 
 
 def test_builtin_plugin_by_plain_name(harness, tmp_path):
-    fixture_repo(harness, "dummy", {})
+    fixture_apps(harness, "dummy", {})
     out = harness.cli("render", "--flow", "pr-1", *API, "--out", str(tmp_path / "out"))
     assert out.returncode == 0, out.stderr
     flow = tmp_path / "out" / "flows" / "pr-1"

@@ -10,6 +10,7 @@ import threading
 
 import pytest
 from support import FIXTURES, Harness
+from support.platform import fixture_apps
 
 from renderer.host.sandbox import network_isolation
 
@@ -42,10 +43,7 @@ def server():
 
 def fixture_repo(harness: Harness, fixture: str, args: dict, **extra) -> None:
     """worker and api using the plugin instance `fixture`, whose plugin is tests/fixtures/plugins/FIXTURE."""
-    harness.app("worker", "fixture")
-    harness.app("api", "fixture")
-    harness.plugin_definition({"name": f"./plugins/{fixture}", "type": "external", "servicename": "fixture",
-                               "args": args, **extra}, name="fixture-def")  # fmt: skip
+    fixture_apps(harness, f"./plugins/{fixture}", args, **extra)
     harness.copy(FIXTURES / "plugins" / fixture, f"plugins/{fixture}")
 
 
