@@ -1,7 +1,6 @@
 """Benchmark: `devlane render` of a one-service flow against plain YAML parsing and `kubectl kustomize`.
 
-Not a test: pytest collects only test_*.py, and no conftest.py is added here (the tests import
-`conftest` by name, a second one would shadow it). Run from anywhere:
+Not a test: pytest collects only test_*.py. Run from anywhere:
 
     python tests/bench/bench_render.py [--sizes 100,1000,2000,5000] [--repeat 3] [--profile]
 
