@@ -71,12 +71,6 @@ class PluginInfo:
             return "External", "plugin definition"
         return self.manifest.side_effects, "synthesized" if self.manifest.synthesized else "manifest"
 
-    def side_effects_text(self) -> str:
-        value, by = self.side_effects()
-        if value is None:
-            return "-"
-        return f"{value} (set by plugin definition)" if by == "plugin definition" else value
-
     def summary(self) -> dict[str, Any]:
         m = self.manifest
         value, by = self.side_effects()
