@@ -125,8 +125,8 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     flow = flow_of(flow, s)
     loaded, model, the_plan = _planned(s, flow)
     choices = apply_plugins.choose_all(s.host, model, the_plan)
-    dev = clone.make(model, the_plan, flow, s.config.replicas)
-    invariants.before_plugins(model, dev, s.diagnostics)  # what a plugin returns is final
+    dev = clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict)
+    invariants.before_plugins(model, dev, s.diagnostics, s.strict)  # what a plugin returns is final
     s.finish()
     plugins = apply_plugins.run(s.host, model, the_plan, dev, choices,
                                 steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev))
@@ -187,8 +187,29 @@ def read(options: Options) -> Repository:
 
 
 def lint(options: Options) -> list[Problem]:
-    """Every problem in the repository at once (errors and warnings)."""
-    return read(options).problems
+    """Every problem in the repository at once (errors and warnings), plugin sources that do not
+    resolve included; no plugin runs."""
+    with open_session(options, collect=True) as s:
+        model = build_model(s.loaded.documents, s.config.namespace)
+        return s.loaded.problems + model.problems + _unresolvable(s, model)
+
+
+def _unresolvable(s: Session, model: Model) -> list[Problem]:
+    """A plugin definition none of whose candidates resolves, reported where it is defined."""
+    out = []
+    for pdef in model.plugin_defs.values():
+        errors = []
+        for candidate in pdef.candidates:
+            try:
+                s.host.resolver.get(candidate["name"])
+                break
+            except DevlaneError as exc:
+                errors.append(exc)
+        else:
+            first = errors[0].problems[0]
+            out.append(Problem(first.message, pdef.instance_where, first.hint,
+                               code="plugin-source"))
+    return out
 
 
 def provision(options: Options, flow: FlowInput) -> tuple[RenderResult, list[Path]]:

@@ -34,6 +34,7 @@ class Options:
     plugin_timeout: float | None = None  # per plugin call (--plugin-timeout)
     timeout: float | None = None  # the whole command (--timeout)
     jobs: int | None = None
+    strict: bool = False  # --strict: unwired edges and Secret-held addresses are errors
 
 
 class Session:
@@ -56,6 +57,10 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.host.close()
+
+    @property
+    def strict(self) -> bool:
+        return self.options.strict or self.config.strict
 
     @property
     def routing(self) -> Routing:

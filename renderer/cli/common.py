@@ -38,6 +38,9 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     g.add_argument("--template-arg", action="append", default=[], metavar="KEY=VALUE")
     g.add_argument("--template-args", type=Path, metavar="FILE", help="YAML/JSON file of template arguments")
     g.add_argument("--routing", choices=["none", "gateway-api", "istio"], help="routing backend (default: none)")
+    g.add_argument("--strict", action="store_true", default=None,
+                   help="fail when isolation cannot be verified: an unwired dev->dev edge, an address in a Secret "
+                        "(also policy.strict in .devlane.yaml)")
     g.add_argument("--plugin-source", action="append", default=[], metavar="NAME=PATH",
                    help="use the plugin in PATH for plugin NAME")
     g.add_argument("--plugin-timeout", type=float, metavar="SECONDS",
@@ -103,7 +106,7 @@ def options(args: argparse.Namespace) -> api.Options:
     return api.Options(repo=Path(args.repo), ref=args.ref, routing=getattr(args, "routing", None),
                        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
                        plugin_timeout=getattr(args, "plugin_timeout", None), timeout=getattr(args, "timeout", None),
-                       jobs=getattr(args, "jobs", None))
+                       jobs=getattr(args, "jobs", None), strict=bool(getattr(args, "strict", False)))
 
 
 def flow_input(args: argparse.Namespace) -> FlowInput:

@@ -47,14 +47,30 @@ def selector_label_keys(sel: dict) -> set[str]:
     return set(sel.get("matchLabels") or {}) | {e.get("key") for e in sel.get("matchExpressions") or [] if e.get("key")}
 
 
+def pod_template(obj: dict) -> dict:
+    """The pod template of a workload or CronJob ({} when there is none)."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    if obj.get("kind") == "CronJob":
+        job = spec.get("jobTemplate") if isinstance(spec.get("jobTemplate"), dict) else {}
+        spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
+    tpl = spec.get("template")
+    return tpl if isinstance(tpl, dict) else {}
+
+
+def with_pod_spec(obj: dict, spec: dict) -> dict:
+    """A shallow copy of a workload or CronJob with another pod spec (the rest shared, not copied)."""
+    if obj.get("kind") == "CronJob":
+        job = obj["spec"]["jobTemplate"]
+        return {**obj, "spec": {**obj["spec"], "jobTemplate": {**job, "spec": with_pod_spec(job, spec)["spec"]}}}
+    return {**obj, "spec": {**obj["spec"], "template": {**obj["spec"]["template"], "spec": spec}}}
+
+
 def pod_spec(obj: dict) -> dict:
     """The pod spec of a workload, CronJob or Pod ({} when there is none)."""
-    spec = obj.get("spec") or {}
     if obj.get("kind") == "Pod":
-        return spec
-    if obj.get("kind") == "CronJob":
-        spec = ((spec.get("jobTemplate") or {}).get("spec")) or {}
-    return ((spec.get("template") or {}).get("spec")) or {}
+        return obj.get("spec") or {}
+    spec = pod_template(obj).get("spec")
+    return spec if isinstance(spec, dict) else {}
 
 
 def all_containers(spec: dict) -> list[dict]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.k8s import with_pod_spec
 from ..errors import DevlaneError, Problem, Where, fail
 from ..host.choose import Candidate, Choice, PluginUse
 from ..host.invoke import Invocation, Outcome
@@ -124,7 +125,7 @@ def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorklo
     moved = []
     for w in workloads:
         spec = target_first(current.get(w.key, w.pod_spec), w.container)[0]
-        moved.append({**w.obj, "spec": {**w.obj["spec"], "template": {**w.obj["spec"]["template"], "spec": spec}}})
+        moved.append(with_pod_spec(w.obj, spec))
     return Invocation(operation="CreateFlow", instance=inst.servicename, flow_id=inst.flow_id, plugin=choice.name,
                       args=dict(choice.args), dependents=[w.service for w in workloads], workloads=copy.deepcopy(moved),
                       services=[copy.deepcopy(model.services[w.service].doc.obj) for w in workloads],

@@ -1,11 +1,18 @@
 """Clone: Model + Plan + FlowSpec -> `DevSet`, the additive dev copies, before any plugin runs.
 
-- Dev workloads are named `<name>-<flowId>`; pod label values of every key that a selector in
-  the namespace uses get the flow suffix, so no baseline selector can match a dev pod.
+- Dev workloads (Deployments, StatefulSets, DaemonSets, Jobs, CronJobs) are named `<name>-<flowId>`
+  in their baseline's namespace; pod label values of every key that a selector in the namespace
+  uses get the flow suffix, so no baseline selector can match a dev pod.
 - A dev Service is made for every Service that selects a dev workload, selecting the dev pods; a
   StatefulSet's governing Service becomes the dev one.
-- Env values in dev pods that reference a service with a dev version (`svc`, `svc:port`,
-  `http://svc:port/path`, `svc.ns.svc.cluster.local`, ...) are rewritten to the dev name.
+- References to a service with a dev version are rewritten to the dev name wherever the dev pod
+  reads them (`reads`: env, command, args, init containers); a ConfigMap it reads that holds one
+  gets a per-flow copy that the pod reads instead. Secrets are never copied: one holding such a
+  reference is a warning.
+- A dev pod never mounts a baseline PersistentVolumeClaim: it gets a per-flow copy of the claim
+  (`devlane.dev/volume: emptyDir|shared` on its Service chooses otherwise).
+- NetworkPolicies that select a dev pod's baseline, or admit traffic from one, get per-flow copies
+  that select and admit the dev pods.
 - Image and env overrides of the flow go onto the target container.
 
 `patch` gives the DevSet after plugins: the same copies with the pod specs the plugins returned.
@@ -16,18 +23,33 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, replace
 
-from ..core.k8s import LabelIndex, all_containers, map_matches, selector_label_keys, strip_metadata
-from ..core.names import FLOW_LABEL, KARDINAL, SHARED, dev_label_value, dev_name, flow_labels
-from ..core.references import Target, rewrite
-from .flow import FlowSpec, ServiceOverride
+from ..core.k8s import (
+    LabelIndex,
+    map_matches,
+    pod_spec,
+    pod_template,
+    selector_label_keys,
+    strip_metadata,
+    with_pod_spec,
+)
+from ..core.names import DEVLANE, FLOW_LABEL, KARDINAL, SHARED, dev_label_value, dev_name, flow_labels
+from ..core.references import Targets, apply
+from ..errors import Diagnostics
+from .flow import ServiceOverride
 from .load import Document
 from .model import Model, ServiceNode, Workload
-from .plan import Plan
+from .plan import Plan, service_targets
+from .reads import config_reads, data_refs, pod_slots, repoint
+
+VOLUME = DEVLANE + "volume"
+VOLUME_MODES = ("copy", "emptyDir", "shared")
+REPLICATED = ("Deployment", "StatefulSet", "ReplicationController")  # what Services select; replicas set
+MAP_SELECTORS = ("Service", "ReplicationController")  # selectors that are plain label maps
 
 
 @dataclass(frozen=True)
 class DevWorkload:
-    """A dev copy of one workload and the service it was copied for."""
+    """A dev copy of one workload and the service (node key) it was copied for."""
 
     service: str
     version: str  # flow id or "shared"
@@ -37,28 +59,41 @@ class DevWorkload:
 
     @property
     def pod_spec(self) -> dict:
-        return self.obj["spec"]["template"]["spec"]
+        return pod_spec(self.obj)
+
+    @property
+    def pod_labels(self) -> dict:
+        return pod_template(self.obj)["metadata"]["labels"]
 
     @property
     def name(self) -> str:
         return self.obj["metadata"]["name"]
 
     @property
+    def namespace(self) -> str | None:
+        return self.obj["metadata"].get("namespace")
+
+    @property
     def key(self) -> tuple[str | None, str]:
         """(namespace, name): unique among a flow's dev workloads."""
-        return self.obj["metadata"].get("namespace"), self.name
+        return self.namespace, self.name
 
 
 @dataclass(frozen=True)
 class Rewrite:
-    workload: str
-    container: str
-    env: str
+    """One reference rewritten: in a dev workload's container (env, args, command) or a ConfigMap copy's key."""
+
+    object: str
+    container: str | None  # None: a ConfigMap key
+    field: str  # "env", "args", "command" or "key"
+    label: str
     old: str
     new: str
 
     def as_dict(self) -> dict:
-        return {"workload": self.workload, "container": self.container, "env": self.env, "old": self.old,
+        if self.container is None:
+            return {"configMap": self.object, "key": self.label, "old": self.old, "new": self.new}
+        return {"workload": self.object, "container": self.container, self.field: self.label, "old": self.old,
                 "new": self.new}
 
 
@@ -70,14 +105,25 @@ class DevService:
 
 
 @dataclass(frozen=True)
+class DevObject:
+    """Another per-flow copy: a ConfigMap, a PersistentVolumeClaim, a NetworkPolicy."""
+
+    baseline: Document
+    obj: dict
+    version: str
+
+
+@dataclass(frozen=True)
 class DevSet:
-    """Everything cloned for a flow: workloads (by service), Services, rewrites done."""
+    """Everything cloned for a flow: workloads (by service key), Services, other copies, rewrites done."""
 
     workloads: dict[str, DevWorkload] = field(default_factory=dict)
     services: list[DevService] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
-    dev_names: dict[str, str] = field(default_factory=dict)  # service -> dev Service name
-    versions: dict[str, str] = field(default_factory=dict)  # dev service -> flow id or "shared"
+    dev_names: dict[str, str] = field(default_factory=dict)  # service key -> dev name
+    versions: dict[str, str] = field(default_factory=dict)  # dev service key -> flow id or "shared"
+    objects: list[DevObject] = field(default_factory=list)
+    renamed: dict[tuple[str | None, str], str] = field(default_factory=dict)  # (ns, Service) -> dev Service
 
     def rewrite_targets(self, version: str) -> list[str]:
         """Services whose dev copies a workload of `version` may point at.
@@ -90,6 +136,18 @@ class DevSet:
         """Each dev workload once, even when several services select it."""
         return list({id(w): w for w in self.workloads.values()}.values())
 
+    def find(self, kind: str, namespace: str | None, name: str) -> dict | None:
+        """A per-flow copy (ConfigMap, PVC...) by kind and name."""
+        for o in self.objects:
+            meta = o.obj["metadata"]
+            if o.obj["kind"] == kind and meta["name"] == name and meta.get("namespace") == namespace:
+                return o.obj
+        return None
+
+    def service_name(self, name: str, namespace: str | None) -> str:
+        """The dev name of Service `name` seen from `namespace` (itself when it has no dev copy)."""
+        return self.renamed.get((namespace, name)) or self.renamed.get((None, name)) or name
+
 
 def selector_keys(model: Model) -> dict[str | None, set[str]]:
     """Label keys used by any Service or workload selector, per namespace."""
@@ -100,7 +158,7 @@ def selector_keys(model: Model) -> dict[str | None, set[str]]:
         sel = spec.get("selector")
         if not isinstance(sel, dict):
             continue
-        keys.setdefault(ns, set()).update(sel if doc.kind == "Service" else selector_label_keys(sel))
+        keys.setdefault(ns, set()).update(sel if doc.kind in MAP_SELECTORS else selector_label_keys(sel))
     return keys
 
 
@@ -111,31 +169,35 @@ def isolate_labels(labels: dict, keys: set[str], version: str) -> dict:
     return out
 
 
-def make(model: Model, plan: Plan, flow: FlowSpec, replicas: int | str) -> DevSet:
-    versions = {n: (SHARED if plan.version_of(n) == SHARED else flow.id) for n in plan.dev_services()}
-    dev_names = {name: dev_name(name, version) for name, version in versions.items()}
+def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, strict: bool = False) -> DevSet:
+    versions = {n: (SHARED if plan.version_of(n) == SHARED else plan.flow_id) for n in plan.dev_services()}
+    dev_names = {key: dev_name(model.services[key].name, version) for key, version in versions.items()}
     keys = selector_keys(model)
     # workloads first: a workload selected by two dev services is copied once
-    copied: dict[str, DevWorkload] = {}
+    copied: dict[int, DevWorkload] = {}
     workloads: dict[str, DevWorkload] = {}
-    for name, version in versions.items():
-        node = model.services[name]
+    for key, version in versions.items():
+        node = model.services[key]
         if node.workload is None:
             continue
-        key = f"{node.workload.doc.namespace}/{node.workload.doc.ref}"
-        if key not in copied:
-            copied[key] = _copy_workload(node, version, keys, model, replicas)
-        workloads[name] = copied[key]
-    services = _copy_services(model, list(copied.values()), dev_names)
-    rewrites: list[Rewrite] = []
-    probe = DevSet(versions=versions, dev_names=dev_names)
-    overrides = {s.name: s for s in flow.services}
+        wid = id(node.workload.doc)
+        if wid not in copied:
+            copied[wid] = _copy_workload(node, version, keys, model, replicas)
+        workloads[key] = copied[wid]
+    services, renamed = _copy_services(model, list(copied.values()))
+    cloner = _Cloner(model, DevSet(versions=versions, dev_names=dev_names), diags, strict)
     for dw in copied.values():
-        rewrites += _rewrite_references(dw, model, probe)
-    for name, dw in workloads.items():
-        if name in overrides:
-            _apply_override(dw, overrides[name])
-    return DevSet(workloads, services, rewrites, dev_names, versions)
+        cloner.rewrite(dw, _nodes_of(model, dw))
+        cloner.volumes(dw, _nodes_of(model, dw))
+    for key, override in plan.overrides.items():
+        if key in workloads:
+            _apply_override(workloads[key], override)
+    objects = cloner.objects + _network_policies(model, list(copied.values()), keys)
+    return DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed)
+
+
+def _nodes_of(model: Model, dw: DevWorkload) -> list[ServiceNode]:
+    return [n for n in model.services.values() if n.workload is not None and n.workload.doc is dw.baseline]
 
 
 def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:
@@ -145,11 +207,7 @@ def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:
     new: dict[int, DevWorkload] = {}
     for dw in dev.unique_workloads():
         spec = pod_specs.get(dw.key)
-        if spec is None:
-            new[id(dw)] = dw
-            continue
-        template = {**dw.obj["spec"]["template"], "spec": spec}
-        new[id(dw)] = replace(dw, obj={**dw.obj, "spec": {**dw.obj["spec"], "template": template}})
+        new[id(dw)] = dw if spec is None else replace(dw, obj=with_pod_spec(dw.obj, spec))
     return replace(dev, workloads={s: new[id(dw)] for s, dw in dev.workloads.items()})
 
 
@@ -163,24 +221,34 @@ def _copy_workload(node: ServiceNode, version: str, keys: dict[str | None, set[s
     if ns:
         meta["namespace"] = ns
     meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(version)}
-    spec = obj.setdefault("spec", {})
-    template = spec.setdefault("template", {})
+    template = pod_template(obj)
     tmeta = template.setdefault("metadata", {})
     tmeta["labels"] = isolate_labels(tmeta.get("labels") or {}, keys.get(ns, set()), version)
-    sel = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
-    sel_keys = selector_label_keys(sel)
-    spec["selector"] = {"matchLabels": {k: v for k, v in tmeta["labels"].items() if k in sel_keys or k == FLOW_LABEL}}
-    if replicas != "keep":
+    spec = obj["spec"]
+    kind = obj.get("kind")
+    if kind in ("Deployment", "StatefulSet", "DaemonSet") or (kind == "Job" and spec.get("manualSelector")):
+        sel = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
+        sel_keys = selector_label_keys(sel)
+        spec["selector"] = {"matchLabels": {k: v for k, v in tmeta["labels"].items()
+                                            if k in sel_keys or k == FLOW_LABEL}}
+    elif kind == "ReplicationController":  # a plain map, defaulting to the template's labels
+        sel = spec.get("selector") if isinstance(spec.get("selector"), dict) and spec.get("selector") else \
+            (pod_template(wl.doc.obj).get("metadata") or {}).get("labels") or {}
+        spec["selector"] = {k: v for k, v in tmeta["labels"].items() if k in sel or k == FLOW_LABEL}
+    elif kind == "Job":
+        spec.pop("selector", None)  # generated by the API server from the Job's own uid
+    if replicas != "keep" and kind in REPLICATED:
         spec["replicas"] = int(replicas)
-    return DevWorkload(node.name, version, wl.doc, obj, node.container)
+    return DevWorkload(node.key, version, wl.doc, obj, node.container)
 
 
-def _copy_services(model: Model, workloads: list[DevWorkload], dev_names: dict[str, str]) -> list[DevService]:
+def _copy_services(model: Model, workloads: list[DevWorkload]) -> tuple[list[DevService],
+                                                                         dict[tuple[str | None, str], str]]:
     """A dev Service for every Service (node or legacy entry) that selects a dev workload."""
     index = LabelIndex()
     for dw in workloads:
         index.add(model.namespace_of(dw.baseline), Workload(dw.baseline).pod_labels, dw)
-    out = []
+    out, renamed = [], {}
     for doc in model.documents:
         if doc.kind != "Service" or KARDINAL + "plugin-definition" in doc.annotations:
             continue
@@ -189,12 +257,12 @@ def _copy_services(model: Model, workloads: list[DevWorkload], dev_names: dict[s
             continue
         ns = model.namespace_of(doc)
         for dw in index.candidates(ns, selector):
-            if map_matches(selector, Workload(dw.baseline).pod_labels):
+            if dw.baseline.kind in REPLICATED and map_matches(selector, Workload(dw.baseline).pod_labels):
                 obj = _dev_service(doc, dw, ns)
                 out.append(DevService(doc, obj, dw.version))
-                dev_names.setdefault(doc.name, obj["metadata"]["name"])
+                renamed.setdefault((ns, doc.name), obj["metadata"]["name"])
                 break
-    return out
+    return out, renamed
 
 
 def _dev_service(doc: Document, dw: DevWorkload, ns: str | None) -> dict:
@@ -204,13 +272,9 @@ def _dev_service(doc: Document, dw: DevWorkload, ns: str | None) -> dict:
     if ns:
         meta["namespace"] = ns
     meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(dw.version)}
-    ann = {k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith(KARDINAL)}
-    if ann:
-        meta["annotations"] = ann
-    else:
-        meta.pop("annotations", None)
+    _drop_kardinal(meta)
     spec = obj["spec"]
-    pod_labels = dw.obj["spec"]["template"]["metadata"]["labels"]
+    pod_labels = dw.pod_labels
     spec["selector"] = {k: pod_labels[k] for k in spec["selector"]}
     spec["selector"][FLOW_LABEL] = pod_labels[FLOW_LABEL]
     headless = spec.get("clusterIP") == "None"
@@ -229,32 +293,212 @@ def _dev_service(doc: Document, dw: DevWorkload, ns: str | None) -> dict:
     return obj
 
 
-# ---------------------------------------------------------------------------------------------
-# Reference rewriting
+def _drop_kardinal(meta: dict) -> None:
+    ann = {k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith(KARDINAL)}
+    if ann:
+        meta["annotations"] = ann
+    else:
+        meta.pop("annotations", None)
 
 
-def reference_targets(model: Model, names: list[str]) -> dict[str, Target]:
-    """The services references may name, with their namespaces and port names."""
-    return {n: Target(model.services[n].namespace, model.services[n].port_names) for n in names}
+def _copy_of(doc: Document, version: str, namespace: str | None) -> dict:
+    """A per-flow copy of a repository object: dev name, the baseline's namespace, flow labels."""
+    obj = strip_metadata(copy.deepcopy(doc.obj))
+    meta = obj["metadata"]
+    meta["name"] = dev_name(doc.name, version)
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(version)}
+    _drop_kardinal(meta)
+    return obj
 
 
-def _rewrite_references(dw: DevWorkload, model: Model, dev: DevSet) -> list[Rewrite]:
-    names = [n for n in dev.rewrite_targets(dw.version) if n in model.services]
-    if not names:
-        return []
-    targets = reference_targets(model, names)
-    node = model.services[dw.service]
-    done = []
-    for container in all_containers(dw.pod_spec):
-        for env in container.get("env") or []:
-            value, name = env.get("value"), str(env.get("name", ""))
-            if not isinstance(value, str) or name in node.no_rewrite:
+class _Cloner:
+    """Rewrites references and volumes of dev pods, making the per-flow ConfigMaps and PVCs they need."""
+
+    def __init__(self, model: Model, dev: DevSet, diags: Diagnostics, strict: bool):
+        self.model, self.dev, self.diags, self.strict = model, dev, diags, strict
+        self.rewrites: list[Rewrite] = []
+        self.objects: list[DevObject] = []
+        self._made: dict[tuple[str, str | None, str, str], str] = {}  # (kind, ns, name, version) -> copy name
+
+    def rewrite(self, dw: DevWorkload, nodes: list[ServiceNode]) -> None:
+        targets = Targets(service_targets(self.model, self.dev.rewrite_targets(dw.version)), dw.namespace)
+        if not targets:
+            return
+        skip = frozenset().union(*(n.no_rewrite for n in nodes))
+        spec = dw.pod_spec
+        for slot in pod_slots(spec, targets, skip):
+            new = apply(slot.value, slot.refs, self.dev.dev_names)
+            slot.set(new)
+            self.rewrites.append(Rewrite(dw.name, slot.container, slot.field, slot.label, slot.value, new))
+        for read in config_reads(spec):
+            doc = self.model.find(read.kind, dw.namespace, read.name)
+            if doc is None:
                 continue
-            new = rewrite(name, value, targets, dev.dev_names)
-            if new != value:
-                env["value"] = new
-                done.append(Rewrite(dw.name, container.get("name", ""), name, value, new))
-    return done
+            found = data_refs(doc, targets, None if read.kind == "ConfigMap" else read.keys, skip)
+            if not found:
+                continue
+            if read.kind == "Secret":
+                self._secret(dw, doc, found)
+                continue
+            repoint(spec, "ConfigMap", read.name, self._configmap(doc, dw, found))
+
+    def _configmap(self, doc: Document, dw: DevWorkload, found: dict) -> str:
+        """The per-flow copy of a ConfigMap with its references rewritten (made once per flow)."""
+        slot = ("ConfigMap", dw.namespace, doc.name, dw.version)
+        if slot not in self._made:
+            obj = _copy_of(doc, dw.version, dw.namespace)
+            obj.pop("immutable", None)
+            for key, refs in found.items():
+                old = obj["data"][key]
+                obj["data"][key] = apply(old, refs, self.dev.dev_names)
+                self.rewrites.append(Rewrite(obj["metadata"]["name"], None, "key", key, old, obj["data"][key]))
+            self.objects.append(DevObject(doc, obj, dw.version))
+            self._made[slot] = obj["metadata"]["name"]
+        return self._made[slot]
+
+    def _secret(self, dw: DevWorkload, doc: Document, found: dict) -> None:
+        for key, refs in sorted(found.items()):
+            services = ", ".join(sorted({r.target.key for r in refs}))
+            self._warn(f"Secret {doc.name} key {key} holds the address of {services}, which has a dev version; "
+                       f"devlane never copies Secret values, so dev workload {dw.name} still reaches the baseline",
+                       doc, "move the address to a ConfigMap or an env value (devlane rewrites those), or give the "
+                       "flow its own Secret through a plugin (an ExternalSecret)", "secret-reference")
+
+    def volumes(self, dw: DevWorkload, nodes: list[ServiceNode]) -> None:
+        """No dev pod mounts a baseline PersistentVolumeClaim: a per-flow claim, an emptyDir, or shared on purpose."""
+        for vol in dw.pod_spec.get("volumes") or []:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
+            if not isinstance(claim, str):
+                continue
+            mode, owner = _volume_mode(nodes, claim, self.diags)
+            if mode == "shared":
+                continue
+            if mode == "emptyDir":
+                vol.pop("persistentVolumeClaim")
+                vol["emptyDir"] = {}
+                continue
+            doc = self.model.find("PersistentVolumeClaim", dw.namespace, claim)
+            if doc is None:
+                self.diags.error(
+                    f"dev workload {dw.name} would mount the baseline PersistentVolumeClaim {claim}, which is not in "
+                    "the repository, so devlane cannot give the flow its own", owner.doc.where(),
+                    hint=f"add PersistentVolumeClaim {claim} to the repository, or annotate {owner.ref} with "
+                    f"{VOLUME}: emptyDir (or {VOLUME}: shared to share the volume on purpose)", code="volume")
+                continue
+            vol["persistentVolumeClaim"]["claimName"] = self._claim(doc, dw)
+
+    def _claim(self, doc: Document, dw: DevWorkload) -> str:
+        slot = ("PersistentVolumeClaim", dw.namespace, doc.name, dw.version)
+        if slot not in self._made:
+            obj = _copy_of(doc, dw.version, dw.namespace)
+            spec = obj.setdefault("spec", {})
+            spec.pop("volumeName", None)  # a fresh volume, never the baseline's bound one
+            ann = obj["metadata"].get("annotations") or {}
+            for key in [k for k in ann if k.startswith(("pv.kubernetes.io/", "volume.beta.kubernetes.io/",
+                                                        "volume.kubernetes.io/"))]:
+                ann.pop(key)
+            if not ann:
+                obj["metadata"].pop("annotations", None)
+            self.objects.append(DevObject(doc, obj, dw.version))
+            self._made[slot] = obj["metadata"]["name"]
+        return self._made[slot]
+
+    def _warn(self, message: str, doc: Document, hint: str, code: str) -> None:
+        (self.diags.error if self.strict else self.diags.warn)(message, doc.where(), hint=hint, code=code)
+
+
+def _volume_mode(nodes: list[ServiceNode], claim: str, diags: Diagnostics) -> tuple[str, ServiceNode]:
+    """`devlane.dev/volume` on the Service: `MODE` for every claim, or `claim=MODE,...`."""
+    owner = nodes[0]
+    for node in nodes:
+        raw = str(node.doc.annotations.get(VOLUME, "")).strip()
+        if not raw:
+            continue
+        modes = {}
+        for item in raw.split(","):
+            name, sep, mode = item.strip().rpartition("=")
+            modes[name if sep else "*"] = mode.strip()
+        mode = modes.get(claim, modes.get("*"))
+        if mode is None:
+            continue
+        if mode not in VOLUME_MODES:
+            diags.error(f"{VOLUME}: {mode!r} is not a volume mode", node.doc.where(),
+                        hint=f"use one of {', '.join(VOLUME_MODES)} (or claim=MODE,...)", code="bad-annotation")
+            return "copy", node
+        return mode, node
+    return "copy", owner
+
+
+def _selects(sel: dict, labels: dict) -> bool:
+    """A NetworkPolicy pod selector (empty: every pod) against pod labels."""
+    if not isinstance(sel, dict):
+        return False
+    if not map_matches(sel.get("matchLabels") or {}, labels):
+        return False
+    for e in sel.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values) \
+                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+def _dev_selector(sel: dict, keys: set[str], version: str) -> dict:
+    """The selector that matches the dev pods where `sel` matched their baselines."""
+    out = copy.deepcopy(sel)
+    labels = out.get("matchLabels") or {}
+    for k in labels:
+        if k in keys:
+            labels[k] = dev_label_value(labels[k], version)
+    for e in out.get("matchExpressions") or []:
+        if e.get("key") in keys and e.get("values"):
+            e["values"] = [dev_label_value(v, version) for v in e["values"]]
+    return out
+
+
+def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str | None, set[str]]) -> list[DevObject]:
+    """Per-flow copies of the NetworkPolicies that select a dev pod's baseline or admit traffic from one."""
+    out = []
+    for doc in model.documents:
+        if doc.kind != "NetworkPolicy" or not isinstance(doc.obj.get("spec"), dict):
+            continue
+        ns = model.namespace_of(doc)
+        for version in sorted({dw.version for dw in workloads}):
+            mine = [dw for dw in workloads if dw.version == version and model.namespace_of(dw.baseline) == ns]
+            obj = _policy_copy(doc, mine, keys.get(ns, set()), version, ns)
+            if obj is not None:
+                out.append(DevObject(doc, obj, version))
+    return out
+
+
+def _policy_copy(doc: Document, mine: list[DevWorkload], keys: set[str], version: str,
+                 ns: str | None) -> dict | None:
+    baselines = [Workload(dw.baseline).pod_labels for dw in mine]
+
+    def moved(sel: object) -> bool:  # matched the baseline pods, and misses their dev copies
+        return isinstance(sel, dict) and any(_selects(sel, b) and not _selects(sel, dw.pod_labels)
+                                             for b, dw in zip(baselines, mine, strict=True))
+
+    spec = doc.obj["spec"]
+    selects = moved(spec.get("podSelector"))
+    peers = [p for rule in (spec.get("ingress") or []) + (spec.get("egress") or []) if isinstance(rule, dict)
+             for p in (rule.get("from") or []) + (rule.get("to") or []) if isinstance(p, dict)]
+    admits = any(moved(p.get("podSelector")) and not p.get("namespaceSelector") for p in peers)
+    if not selects and not admits:
+        return None
+    obj = _copy_of(doc, version, ns)
+    new = obj["spec"]
+    if selects:
+        new["podSelector"] = _dev_selector(new["podSelector"], keys, version)
+    for direction, side in (("ingress", "from"), ("egress", "to")):
+        for rule in new.get(direction) or []:
+            extra = [{"podSelector": _dev_selector(p["podSelector"], keys, version)} for p in rule.get(side) or []
+                     if isinstance(p, dict) and moved(p.get("podSelector")) and not p.get("namespaceSelector")]
+            if extra:
+                rule[side] = [*rule[side], *extra]
+    return obj
 
 
 def _apply_override(dw: DevWorkload, override: ServiceOverride) -> None:

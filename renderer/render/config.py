@@ -31,6 +31,7 @@ class RepoConfig:
     plugin_sources: dict[str, dict] = field(default_factory=dict)
     plugin_timeout: float | None = None
     warnings_as_errors: bool = False
+    strict: bool = False
     present: bool = False
     pipeline: list[PipelineStep] = field(default_factory=list)
 
@@ -63,7 +64,8 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       routing=raw.get("routing", "none"), domain=raw.get("domain"), namespace=raw.get("namespace"),
                       output=raw.get("output", "rendered"), replicas=raw.get("replicas", 1),
                       plugin_sources=dict(plugins.get("sources") or {}), plugin_timeout=plugins.get("timeoutSeconds"),
-                      warnings_as_errors=bool(policy.get("warningsAsErrors", False)), present=True,
+                      warnings_as_errors=bool(policy.get("warningsAsErrors", False)),
+                      strict=bool(policy.get("strict", False)), present=True,
                       pipeline=_pipeline(raw.get("pipeline") or [], file))
 
 

@@ -135,6 +135,8 @@ def collect(plan: Plan, dev: DevSet, plugins: PluginResults, entries: Entries, d
         groups.setdefault(dw.version, []).append(dw.obj)
     for svc in dev.services:
         groups.setdefault(svc.version, []).append(svc.obj)
+    for extra in dev.objects:
+        groups.setdefault(extra.version, []).append(extra.obj)
     for res in plugins.results:
         ns = None
         if res.dependents and res.dependents[0] in dev.workloads:

@@ -1,36 +1,43 @@
 """Isolation invariants, checked on every render; a violation is an error, never a warning.
 
 1. No baseline selector (Service, or workload matchLabels/matchExpressions) matches a dev pod.
-2. No env value a dev pod inherited still names a baseline service that has a dev version
-   (what counts as a reference is defined once, in `references`).
+2. No reference a dev pod inherited (env, command, args, init containers, the ConfigMaps it reads)
+   still names a baseline service that has a dev version (what counts as a reference is defined
+   once, in `core.references`, and where a pod reads one, in `reads`).
 3. Dev objects never reuse a baseline object's name, and never collide with each other.
+4. No dev pod mounts a baseline PersistentVolumeClaim unless its Service says `devlane.dev/volume: shared`.
+
+And the wiring check: every dependency edge between two services with dev versions is wired (a
+reference in the dev caller points at the dev callee) or warned (an error under `policy.strict`).
 """
 
 from __future__ import annotations
 
-from ..core.k8s import LabelIndex, all_containers, label_selector_matches, map_matches, namespace_key
-from ..core.references import find_references
+from ..core.k8s import LabelIndex, label_selector_matches, map_matches, namespace_key
+from ..core.references import Target, Targets
 from ..errors import Diagnostics, Where
-from .clone import DevSet, reference_targets
+from .clone import MAP_SELECTORS, VOLUME, DevSet, DevWorkload
 from .model import Model
+from .plan import service_targets
+from .reads import config_reads, data_refs, pod_slots
 
 
 def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
     pods = LabelIndex()
     for dw in dev.unique_workloads():
-        meta = dw.obj["metadata"]
-        pods.add(meta.get("namespace"), dw.obj["spec"]["template"]["metadata"]["labels"], dw)
+        pods.add(dw.namespace, dw.pod_labels, dw)
     for doc in model.documents:
         spec = doc.obj.get("spec") if isinstance(doc.obj.get("spec"), dict) else {}
         sel = spec.get("selector")
         if not isinstance(sel, dict) or not sel:
             continue
-        if doc.kind != "Service" and "matchLabels" not in sel and "matchExpressions" not in sel:
+        plain = doc.kind in MAP_SELECTORS
+        if not plain and "matchLabels" not in sel and "matchExpressions" not in sel:
             continue
-        required = sel.get("matchLabels") or {} if doc.kind != "Service" else sel
-        matches = map_matches if doc.kind == "Service" else label_selector_matches
+        required = sel if plain else sel.get("matchLabels") or {}
+        matches = map_matches if plain else label_selector_matches
         for dw in pods.candidates(model.namespace_of(doc), required):
-            if matches(sel, dw.obj["spec"]["template"]["metadata"]["labels"]):
+            if matches(sel, dw.pod_labels):
                 diags.error(
                     f"isolation violated: the selector of baseline {doc.ref} matches the pods of dev workload "
                     f"{dw.name}",
@@ -40,25 +47,77 @@ def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
                 )
 
 
+def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list[str]:
+    """Where the dev pod reads a reference to one of `targets`: its own spec and the ConfigMaps it reads."""
+    skip = frozenset().union(*(n.no_rewrite for n in model.services.values()
+                               if n.workload is not None and n.workload.doc is dw.baseline))
+    out = [f"{slot.where} = {slot.value!r}" for slot in pod_slots(dw.pod_spec, targets, skip)]
+    for read in config_reads(dw.pod_spec):
+        if read.kind != "ConfigMap":
+            continue
+        obj = dev.find("ConfigMap", dw.namespace, read.name)
+        if obj is None:
+            doc = model.find("ConfigMap", dw.namespace, read.name)
+            obj = doc.obj if doc is not None else None
+        if obj is not None:
+            out += [f"ConfigMap {read.name} key {key}" for key in data_refs(obj, targets, None, skip)]
+    return out
+
+
 def check_references(model: Model, dev: DevSet, diags: Diagnostics) -> None:
     """Run after rewriting and before plugins: inherited references must point at dev Services."""
     for dw in dev.unique_workloads():
-        targets = reference_targets(model, [n for n in dev.rewrite_targets(dw.version) if n in model.services])
-        skip = model.services[dw.service].no_rewrite
-        for c in all_containers(dw.pod_spec):
-            for env in c.get("env") or []:
-                value, name = env.get("value"), str(env.get("name", ""))
-                if not isinstance(value, str) or name in skip:
-                    continue
-                for ref in find_references(name, value, targets):
-                    diags.error(
-                        f"isolation violated: env {name}={value!r} in dev workload {dw.obj['metadata']['name']} "
-                        f"(container {c.get('name')}) still points at baseline service {ref.service}, which has "
-                        "a dev version",
-                        dw.baseline.where(),
-                        hint=f"list the variable in devlane.dev/no-rewrite if {ref.service} is not a host here",
-                        code="isolation",
-                    )
+        baseline = Targets(service_targets(model, dev.rewrite_targets(dw.version)), dw.namespace)
+        if not baseline:
+            continue
+        for where in _found(model, dev, dw, baseline):
+            diags.error(
+                f"isolation violated: dev workload {dw.name} still reads the address of a baseline service that "
+                f"has a dev version ({where})",
+                dw.baseline.where(),
+                hint="list the variable or key in devlane.dev/no-rewrite if it is not an address",
+                code="isolation",
+            )
+
+
+def check_volumes(model: Model, dev: DevSet, diags: Diagnostics) -> None:
+    """No dev pod mounts a baseline PersistentVolumeClaim, unless shared on purpose."""
+    claims = {(model.namespace_of(d), d.name) for d in model.documents if d.kind == "PersistentVolumeClaim"}
+    for dw in dev.unique_workloads():
+        shared = any(str(n.doc.annotations.get(VOLUME, "")).strip() for n in model.services.values()
+                     if n.workload is not None and n.workload.doc is dw.baseline)
+        for vol in dw.pod_spec.get("volumes") or []:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
+            if claim and (dw.namespace, claim) in claims and not shared:
+                diags.error(f"isolation violated: dev workload {dw.name} mounts the baseline PersistentVolumeClaim "
+                            f"{claim}", dw.baseline.where(), hint=f"annotate its Service with {VOLUME}: shared to "
+                            "share the volume on purpose", code="isolation")
+
+
+def check_wiring(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False) -> None:
+    """Every dependency edge between two dev versions must be wired (found) or warned (strict: an error)."""
+    for key in sorted(dev.workloads):
+        dw, node = dev.workloads[key], model.services[key]
+        for dep, _port in node.dependencies:
+            callee = model.services.get(dep)
+            if dep not in dev.dev_names or callee is None or not callee.is_service or dep not in dev.workloads:
+                continue
+            if dev.versions.get(dep) != dw.version and dev.versions.get(dep) != "shared":
+                continue
+            wired = Targets([Target(dep, dev.dev_names[dep], callee.namespace, callee.port_names)], dw.namespace)
+            if _found(model, dev, dw, wired):
+                continue
+            looked = ", ".join(f"ConfigMap {r.name}" for r in config_reads(dw.pod_spec) if r.kind == "ConfigMap")
+            (diags.error if strict else diags.warn)(
+                f"edge {node.ref} -> {callee.ref} is not wired: dev workload {dw.name} has no reference to "
+                f"{dev.dev_names[dep]} (looked in env, command, args{', ' + looked if looked else ''}), so it "
+                f"probably still calls the baseline {callee.name}: the address is hard-coded in the image or "
+                "comes from somewhere devlane cannot see",
+                node.doc.where(),
+                hint=f"pass the address of {callee.name} through env or a ConfigMap; or use the namespace isolation "
+                "mode or a mesh routing mode (--routing gateway-api|istio)",
+                code="unwired",
+            )
 
 
 def check_names(model: Model, objects: list[dict], diags: Diagnostics) -> None:
@@ -76,7 +135,9 @@ def check_names(model: Model, objects: list[dict], diags: Diagnostics) -> None:
         seen.add(key)
 
 
-def before_plugins(model: Model, dev: DevSet, diags: Diagnostics) -> None:
+def before_plugins(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False) -> None:
     """The invariants on the dev copies as cloned: what a plugin returns afterwards is final."""
     check_references(model, dev, diags)
     check_selectors(model, dev, diags)
+    check_volumes(model, dev, diags)
+    check_wiring(model, dev, diags, strict)

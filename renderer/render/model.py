@@ -1,6 +1,9 @@
 """Model: documents -> `Model`, Kardinal's topology.
 
-Services are the nodes (keyed by name), edges come from `kardinal.dev.service/dependencies`
+Services are the nodes, keyed by their name, or by `namespace/name` where two namespaces use the
+same name (identity is namespace/name). A workload that no Service selects (a queue consumer, a
+Job, a CronJob) is a node too, so a flow can target it and annotate dependencies on it. Edges come
+from `kardinal.dev.service/dependencies` (`svc:port`, or `svc.namespace:port` across namespaces)
 and from `type: external` plugins. Every problem is collected rather than raised, so `devlane
 lint` can report all of them at once; `render` fails on any error.
 """
@@ -8,22 +11,26 @@ lint` can report all of them at once; `render` fails on any error.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..core.k8s import LabelIndex, map_matches
+from ..core.k8s import LabelIndex, map_matches, pod_template
 from ..core.names import DEVLANE as D
 from ..core.names import KARDINAL as K
 from ..errors import Diagnostics, Problem, Where
 from .load import Document
 from .plugin_defs import PluginDef, add_plugin_def, parse_plugin_definition
 
-WORKLOAD_KINDS = ("Deployment", "StatefulSet")
+WORKLOAD_KINDS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1",
+                  "ReplicationController": "v1"}  # what a Service's selector may pick as its workload
+POD_KINDS = {**WORKLOAD_KINDS, "DaemonSet": "apps/v1", "Job": "batch/v1",
+             "CronJob": "batch/v1"}  # workloads that may be nodes of their own when no Service selects them
 KNOWN_KARDINAL = {
     "dependencies", "stateful", "external", "shared", "plugin-definition", "plugins",
     "ingress", "gateway", "route", "host",
 }
-KNOWN_DEVLANE = {"container", "workload", "no-rewrite", "flow"}
+KNOWN_DEVLANE = {"container", "workload", "no-rewrite", "flow", "volume"}
 SERVICE_ONLY = {"dependencies", "stateful", "external", "shared", "plugin-definition", "plugins", "host"}
+NODE_KEYS = {"dependencies", "stateful", "plugins"}  # also read on a workload that is a node of its own
 ENTRY_KINDS = {"ingress": "Ingress", "gateway": "Gateway", "route": "HTTPRoute"}
 
 
@@ -33,8 +40,7 @@ class Workload:
 
     @property
     def pod_template(self) -> dict:
-        tpl = (self.doc.obj.get("spec") or {}).get("template")
-        return tpl if isinstance(tpl, dict) else {}
+        return pod_template(self.doc.obj)
 
     @property
     def pod_labels(self) -> dict:
@@ -49,6 +55,9 @@ class Workload:
 
 @dataclass(frozen=True)
 class ServiceNode:
+    """A node of the topology: a Service (with the workload its selector picks), or a workload no Service selects."""
+
+    key: str  # identity in plan, flags and flow.metadata: the name, or namespace/name when names repeat
     name: str
     namespace: str | None
     doc: Document
@@ -61,6 +70,16 @@ class ServiceNode:
     plugins: tuple[str, ...] = ()
     dependencies: tuple[tuple[str, str], ...] = ()
     no_rewrite: frozenset[str] = frozenset()
+    ambiguous: tuple[Workload, ...] = ()  # the workloads a selector matches when it matches several
+
+    @property
+    def is_service(self) -> bool:
+        """Whether the node is a Service (has a DNS name), not a workload standing alone."""
+        return self.doc.kind == "Service"
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
     @property
     def port_names(self) -> frozenset[str]:
@@ -84,13 +103,19 @@ class Entry:
 @dataclass(frozen=True)
 class Model:
     documents: list[Document]
-    services: dict[str, ServiceNode]
+    services: dict[str, ServiceNode]  # by key
     plugin_defs: dict[str, PluginDef]
     externals: dict[str, list[str]]  # external node id -> parent services (sorted)
     entries: list[Entry]
     workloads: list[Workload]
     default_namespace: str | None
     problems: list[Problem]
+    service_keys: dict[tuple[str | None, str], str]  # (namespace, name) of each Service node -> key
+    objects: dict[tuple[str, str | None, str], Document]  # (kind, namespace, name) -> document
+
+    def find(self, kind: str, namespace: str | None, name: str) -> Document | None:
+        """The repository's object of that kind and name in `namespace` (or without a namespace)."""
+        return self.objects.get((kind, namespace, name)) or self.objects.get((kind, None, name))
 
     def namespace_of(self, doc: Document) -> str | None:
         return doc.namespace or self.default_namespace
@@ -104,6 +129,17 @@ class Model:
         out += [p for p in node.plugins if p in self.plugin_defs and self.plugin_defs[p].type == "external"]
         return out
 
+    def service_key(self, name: str, namespace: str | None) -> str | None:
+        """The key of the Service `name` as seen from `namespace` (None: not a Service of the repository)."""
+        return self.service_keys.get((namespace, name)) or self.service_keys.get((None, name))
+
+    def lookup(self, text: str) -> list[str]:
+        """The nodes a user's `NAME`, `NAMESPACE/NAME` or `KEY` names (several: ambiguous)."""
+        if text in self.services:
+            return [text]
+        ns, _, name = text.rpartition("/")
+        return sorted(k for k, n in self.services.items() if n.name == name and (not ns or n.namespace == ns))
+
 
 def _bool(value: object, key: str, where: Where, diags: Diagnostics) -> bool | None:
     text = str(value).strip()
@@ -114,24 +150,28 @@ def _bool(value: object, key: str, where: Where, diags: Diagnostics) -> bool | N
 
 
 def build_model(documents: list[Document], default_namespace: str | None = None) -> Model:
-    """Build the topology; problems go to `model.problems`."""
+    """Build the topology; problems go to `model.problems`.
+
+    `default_namespace` is the one `.devlane.yaml` names; nothing infers it from other objects (Argo CD
+    and Flux put objects without a namespace in their destination namespace, whatever else the repo holds).
+    """
     diags = Diagnostics()
-    if default_namespace is None:
-        default_namespace = infer_namespace(documents)
 
     def ns(doc: Document) -> str | None:
         return doc.namespace or default_namespace
 
     _check_annotation_keys(documents, diags)
-    workloads = [Workload(d) for d in documents if d.kind in WORKLOAD_KINDS and d.api_version == "apps/v1"]
+    if default_namespace is None:
+        _check_mixed_namespaces(documents, diags)
+    workloads = [Workload(d) for d in documents if WORKLOAD_KINDS.get(d.kind) == d.api_version]
     index = LabelIndex()
     for w in workloads:
         index.add(ns(w.doc), w.pod_labels, w)
 
     plugin_defs: dict[str, PluginDef] = {}
-    services: dict[str, ServiceNode] = {}
+    nodes: list[ServiceNode] = []
     legacy_entries: list[Document] = []
-    seen_names: dict[str, Document] = {}
+    seen: dict[tuple[str | None, str], Document] = {}
     for doc in documents:
         if doc.kind != "Service" or doc.api_version != "v1":
             continue
@@ -146,19 +186,22 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
                        code="deprecated")
             legacy_entries.append(doc)
             continue
-        if doc.name in seen_names:
-            other = seen_names[doc.name]
+        identity = (ns(doc), doc.name)
+        if identity in seen:
+            other = seen[identity]
+            where = f" in namespace {identity[0]}" if identity[0] else ""
             diags.error(
-                f"duplicate Service {doc.name!r}: also defined in {other.file} (document {other.index + 1})",
+                f"duplicate Service {doc.name!r}{where}: also defined in {other.file} (document {other.index + 1})",
                 doc.where(),
-                hint="service names must be unique; exclude template or copy files with `exclude:`",
+                hint="service names must be unique per namespace; exclude template or copy files with `exclude:`",
                 code="duplicate-service",
             )
             continue
-        seen_names[doc.name] = doc
-        services[doc.name] = _service_node(doc, ns(doc), index, diags, plugin_defs)
-
-    _resolve_references(services, plugin_defs, diags)
+        seen[identity] = doc
+        nodes.append(_service_node(doc, ns(doc), index, diags, plugin_defs))
+    nodes += _workload_nodes(documents, nodes, ns, diags, plugin_defs)
+    keys = {(n.namespace, n.name): n.key for n in _keyed(nodes).values() if n.is_service}
+    services = _resolve_references(_keyed(nodes), keys, plugin_defs, diags)
     externals: dict[str, list[str]] = defaultdict(list)
     for name in sorted(services):
         node = services[name]
@@ -169,21 +212,70 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
             if pdef and pdef.type == "external":
                 externals[p].append(name)
     _check_cycles(services, diags)
-    entries = _entries(documents, legacy_entries, services, ns, diags)
-    return Model(documents, services, plugin_defs, dict(externals), entries, workloads, default_namespace,
-                 diags.problems)
+    objects = {}
+    for doc in documents:
+        objects.setdefault((doc.kind, ns(doc), doc.name), doc)
+    model = Model(documents, services, plugin_defs, dict(externals), [], workloads, default_namespace, diags.problems,
+                  keys, objects)
+    model.entries.extend(_entries(documents, legacy_entries, model, diags))
+    return model
 
 
-def infer_namespace(documents: list[Document]) -> str | None:
-    """The repo's one namespace: a single Namespace object, else the single namespace objects use.
+def _keyed(nodes: list[ServiceNode]) -> dict[str, ServiceNode]:
+    """Nodes by key: the name where it is unique, else `namespace/name` (identity is namespace/name)."""
+    count: dict[str, int] = defaultdict(int)
+    for n in nodes:
+        count[n.name] += 1
+    out: dict[str, ServiceNode] = {}
+    for n in nodes:
+        key = n.name if count[n.name] == 1 else n.ref
+        if key in out:  # a Service and a lone workload of one namespace/name
+            key = f"{n.doc.kind.lower()}/{n.ref}"
+        out[key] = replace(n, key=key)
+    return out
 
-    Kardinal renders a manifest into one namespace; objects that name none land in it too.
-    """
-    declared = {d.name for d in documents if d.kind == "Namespace" and d.api_version == "v1"}
-    if len(declared) == 1:
-        return declared.pop()
-    used = {d.namespace for d in documents if d.namespace}
-    return used.pop() if len(used) == 1 and not declared else None
+
+def _workload_nodes(documents: list[Document], nodes: list[ServiceNode], ns, diags: Diagnostics,
+                    plugin_defs: dict[str, PluginDef]) -> list[ServiceNode]:
+    """Workloads that no Service selects (queue consumers, Jobs, CronJobs) are nodes of their own."""
+    selected = {id(w.doc) for n in nodes for w in ((n.workload,) if n.workload else n.ambiguous)}
+    out = []
+    for doc in documents:
+        if POD_KINDS.get(doc.kind) != doc.api_version or id(doc) in selected or not pod_template(doc.obj):
+            continue
+        workload = Workload(doc)
+        stateful, deps, plugins, no_rewrite = _node_annotations(doc, doc.kind == "StatefulSet", diags, plugin_defs)
+        out.append(ServiceNode(doc.name, doc.name, ns(doc), doc, workload,
+                               _target_container(workload, doc.annotations.get(D + "container"), doc.where(), diags),
+                               stateful=stateful, plugins=tuple(plugins), dependencies=tuple(deps),
+                               no_rewrite=no_rewrite))
+    return out
+
+
+def _node_annotations(doc: Document, stateful: bool, diags: Diagnostics, plugin_defs: dict[str, PluginDef]):
+    """stateful, dependencies, plugins and no-rewrite, as annotated on a Service or a lone workload."""
+    ann, where = doc.annotations, doc.where()
+    if K + "stateful" in ann:
+        value = _bool(ann[K + "stateful"], K + "stateful", where, diags)
+        stateful = stateful if value is None else value
+    dependencies = _parse_dependencies(str(ann[K + "dependencies"]), where, diags) if K + "dependencies" in ann else []
+    plugins = []
+    if K + "plugins" in ann:
+        plugins = _parse_plugins_ref(ann[K + "plugins"], doc, stateful, where, diags, plugin_defs)
+    no_rewrite = frozenset(x.strip() for x in str(ann.get(D + "no-rewrite", "")).split(",") if x.strip())
+    return stateful, dependencies, plugins, no_rewrite
+
+
+def _check_mixed_namespaces(documents: list[Document], diags: Diagnostics) -> None:
+    """Objects with and without a namespace side by side: the latter land in a destination devlane cannot know."""
+    named = sorted({d.namespace for d in documents if d.namespace})
+    bare = [d for d in documents if not d.namespace and d.kind in ("Service", *POD_KINDS, "ConfigMap")]
+    if named and bare:
+        diags.warn(f"{len(bare)} object(s) name no namespace (first: {bare[0].ref}) while others name "
+                   f"{', '.join(named)}: devlane keeps them apart, so a Service without a namespace selects only "
+                   "workloads without one", bare[0].where(),
+                   hint="set `namespace:` in .devlane.yaml to the Argo CD / Flux destination namespace",
+                   code="mixed-namespaces")
 
 
 def _check_annotation_keys(documents: list[Document], diags: Diagnostics) -> None:
@@ -195,7 +287,8 @@ def _check_annotation_keys(documents: list[Document], diags: Diagnostics) -> Non
                     diags.error(f"unknown annotation {key}", doc.where(),
                                 hint=f"known keys: {', '.join(K + k for k in sorted(KNOWN_KARDINAL))}",
                                 code="unknown-key")
-                elif short in SERVICE_ONLY and doc.kind != "Service":
+                elif short in SERVICE_ONLY and doc.kind != "Service" and not (short in NODE_KEYS
+                                                                              and doc.kind in POD_KINDS):
                     diags.warn(f"{key} is only read on Services; ignored on {doc.kind}", doc.where())
                 elif short in ENTRY_KINDS and doc.kind not in (ENTRY_KINDS[short], "Service"):
                     diags.warn(f"{key} is only read on {ENTRY_KINDS[short]} objects; ignored", doc.where())
@@ -213,31 +306,29 @@ def _service_node(
 ) -> ServiceNode:
     ann, spec, where = doc.annotations, doc.obj.get("spec") or {}, doc.where()
     ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
-    workload = _workload(doc, namespace, index, diags)
-    flags = {"stateful": workload is not None and workload.doc.kind == "StatefulSet", "external": False,
-             "shared": False}
+    workload, ambiguous = _workload(doc, namespace, index, diags)
+    flags = {"external": False, "shared": False}
     for key in flags:
         if K + key in ann:
             value = _bool(ann[K + key], K + key, where, diags)
             if value is not None:
                 flags[key] = value
-    dependencies = _parse_dependencies(str(ann[K + "dependencies"]), where, diags) if K + "dependencies" in ann else []
-    plugins = []
-    if K + "plugins" in ann:
-        plugins = _parse_plugins_ref(ann[K + "plugins"], doc, flags["stateful"], where, diags, plugin_defs)
-    no_rewrite = frozenset(x.strip() for x in str(ann.get(D + "no-rewrite", "")).split(",") if x.strip())
-    return ServiceNode(doc.name, namespace, doc, workload, _target_container(workload, ann.get(D + "container"), where,
-                                                                              diags),
-                       bool(ports) and str(ports[0].get("appProtocol", "")).upper() == "HTTP", flags["stateful"],
-                       flags["external"], flags["shared"], tuple(plugins), tuple(dependencies), no_rewrite)
+    stateful, dependencies, plugins, no_rewrite = _node_annotations(
+        doc, workload is not None and workload.doc.kind == "StatefulSet", diags, plugin_defs)
+    return ServiceNode(doc.name, doc.name, namespace, doc, workload,
+                       _target_container(workload, ann.get(D + "container"), where, diags),
+                       bool(ports) and str(ports[0].get("appProtocol", "")).upper() == "HTTP", stateful,
+                       flags["external"], flags["shared"], tuple(plugins), tuple(dependencies), no_rewrite, ambiguous)
 
 
-def _workload(doc: Document, namespace: str | None, index: LabelIndex, diags: Diagnostics) -> Workload | None:
-    """The one workload the Service's selector matches (`devlane.dev/workload` picks one of several)."""
+def _workload(doc: Document, namespace: str | None, index: LabelIndex,
+              diags: Diagnostics) -> tuple[Workload | None, tuple[Workload, ...]]:
+    """The one workload the Service's selector matches (`devlane.dev/workload` picks one of several), and
+    all of them when it matches several: that blocks only flows that need this Service's dev version."""
     spec, where = doc.obj.get("spec") or {}, doc.where()
     selector = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
     if not selector:
-        return None
+        return None, ()
     found = [w for w in index.candidates(namespace, selector) if map_matches(selector, w.pod_labels)]
     wanted = doc.annotations.get(D + "workload")
     if wanted:
@@ -246,12 +337,12 @@ def _workload(doc: Document, namespace: str | None, index: LabelIndex, diags: Di
             diags.error(f"devlane.dev/workload names {wanted!r}, which this Service's selector does not match", where,
                         code="bad-annotation")
     if len(found) > 1:
-        names = ", ".join(sorted(w.doc.ref for w in found))
-        diags.error(f"selector matches {len(found)} workloads ({names})", where,
-                    hint="narrow the selector, or pick one with the annotation devlane.dev/workload: NAME",
-                    code="ambiguous-workload")
-        return None
-    return found[0] if found else None
+        return None, tuple(found)
+    for w in found:
+        for key in sorted(k for k in w.doc.annotations if k.startswith(K) and k[len(K):] in NODE_KEYS):
+            diags.warn(f"{key} on {w.doc.ref} is not read: Service {doc.name} selects it", w.doc.where(),
+                       hint=f"move the annotation to Service {doc.name}", code="ignored-key")
+    return (found[0] if found else None), ()
 
 
 def _target_container(workload: Workload | None, wanted: object, where: Where, diags: Diagnostics) -> str | None:
@@ -311,25 +402,33 @@ def _parse_plugins_ref(value: object, doc: Document, stateful: bool, where: Wher
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
-def _resolve_references(
-    services: dict[str, ServiceNode], plugin_defs: dict[str, PluginDef], diags: Diagnostics
-) -> None:
-    for node in services.values():
+def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str | None, str], str],
+                        plugin_defs: dict[str, PluginDef], diags: Diagnostics) -> dict[str, ServiceNode]:
+    """Dependencies as node keys: `svc` in the dependent's namespace, `svc.namespace` in another one."""
+    out = {}
+    for key, node in services.items():
         where = node.doc.where()
+        resolved: list[tuple[str, str]] = []
         for dep, port in node.dependencies:
-            target = services.get(dep)
+            name, _, namespace = dep.partition(".")
+            target_key = keys.get((namespace or node.namespace, name)) or keys.get((None, name))
+            if target_key is None and not namespace:
+                by_name = sorted(k for (_ns, n), k in keys.items() if n == name)
+                target_key = by_name[0] if len(by_name) == 1 else None
+            target = services.get(target_key) if target_key else None
             if target is None:
                 diags.error(f"dependency {dep}:{port} names no Service {dep!r}", where,
-                            hint="fix the name in kardinal.dev.service/dependencies", code="bad-dependency")
+                            hint="fix the name in kardinal.dev.service/dependencies (another namespace: "
+                            "svc.namespace:port)", code="bad-dependency")
                 continue
-            ports = [p.get("name") for p in (target.doc.obj.get("spec") or {}).get("ports") or []]
-            if port not in ports:
-                diags.error(f"dependency {dep}:{port}: Service {dep} has no port named {port!r}", where,
-                            hint=f"port names of {dep}: {', '.join(str(p) for p in ports if p) or '(none)'}",
-                            code="bad-dependency")
-        for dep, _port in node.dependencies:
-            target = services.get(dep)
-            if target is not None and target.external and dep not in node.plugins:
+            specs = [p for p in (target.doc.obj.get("spec") or {}).get("ports") or [] if isinstance(p, dict)]
+            ports = [p.get("name") for p in specs]
+            by_number = port.isdigit() and any(str(p.get("port")) == port for p in specs)  # an unnamed port
+            if port not in ports and not by_number:
+                diags.error(f"dependency {dep}:{port}: Service {target.ref} has no port named {port!r}", where,
+                            hint=f"port names of {target.ref}: {', '.join(str(p) for p in ports if p) or '(none)'} "
+                            "(an unnamed port: its number)", code="bad-dependency")
+            if target.external and target.key not in node.plugins:
                 diags.error(
                     f"{dep} is external, but this Service does not list a plugin for it",
                     where,
@@ -337,6 +436,8 @@ def _resolve_references(
                     "(an external plugin makes the dev copy safe to call it)",
                     code="external-without-plugin",
                 )
+            if (target.key, port) not in resolved:
+                resolved.append((target.key, port))
         for p in node.plugins:
             if p not in plugin_defs:
                 diags.error(
@@ -346,6 +447,8 @@ def _resolve_references(
                     f"servicename is {p}",
                     code="undefined-plugin",
                 )
+        out[key] = replace(node, dependencies=tuple(resolved))
+    return out
 
 
 def _check_cycles(services: dict[str, ServiceNode], diags: Diagnostics) -> None:
@@ -376,9 +479,8 @@ def _check_cycles(services: dict[str, ServiceNode], diags: Diagnostics) -> None:
             visit(name)
 
 
-def _entries(
-    documents: list[Document], legacy: list[Document], services: dict[str, ServiceNode], ns, diags: Diagnostics
-) -> list[Entry]:
+def _entries(documents: list[Document], legacy: list[Document], model: Model, diags: Diagnostics) -> list[Entry]:
+    """Annotated entry points, with their backends as node keys (resolved in the entry's namespace)."""
     entries: list[Entry] = []
     for doc in documents:
         ann = doc.annotations
@@ -386,36 +488,40 @@ def _entries(
         if flag is None or not _bool(ann[K + flag], K + flag, doc.where(), diags):
             continue
         spec = doc.obj.get("spec") or {}
-        backends: list[str] = []
+        backends: list[tuple[str, str | None]] = []
         hosts: list[str] = []
         if doc.kind == "Ingress":
             default = ((spec.get("defaultBackend") or {}).get("service") or {}).get("name")
             if default:
-                backends.append(default)
+                backends.append((default, None))
             for rule in spec.get("rules") or []:
                 if rule.get("host"):
                     hosts.append(rule["host"])
                 for path in (rule.get("http") or {}).get("paths") or []:
                     name = ((path.get("backend") or {}).get("service") or {}).get("name")
                     if name:
-                        backends.append(name)
+                        backends.append((name, None))
         elif doc.kind == "HTTPRoute":
             hosts = list(spec.get("hostnames") or [])
             for rule in spec.get("rules") or []:
                 for ref in rule.get("backendRefs") or []:
                     if ref.get("kind", "Service") == "Service" and ref.get("group", "") in ("", "core"):
-                        backends.append(ref["name"])
-        for b in backends:
-            if b not in services:
-                diags.warn(f"entry routes to {b!r}, which is not a Service in the repository", doc.where())
-        entries.append(Entry(doc, sorted(set(backends) & set(services)), hosts))
+                        backends.append((ref["name"], ref.get("namespace")))
+        keys = set()
+        for name, namespace in backends:
+            key = model.service_key(name, namespace or model.namespace_of(doc))
+            if key is None:
+                diags.warn(f"entry routes to {name!r}, which is not a Service in the repository", doc.where())
+            else:
+                keys.add(key)
+        entries.append(Entry(doc, sorted(keys), hosts))
     for doc in legacy:
         selector = (doc.obj.get("spec") or {}).get("selector") or {}
         backends = sorted(
-            name
-            for name, node in services.items()
+            key
+            for key, node in model.services.items()
             if node.workload is not None
-            and ns(doc) == node.namespace
+            and model.namespace_of(doc) == node.namespace
             and selector
             and map_matches(selector, node.workload.pod_labels)
         )

@@ -6,6 +6,8 @@
 4. Services carrying an external plugin reached from a target get dev versions.
 5. Routing `none`: services on a path from an entry point to a dev service get dev versions.
 6. Shared services use the `shared` version; non-HTTP shared services share their parents.
+7. Jobs and CronJobs whose pods read the address of a service with a dev version (a migration
+   against the dev database) get dev versions; so does every other Service on a dev workload.
 Every dev service then runs all of its plugins; each plugin instance runs once per flow with all
 of its dependents, in a fixed order (annotation order, then service name).
 """
@@ -13,14 +15,16 @@ of its dependents, in a fixed order (annotation order, then service name).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ..core.names import SHARED, flow_uuid
+from ..core.references import Target, Targets
 from ..errors import Diagnostics, Where
 from .config import Routing
-from .flow import FlowSpec
-from .model import Model
+from .flow import FlowSpec, ServiceOverride
+from .model import Model, ServiceNode
+from .reads import config_reads, data_refs, pod_slots
 
 Kind = Literal["service", "external"]
 Version = Literal["dev", "shared", "baseline"]
@@ -63,6 +67,7 @@ class Plan:
     routing: Routing
     decisions: dict[str, Decision]
     instances: list[PluginInstance]
+    overrides: dict[str, ServiceOverride] = field(default_factory=dict)  # flow targets by node key
 
     def dev_services(self) -> list[str]:
         return sorted(n for n, d in self.decisions.items() if d.kind == "service" and d.version != "baseline")
@@ -127,10 +132,8 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics
         if reason not in d.reasons:
             d.reasons.append(reason)
 
-    targets = [s.name for s in flow.services]
-    for t in targets:
-        _check_target(model, t, diags)
-    targets = [t for t in targets if t in model.services]
+    overrides = _targets(model, flow, diags)
+    targets = list(overrides)
     for t in targets:
         mark(t, "target")
         reach = graph.reachable(t)
@@ -149,17 +152,26 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics
     if routing == "none":
         _routing_paths(model, graph, decisions, mark)
     _apply_shared(model, graph, decisions, set(targets))
+    _jobs(model, decisions, mark)
+    _same_workload(model, decisions)
     for name, d in decisions.items():
         node = model.services.get(name)
-        if node is not None and node.workload is None and not node.external:
+        if node is not None and node.ambiguous:
+            workloads = ", ".join(sorted(w.doc.ref for w in node.ambiguous))
+            diags.error(f"Service {node.ref} needs a dev version ({'; '.join(d.reasons)}) but its selector matches "
+                        f"{len(node.ambiguous)} workloads ({workloads})", node.doc.where(),
+                        hint="pick one with the annotation devlane.dev/workload: NAME, or narrow the selector",
+                        code="ambiguous-workload")
+        elif node is not None and node.workload is None and not node.external:
             diags.error(
-                f"Service {name} needs a dev version ({'; '.join(d.reasons)}) but no Deployment or "
+                f"Service {node.ref} needs a dev version ({'; '.join(d.reasons)}) but no Deployment or "
                 "StatefulSet selects it",
                 node.doc.where(),
                 hint="give it a workload, mark it kardinal.dev.service/external with a plugin, or drop "
                 "kardinal.dev.service/stateful",
                 code="no-workload",
             )
+    _check_reachable(model, graph, decisions, targets, diags)
     instances = _instances(model, decisions, flow.id)
     for inst in instances:
         if model.plugin_defs[inst.servicename].type == "external":
@@ -170,19 +182,99 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics
     for ext in model.externals:
         decisions.setdefault(ext, _Draft("external", "baseline", ["no dev dependent"]))
     final = {n: Decision(n, d.kind, d.version, tuple(d.reasons)) for n, d in decisions.items()}
-    return Plan(flow.id, routing, final, instances)
+    return Plan(flow.id, routing, final, instances, overrides)
 
 
-def _check_target(model: Model, name: str, diags: Diagnostics) -> None:
-    node = model.services.get(name)
-    if node is None:
-        hint = "services in the repository: " + (", ".join(sorted(model.services)) or "(none)")
-        if name in model.plugin_defs:
-            hint = f"{name} is a plugin definition, not a service"
-        diags.error(f"flow target {name!r} is not a Service in the repository", Where(), hint, "bad-target")
-    elif node.workload is None:
-        diags.error(f"flow target {name!r} has no Deployment or StatefulSet selecting it, so its image cannot change",
-                    node.doc.where(), code="bad-target")
+def _targets(model: Model, flow: FlowSpec, diags: Diagnostics) -> dict[str, ServiceOverride]:
+    """The flow's targets by node key: `NAME`, or `NAMESPACE/NAME` where a name is ambiguous."""
+    out: dict[str, ServiceOverride] = {}
+    for s in flow.services:
+        keys = model.lookup(s.name)
+        if not keys:
+            hint = "services in the repository: " + (", ".join(sorted(model.services)) or "(none)")
+            if s.name in model.plugin_defs:
+                hint = f"{s.name} is a plugin definition, not a service"
+            diags.error(f"flow target {s.name!r} is not a Service or workload in the repository", Where(), hint,
+                        "bad-target")
+        elif len(keys) > 1:
+            refs = ", ".join(model.services[k].ref for k in keys)
+            diags.error(f"flow target {s.name!r} is ambiguous: {refs}", Where(),
+                        f"name one as NAMESPACE/NAME, e.g. --service {model.services[keys[0]].ref}=IMAGE",
+                        "bad-target")
+        else:
+            node = model.services[keys[0]]
+            if node.workload is None and not node.ambiguous:
+                diags.error(f"flow target {s.name!r} has no Deployment or StatefulSet selecting it, so its image "
+                            "cannot change", node.doc.where(), code="bad-target")
+            else:
+                out[keys[0]] = replace(s, name=keys[0])
+    return out
+
+
+def service_targets(model: Model, keys) -> list[Target]:
+    """Reference targets for the Services among `keys` (a lone workload has no DNS name)."""
+    return [Target(k, model.services[k].name, model.services[k].namespace, model.services[k].port_names)
+            for k in keys if k in model.services and model.services[k].is_service]
+
+
+def _jobs(model: Model, decisions: dict[str, _Draft], mark) -> None:
+    """Jobs and CronJobs reading the address of a service with a dev version get dev versions too."""
+    dev = service_targets(model, sorted(n for n, d in decisions.items() if d.version == "dev"))
+    if not dev:
+        return
+    for key, node in sorted(model.services.items()):
+        if node.doc.kind not in ("Job", "CronJob") or key in decisions or node.workload is None:
+            continue
+        found = reads_of(model, node, Targets(dev, node.namespace))
+        if found:
+            mark(key, f"reads {found}, which has a dev version")
+
+
+def reads_of(model: Model, node: ServiceNode, targets: Targets) -> str | None:
+    """Where the node's pods read a reference to one of `targets` ("service (where)"), if anywhere."""
+    spec = node.workload.pod_template.get("spec") or {} if node.workload else {}
+    for slot in pod_slots(spec, targets, node.no_rewrite):
+        return f"{slot.refs[0].target.key} ({slot.where})"
+    for read in config_reads(spec):
+        doc = model.find(read.kind, node.namespace, read.name)
+        if doc is not None and read.kind == "ConfigMap":
+            for key, refs in data_refs(doc, targets, read.keys, node.no_rewrite).items():
+                return f"{refs[0].target.key} (ConfigMap {read.name} key {key})"
+    return None
+
+
+def _same_workload(model: Model, decisions: dict[str, _Draft]) -> None:
+    """A second Service on a dev workload (`frontend-external`) gets its dev copy too, and says so."""
+    by_workload: dict[int, list[str]] = defaultdict(list)
+    for key, node in model.services.items():
+        if node.workload is not None:
+            by_workload[id(node.workload.doc)].append(key)
+    for key in sorted(decisions):
+        node = model.services.get(key)
+        if node is None or node.workload is None or decisions[key].kind != "service":
+            continue
+        for other in by_workload[id(node.workload.doc)]:
+            if other not in decisions:
+                decisions[other] = _Draft("service", decisions[key].version, [f"selects the dev workload of {key}"])
+
+
+def _check_reachable(model: Model, graph: _Graph, decisions: dict[str, _Draft], targets: list[str],
+                     diags: Diagnostics) -> None:
+    """A target Service nothing reaches renders, with a warning saying how to reach it."""
+    reached: set[str] = set()
+    for entry in model.entries:
+        for backend in entry.backends:
+            reached.update([backend, *graph.reachable(backend)])
+    for t in targets:
+        node = model.services[t]
+        parents = [p for p in graph.parents.get(t, []) if p in decisions]
+        if not node.is_service or node.stateful or t in reached or parents:
+            continue
+        diags.warn(f"nothing in the flow reaches {node.ref}: no entry point routes to it and no service with a dev "
+                   "version depends on it", node.doc.where(),
+                   hint="annotate the Ingress or HTTPRoute that leads to it with kardinal.dev.service/ingress: "
+                   '"true" and its callers with kardinal.dev.service/dependencies; or reach the dev Service '
+                   "with kubectl port-forward", code="unreachable")
 
 
 def _routing_paths(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark) -> None:

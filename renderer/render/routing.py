@@ -90,9 +90,9 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
     for entry in sorted(model.entries, key=lambda e: (e.kind, e.doc.name)):
         where = entry.doc.where()
         if entry.kind == "Ingress":
-            obj = _ingress(entry, dev, flow_id, hosts, where)
+            obj = _ingress(entry, dev, flow_id, hosts, where, model.namespace_of(entry.doc))
         elif entry.kind == "HTTPRoute":
-            obj = _httproute(entry, dev, flow_id, hosts, where)
+            obj = _httproute(entry, dev, flow_id, hosts, where, model.namespace_of(entry.doc))
         elif entry.kind == "Service":
             obj = _legacy_service_ingress(entry, dev, flow_id, hosts, where, model)
         else:  # Gateway: shared by all flows; check that it will accept the flow hosts
@@ -119,7 +119,7 @@ def _entry_copy(entry: Entry, flow_id: str, namespace: str | None) -> dict:
     return obj
 
 
-def _ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Where) -> dict:
+def _ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Where, namespace: str | None) -> dict:
     obj = _entry_copy(entry, flow_id, entry.doc.namespace or None)
     spec = obj.setdefault("spec", {})
     rules = spec.get("rules") or []
@@ -130,25 +130,26 @@ def _ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Whe
         rule["host"] = hosts.get(rule.get("host"), where)
         for path in (rule.get("http") or {}).get("paths") or []:
             svc = (path.get("backend") or {}).get("service") or {}
-            if svc.get("name") in dev.dev_names:
-                svc["name"] = dev.dev_names[svc["name"]]
+            if svc.get("name"):
+                svc["name"] = dev.service_name(svc["name"], namespace)
     if isinstance(spec.get("defaultBackend"), dict):
         svc = spec["defaultBackend"].get("service") or {}
-        if svc.get("name") in dev.dev_names:
-            svc["name"] = dev.dev_names[svc["name"]]
+        if svc.get("name"):
+            svc["name"] = dev.service_name(svc["name"], namespace)
     for tls in spec.get("tls") or []:
         tls["hosts"] = [hosts.get(h, where) for h in tls.get("hosts") or []]
     return obj
 
 
-def _httproute(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Where) -> dict:
+def _httproute(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Where,
+               namespace: str | None) -> dict:
     obj = _entry_copy(entry, flow_id, entry.doc.namespace or None)
     spec = obj.setdefault("spec", {})
     spec["hostnames"] = [hosts.get(h, where) for h in spec.get("hostnames") or [None]]
     for rule in spec.get("rules") or []:
         for ref in rule.get("backendRefs") or []:
-            if ref.get("kind", "Service") == "Service" and ref.get("name") in dev.dev_names:
-                ref["name"] = dev.dev_names[ref["name"]]
+            if ref.get("kind", "Service") == "Service" and ref.get("name"):
+                ref["name"] = dev.service_name(ref["name"], ref.get("namespace") or namespace)
     return obj
 
 
@@ -157,9 +158,9 @@ def _legacy_service_ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: Host
     """Legacy Service entry (`ingress` + `host` on a LoadBalancer): a per-flow Ingress to it."""
     spec = entry.doc.obj.get("spec") or {}
     port = next((p for p in spec.get("ports") or [] if isinstance(p, dict)), {}).get("port", 80)
-    backend = dev.dev_names.get(entry.doc.name, entry.doc.name)
-    host = entry.hosts[0] if entry.hosts else None
     ns = model.namespace_of(entry.doc)
+    backend = dev.service_name(entry.doc.name, ns)
+    host = entry.hosts[0] if entry.hosts else None
     meta: dict = {"name": dev_name(entry.doc.name, flow_id), "labels": flow_labels(flow_id)}
     if ns:
         meta["namespace"] = ns

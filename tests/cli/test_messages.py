@@ -4,7 +4,7 @@ message) only with --debug, and `policy.warningsAsErrors` turning warnings, neve
 from __future__ import annotations
 
 import pytest
-from support import app_yaml, plugin_definition
+from support import app_yaml, entry_ingress, plugin_definition
 
 CHATTY = """
     import sys
@@ -20,7 +20,7 @@ FLOW = ["--flow", "pr-1", "--service", "api=api:2", "--stdout"]
 @pytest.fixture
 def chatty(harness):
     harness.builtin("chatty", CHATTY)
-    harness.write("app.yaml", app_yaml("api", "chatty") + plugin_definition(
+    harness.write("app.yaml", app_yaml("api", "chatty") + entry_ingress("api") + plugin_definition(
         [{"name": "chatty", "type": "stateful", "servicename": "chatty"}]))
     return harness
 

@@ -123,6 +123,7 @@ def test_a_flow_of_200_services_fits_one_comment(harness):
 def test_a_flow_that_does_not_render_at_base_is_all_added(pr_repo):
     pr_repo.write(
         "k8s/reviews.yaml", app_yaml("reviews").replace("name: reviews}", "name: reviews, namespace: bookshop}")
+        .replace("name: reviews\n", "name: reviews\n  namespace: bookshop\n")
     )
     pr_repo.commit("reviews")
     out = pr_repo.cli("diff", "--base", "HEAD~1", "--head", "HEAD", "--flow", "pr-7",

@@ -8,7 +8,7 @@ import each other.
 """
 
 from . import kardinal
-from .builders import app_yaml, plugin_definition, yaml_doc
+from .builders import app_yaml, entry_ingress, plugin_definition, yaml_doc
 from .consumers import crd_schema, kubectl_kustomize, validate_against_crd, validate_strict
 from .harness import Harness, Result, git, run_cli, tree
 from .paths import (
@@ -41,6 +41,7 @@ __all__ = [
     "app_yaml",
     "crd_schema",
     "demo_file",
+    "entry_ingress",
     "git",
     "kardinal",
     "kubectl_kustomize",

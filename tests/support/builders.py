@@ -32,3 +32,12 @@ def plugin_definition(entries: list[dict], name: str = "plugin-defs") -> str:
 def yaml_doc(obj: dict) -> str:
     """One YAML document ending with `---`."""
     return yaml.safe_dump(obj, sort_keys=False) + "---\n"
+
+
+def entry_ingress(backend: str, host: str = "shop.example.com", port: int = 80) -> str:
+    """An Ingress annotated as the flow entry, routing `host` to Service `backend`, ending with `---`."""
+    return yaml_doc({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                     "metadata": {"name": f"{backend}-entry", "annotations": {"kardinal.dev.service/ingress": "true"}},
+                     "spec": {"rules": [{"host": host, "http": {"paths": [{
+                         "path": "/", "pathType": "Prefix",
+                         "backend": {"service": {"name": backend, "port": {"number": port}}}}]}}]}})

@@ -60,7 +60,7 @@ def test_port_name_must_exist_on_target():
     ))  # fmt: skip
     [problem] = errors(model)
     assert "Service b has no port named 'grpc'" in problem.message
-    assert problem.hint == "port names of b: http"
+    assert problem.hint == "port names of b: http (an unnamed port: its number)"
 
 
 def test_selector_matches_pod_template_labels_not_workload_labels():
@@ -78,11 +78,13 @@ def test_selector_matches_pod_template_labels_not_workload_labels():
     assert model.services["web"].workload.doc.name == "web-v1"
 
 
-def test_ambiguous_selector_is_an_error_unless_a_workload_is_named():
+def test_ambiguous_selector_is_recorded_not_an_error_and_a_named_workload_resolves_it():
+    """One Service over three versioned Deployments blocks only the flows that need its dev version (plan tests)."""
     two = deployment("web-v1", "web") + deployment("web-v2", "web")
     model = build_model(docs(two + service("web", "web")))
-    assert [p.code for p in errors(model)] == ["ambiguous-workload"]
-    assert "devlane.dev/workload" in errors(model)[0].hint
+    assert not errors(model)
+    assert model.services["web"].workload is None
+    assert sorted(w.doc.name for w in model.services["web"].ambiguous) == ["web-v1", "web-v2"]
     model = build_model(docs(two + service("web", "web", {"devlane.dev/workload": "web-v2"})))
     assert not errors(model) and model.services["web"].workload.doc.name == "web-v2"
 
@@ -149,7 +151,7 @@ def test_unknown_devlane_annotation_and_wrong_kind_are_reported():
                                         "{kardinal.dev.service/dependencies: 'b:http'}}")  # fmt: skip
     model = build_model(docs(text + service("a", "a", {"devlane.dev/contianer": "x"})))
     assert [p.code for p in errors(model)] == ["unknown-key"]
-    assert "only read on Services" in warnings(model)[0].message
+    assert "is not read: Service a selects it" in warnings(model)[0].message
 
 
 def test_dependency_on_an_external_service_needs_its_plugin():

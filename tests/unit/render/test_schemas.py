@@ -178,7 +178,7 @@ def test_config_unknown_key_is_reported(config_validator: Draft202012Validator) 
     assert "'routnig' was unexpected" in errors[0].message
     # nested objects are closed too
     assert _errors(config_validator, {"plugins": {"timeout": 5}}) == [(["plugins"], "additionalProperties")]
-    assert _errors(config_validator, {"policy": {"strict": True}}) == [(["policy"], "additionalProperties")]
+    assert _errors(config_validator, {"policy": {"strictt": True}}) == [(["policy"], "additionalProperties")]
 
 
 def test_config_bad_routing_is_reported(config_validator: Draft202012Validator) -> None:
