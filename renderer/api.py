@@ -191,7 +191,7 @@ def lint(options: Options) -> list[Problem]:
     resolve included; no plugin runs."""
     with open_session(options, collect=True) as s:
         model = build_model(s.loaded.documents, s.config.namespace)
-        return s.loaded.problems + model.problems + _unresolvable(s, model)
+        return s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model)
 
 
 def _unresolvable(s: Session, model: Model) -> list[Problem]:

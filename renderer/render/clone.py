@@ -138,11 +138,12 @@ class DevSet:
 
     def find(self, kind: str, namespace: str | None, name: str) -> dict | None:
         """A per-flow copy (ConfigMap, PVC...) by kind and name."""
-        for o in self.objects:
-            meta = o.obj["metadata"]
-            if o.obj["kind"] == kind and meta["name"] == name and meta.get("namespace") == namespace:
-                return o.obj
-        return None
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = {(o.obj["kind"], o.obj["metadata"].get("namespace"), o.obj["metadata"]["name"]): o.obj
+                     for o in self.objects}
+            object.__setattr__(self, "_index", index)
+        return index.get((kind, namespace, name))
 
     def service_name(self, name: str, namespace: str | None) -> str:
         """The dev name of Service `name` seen from `namespace` (itself when it has no dev copy)."""
@@ -187,17 +188,13 @@ def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, stri
     services, renamed = _copy_services(model, list(copied.values()))
     cloner = _Cloner(model, DevSet(versions=versions, dev_names=dev_names), diags, strict)
     for dw in copied.values():
-        cloner.rewrite(dw, _nodes_of(model, dw))
-        cloner.volumes(dw, _nodes_of(model, dw))
+        cloner.rewrite(dw, model.nodes_on(dw.baseline))
+        cloner.volumes(dw, model.nodes_on(dw.baseline))
     for key, override in plan.overrides.items():
         if key in workloads:
             _apply_override(workloads[key], override)
     objects = cloner.objects + _network_policies(model, list(copied.values()), keys)
     return DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed)
-
-
-def _nodes_of(model: Model, dw: DevWorkload) -> list[ServiceNode]:
-    return [n for n in model.services.values() if n.workload is not None and n.workload.doc is dw.baseline]
 
 
 def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:
@@ -372,7 +369,7 @@ class _Cloner:
             claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
             if not isinstance(claim, str):
                 continue
-            mode, owner = _volume_mode(nodes, claim, self.diags)
+            mode, owner = volume_mode(nodes, claim, self.diags)
             if mode == "shared":
                 continue
             if mode == "emptyDir":
@@ -409,7 +406,7 @@ class _Cloner:
         (self.diags.error if self.strict else self.diags.warn)(message, doc.where(), hint=hint, code=code)
 
 
-def _volume_mode(nodes: list[ServiceNode], claim: str, diags: Diagnostics) -> tuple[str, ServiceNode]:
+def volume_mode(nodes: list[ServiceNode], claim: str, diags: Diagnostics) -> tuple[str, ServiceNode]:
     """`devlane.dev/volume` on the Service: `MODE` for every claim, or `claim=MODE,...`."""
     owner = nodes[0]
     for node in nodes:

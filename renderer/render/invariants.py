@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from ..core.k8s import LabelIndex, label_selector_matches, map_matches, namespace_key
 from ..core.references import Target, Targets
-from ..errors import Diagnostics, Where
-from .clone import MAP_SELECTORS, VOLUME, DevSet, DevWorkload
+from ..errors import Diagnostics, Problem, Where
+from .clone import MAP_SELECTORS, VOLUME, DevSet, DevWorkload, volume_mode
 from .model import Model
 from .plan import service_targets
 from .reads import config_reads, data_refs, pod_slots
@@ -49,8 +49,7 @@ def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
 
 def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list[str]:
     """Where the dev pod reads a reference to one of `targets`: its own spec and the ConfigMaps it reads."""
-    skip = frozenset().union(*(n.no_rewrite for n in model.services.values()
-                               if n.workload is not None and n.workload.doc is dw.baseline))
+    skip = frozenset().union(*(n.no_rewrite for n in model.nodes_on(dw.baseline)))
     out = [f"{slot.where} = {slot.value!r}" for slot in pod_slots(dw.pod_spec, targets, skip)]
     for read in config_reads(dw.pod_spec):
         if read.kind != "ConfigMap":
@@ -84,11 +83,10 @@ def check_volumes(model: Model, dev: DevSet, diags: Diagnostics) -> None:
     """No dev pod mounts a baseline PersistentVolumeClaim, unless shared on purpose."""
     claims = {(model.namespace_of(d), d.name) for d in model.documents if d.kind == "PersistentVolumeClaim"}
     for dw in dev.unique_workloads():
-        shared = any(str(n.doc.annotations.get(VOLUME, "")).strip() for n in model.services.values()
-                     if n.workload is not None and n.workload.doc is dw.baseline)
+        nodes = model.nodes_on(dw.baseline)
         for vol in dw.pod_spec.get("volumes") or []:
             claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
-            if claim and (dw.namespace, claim) in claims and not shared:
+            if claim and (dw.namespace, claim) in claims and volume_mode(nodes, claim, Diagnostics())[0] != "shared":
                 diags.error(f"isolation violated: dev workload {dw.name} mounts the baseline PersistentVolumeClaim "
                             f"{claim}", dw.baseline.where(), hint=f"annotate its Service with {VOLUME}: shared to "
                             "share the volume on purpose", code="isolation")
@@ -141,3 +139,26 @@ def before_plugins(model: Model, dev: DevSet, diags: Diagnostics, strict: bool =
     check_selectors(model, dev, diags)
     check_volumes(model, dev, diags)
     check_wiring(model, dev, diags, strict)
+
+
+def flow_risks(model: Model) -> list[Problem]:
+    """What a render fails on once a flow needs the service (for `lint`, which renders no flow)."""
+    diags = Diagnostics()
+    for key in sorted(model.services):
+        node = model.services[key]
+        if node.ambiguous:
+            names = ", ".join(sorted(w.doc.ref for w in node.ambiguous))
+            diags.warn(f"selector of {node.ref} matches {len(node.ambiguous)} workloads ({names}): a flow that needs "
+                       f"its dev version fails", node.doc.where(),
+                       hint="pick one with the annotation devlane.dev/workload: NAME, or narrow the selector",
+                       code="ambiguous-workload")
+        spec = node.workload.pod_template.get("spec") or {} if node.workload else {}
+        for vol in spec.get("volumes") or []:
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
+            if (isinstance(claim, str) and model.find("PersistentVolumeClaim", node.namespace, claim) is None
+                    and volume_mode(model.nodes_on(node.workload.doc), claim, diags)[0] == "copy"):
+                diags.warn(f"{node.workload.doc.ref} mounts PersistentVolumeClaim {claim}, which is not in the "
+                           f"repository: a flow that gives {node.ref} a dev version fails", node.doc.where(),
+                           hint=f"add the claim to the repository, or annotate {node.ref} with {VOLUME}: emptyDir "
+                           "(or shared)", code="volume")
+    return diags.problems

@@ -11,7 +11,7 @@ lint` can report all of them at once; `render` fails on any error.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..core.k8s import LabelIndex, map_matches, pod_template
 from ..core.names import DEVLANE as D
@@ -112,6 +112,11 @@ class Model:
     problems: list[Problem]
     service_keys: dict[tuple[str | None, str], str]  # (namespace, name) of each Service node -> key
     objects: dict[tuple[str, str | None, str], Document]  # (kind, namespace, name) -> document
+    selecting: dict[int, list[ServiceNode]] = field(default_factory=dict)  # id(workload doc) -> its nodes
+
+    def nodes_on(self, doc: Document) -> list[ServiceNode]:
+        """The nodes whose workload is `doc` (Services selecting it, or the lone workload itself)."""
+        return self.selecting.get(id(doc), [])
 
     def find(self, kind: str, namespace: str | None, name: str) -> Document | None:
         """The repository's object of that kind and name in `namespace` (or without a namespace)."""
@@ -215,8 +220,12 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
     objects = {}
     for doc in documents:
         objects.setdefault((doc.kind, ns(doc), doc.name), doc)
+    selecting: dict[int, list[ServiceNode]] = defaultdict(list)
+    for node in services.values():
+        if node.workload is not None:
+            selecting[id(node.workload.doc)].append(node)
     model = Model(documents, services, plugin_defs, dict(externals), [], workloads, default_namespace, diags.problems,
-                  keys, objects)
+                  keys, objects, dict(selecting))
     model.entries.extend(_entries(documents, legacy_entries, model, diags))
     return model
 
@@ -241,7 +250,8 @@ def _workload_nodes(documents: list[Document], nodes: list[ServiceNode], ns, dia
     selected = {id(w.doc) for n in nodes for w in ((n.workload,) if n.workload else n.ambiguous)}
     out = []
     for doc in documents:
-        if POD_KINDS.get(doc.kind) != doc.api_version or id(doc) in selected or not pod_template(doc.obj):
+        if (POD_KINDS.get(doc.kind) != doc.api_version or id(doc) in selected or not doc.name
+                or not pod_template(doc.obj)):
             continue
         workload = Workload(doc)
         stateful, deps, plugins, no_rewrite = _node_annotations(doc, doc.kind == "StatefulSet", diags, plugin_defs)

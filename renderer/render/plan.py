@@ -152,7 +152,7 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics
     if routing == "none":
         _routing_paths(model, graph, decisions, mark)
     _apply_shared(model, graph, decisions, set(targets))
-    _jobs(model, decisions, mark)
+    _jobs(model, decisions, mark, diags)
     _same_workload(model, decisions)
     for name, d in decisions.items():
         node = model.services.get(name)
@@ -217,7 +217,7 @@ def service_targets(model: Model, keys) -> list[Target]:
             for k in keys if k in model.services and model.services[k].is_service]
 
 
-def _jobs(model: Model, decisions: dict[str, _Draft], mark) -> None:
+def _jobs(model: Model, decisions: dict[str, _Draft], mark, diags: Diagnostics) -> None:
     """Jobs and CronJobs reading the address of a service with a dev version get dev versions too."""
     dev = service_targets(model, sorted(n for n, d in decisions.items() if d.version == "dev"))
     if not dev:
@@ -228,6 +228,11 @@ def _jobs(model: Model, decisions: dict[str, _Draft], mark) -> None:
         found = reads_of(model, node, Targets(dev, node.namespace))
         if found:
             mark(key, f"reads {found}, which has a dev version")
+        elif secret := _secret_read(model, node, Targets(dev, node.namespace)):
+            diags.warn(f"{node.doc.ref} reads the address of {secret}; devlane never copies Secret values, so it "
+                       "cannot give the flow a safe copy of this Job: it keeps running against the baseline only",
+                       node.doc.where(), hint="pass the address through env or a ConfigMap so the flow gets its "
+                       "own copy of the Job", code="secret-reference")
 
 
 def reads_of(model: Model, node: ServiceNode, targets: Targets) -> str | None:
@@ -243,19 +248,25 @@ def reads_of(model: Model, node: ServiceNode, targets: Targets) -> str | None:
     return None
 
 
+def _secret_read(model: Model, node: ServiceNode, targets: Targets) -> str | None:
+    spec = node.workload.pod_template.get("spec") or {} if node.workload else {}
+    for read in config_reads(spec):
+        doc = model.find(read.kind, node.namespace, read.name) if read.kind == "Secret" else None
+        for key, refs in data_refs(doc, targets, read.keys).items() if doc is not None else ():
+            return f"{refs[0].target.key} from Secret {read.name} key {key}"
+    return None
+
+
 def _same_workload(model: Model, decisions: dict[str, _Draft]) -> None:
     """A second Service on a dev workload (`frontend-external`) gets its dev copy too, and says so."""
-    by_workload: dict[int, list[str]] = defaultdict(list)
-    for key, node in model.services.items():
-        if node.workload is not None:
-            by_workload[id(node.workload.doc)].append(key)
     for key in sorted(decisions):
         node = model.services.get(key)
         if node is None or node.workload is None or decisions[key].kind != "service":
             continue
-        for other in by_workload[id(node.workload.doc)]:
-            if other not in decisions:
-                decisions[other] = _Draft("service", decisions[key].version, [f"selects the dev workload of {key}"])
+        for other in model.nodes_on(node.workload.doc):
+            if other.key not in decisions:
+                decisions[other.key] = _Draft("service", decisions[key].version,
+                                              [f"selects the dev workload of {key}"])
 
 
 def _check_reachable(model: Model, graph: _Graph, decisions: dict[str, _Draft], targets: list[str],

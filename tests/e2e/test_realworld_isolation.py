@@ -184,18 +184,22 @@ def gke_whereami(repo: Repo) -> None:
     repo.entry("whereami-frontend", 80, "whereami.preview.example.com")
 
 
-def k8s_guestbook(repo: Repo) -> None:
-    src = source("k8s-guestbook") / "web/guestbook"
+def _guestbook(repo: Repo, src: Path, leader: str, follower: str) -> None:
+    """The PHP guestbook: a frontend over a Redis leader and follower, addresses compiled into the images."""
     for f in sorted(src.glob("*-*.yaml")):
         repo.copy(f, f"guestbook/{f.name}")
     repo.name_port("frontend", "http")
-    repo.name_port("redis-master", "redis")
-    repo.name_port("redis-replica", "redis")
-    repo.depends("frontend", "redis-master:redis,redis-replica:redis")
-    repo.depends("redis-replica", "redis-master:redis")
-    repo.stateful("redis-master")
-    repo.stateful("redis-replica")
+    repo.name_port(leader, "redis")
+    repo.name_port(follower, "redis")
+    repo.depends("frontend", f"{leader}:redis,{follower}:redis")
+    repo.depends(follower, f"{leader}:redis")
+    repo.stateful(leader)
+    repo.stateful(follower)
     repo.entry("frontend", 80, "guestbook.preview.example.com")
+
+
+def k8s_guestbook(repo: Repo) -> None:
+    _guestbook(repo, source("k8s-guestbook") / "web/guestbook", "redis-master", "redis-replica")
 
 
 def k8s_guestbook_go(repo: Repo) -> None:
@@ -211,17 +215,7 @@ def k8s_guestbook_go(repo: Repo) -> None:
 
 
 def gke_guestbook(repo: Repo) -> None:
-    src = source("gke-guestbook") / "quickstarts/guestbook"
-    for f in sorted(src.glob("*-*.yaml")):
-        repo.copy(f, f"guestbook/{f.name}")
-    repo.name_port("frontend", "http")
-    repo.name_port("redis-leader", "redis")
-    repo.name_port("redis-follower", "redis")
-    repo.depends("frontend", "redis-leader:redis,redis-follower:redis")
-    repo.depends("redis-follower", "redis-leader:redis")
-    repo.stateful("redis-leader")
-    repo.stateful("redis-follower")
-    repo.entry("frontend", 80, "guestbook.preview.example.com")
+    _guestbook(repo, source("gke-guestbook") / "quickstarts/guestbook", "redis-leader", "redis-follower")
 
 
 def skaffold_microservices(repo: Repo) -> None:

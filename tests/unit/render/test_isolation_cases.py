@@ -328,3 +328,24 @@ def test_lint_reports_an_unresolvable_plugin_source(harness, source):
                       K + "plugin-definition": f"- name: {source}\n  type: stateful\n  servicename: db\n"}}}))
     out = harness.cli("lint")
     assert out.returncode == 1 and "plugin db: plugin" in out.stdout and source in out.stdout
+
+
+def test_lint_warns_of_what_a_flow_would_fail_on(harness):
+    versions = "".join(workload(f"reviews-v{i}", labels={"app": "reviews", "version": f"v{i}"}) for i in (1, 2))
+    harness.write("app.yaml", versions + service("reviews") + workload("postgres", **PG) + service("postgres", "tcp"))
+    out = harness.cli("lint")
+    assert out.returncode == 0, out.stdout
+    assert "selector of reviews matches 2 workloads" in out.stdout
+    assert "mounts PersistentVolumeClaim pgdata, which is not in the repository" in out.stdout
+
+
+def test_a_job_reading_the_dev_database_from_a_secret_is_not_copied_but_warned(harness):
+    harness.write("app.yaml", service("api", dependencies="postgres:tcp") + workload("api")
+                  + stateful_db("postgres")
+                  + workload("migrate", "Job", envFrom=[{"secretRef": {"name": "db-url"}}])
+                  + yaml_doc({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db-url"},
+                              "stringData": {"DATABASE_URL": "postgresql://app@postgres:5432/app"}}))
+    result = harness.render("pr-1", {"api": "api:2"})
+    assert ("Job", "migrate-pr-1") not in objects(result)
+    warning = next(w for w in result.warnings if w.code == "secret-reference")
+    assert "Job/migrate reads the address of postgres from Secret db-url key DATABASE_URL" in warning.message
