@@ -23,6 +23,13 @@ DB_HOST=postgres`), where `echo`/`printf` arguments are messages, not addresses.
 ConfigMap/Secret entry: a single value, or a mounted file (YAML, JSON, INI/TOML, Java properties, .env,
 nginx/redis/haproxy-like configs, shell scripts, plain text), line by line with each line's own key.
 
+A value used as a host through Kubernetes' dependent variables (`http://$(OTEL_COLLECTOR_NAME):4317`) is found
+by `host_variables` and read with `find_in_value(..., as_host=True)`.
+
+Not recognised (a dev pod relying on these is caught by the wiring check, not rewritten): StatefulSet pod names
+(`kafka-0.kafka-headless:9093`, whose service is the second label and whose pod label changes too), hosts
+assembled at run time, JSON-escaped URLs (`http:\\/\\/svc`), XML element text (`<host>svc</host>`), IPv6 literals.
+
 The rewriter, the wiring check and the isolation invariant share this one definition. Everything here is
 linear in the text, and every regular expression is compiled once, at import.
 """
@@ -112,22 +119,23 @@ class Reference:
 HOST_WORDS = frozenset({
     "HOST", "HOSTS", "HOSTNAME", "HOSTADDR", "ADDR", "ADDRS", "ADDRESS", "ADDRESSES", "SERVER", "SERVERS",
     "ENDPOINT", "ENDPOINTS", "URL", "URLS", "URI", "URIS", "DSN", "BROKER", "BROKERS", "BOOTSTRAP", "UPSTREAM",
-    "UPSTREAMS", "PEER", "PEERS", "PROXY", "SEEDS", "SLAVEOF", "REPLICAOF", "CONTACTPOINTS",
+    "UPSTREAMS", "PEER", "PEERS", "PROXY", "SEEDS", "SLAVEOF", "REPLICAOF", "MASTER", "CONTACTPOINTS",
 })  # fmt: skip
 NOT_HOST_WORDS = frozenset({
     "NAME", "NAMES", "DB", "DATABASE", "DATABASES", "DBNAME", "ID", "IDS", "TABLE", "SCHEMA", "CATALOG", "BUCKET",
-    "TOPIC", "TOPICS", "QUEUE", "QUEUES", "REGION", "ENV", "ENVIRONMENT", "LEVEL", "MODE", "LABEL", "LABELS", "APP",
-    "REALM", "TENANT", "STREAM", "INDEX", "KEYSPACE", "PROVIDER", "DRIVER", "TYPE", "KIND", "ENGINE", "DIALECT",
-    "ADAPTER", "PROFILE", "PROFILES", "FORMAT", "PROTOCOL", "SCHEME", "FILE", "FILES", "PATH", "DIR", "DIRECTORY",
-    "HOME", "DATA", "VOLUME", "MOUNT", "CLASS", "COMMAND", "CMD", "PREFIX", "SUFFIX", "NAMESPACE", "GROUP", "ROLE",
-    "ROLES", "METHOD", "STRATEGY", "IMPL", "FLAVOR", "VENDOR", "PLATFORM", "COMPONENT", "CONTAINER", "OWNER",
-    "TEAM", "CHANNEL", "SUBJECT", "EXCHANGE", "COLLECTION", "TITLE", "DESCRIPTION", "MESSAGE", "MSG", "TEXT",
-    "LOCALE", "LANG", "DOMAIN", "STORE", "CACHE", "LOG", "LOGGER", "ALIAS", "AUDIENCE", "SCOPE", "CLUSTER",
-    "EMAIL", "SENDER", "SELECTOR", "ACTIVE",
+    "TOPIC", "TOPICS", "QUEUE", "QUEUES", "REGION", "ENV", "ENVIRONMENT", "LEVEL", "MODE", "APP", "REALM", "TENANT",
+    "STREAM", "INDEX", "KEYSPACE", "PROVIDER", "DRIVER", "TYPE", "KIND", "ENGINE", "DIALECT", "ADAPTER", "PROFILE",
+    "PROFILES", "FORMAT", "PROTOCOL", "SCHEME", "FILE", "FILES", "PATH", "DIR", "DIRECTORY", "HOME", "DATA", "VOLUME",
+    "MOUNT", "CLASS", "COMMAND", "CMD", "PREFIX", "SUFFIX", "NAMESPACE", "GROUP", "ROLE", "ROLES", "METHOD",
+    "STRATEGY", "IMPL", "FLAVOR", "VENDOR", "PLATFORM", "COMPONENT", "CONTAINER", "OWNER", "TEAM", "CHANNEL",
+    "SUBJECT", "EXCHANGE", "COLLECTION", "LOCALE", "LANG", "DOMAIN", "STORE", "CACHE", "ALIAS",
+    "AUDIENCE", "SCOPE", "CLUSTER", "EMAIL", "SENDER", "SELECTOR", "ACTIVE",
 })  # fmt: skip
+# Credentials and prose: nothing in them is an address, whatever it looks like.
 CREDENTIAL_WORDS = frozenset({
     "USER", "USERS", "USERNAME", "LOGIN", "PASSWORD", "PASS", "PASSWD", "PWD", "KEY", "SECRET", "TOKEN",
-    "CREDENTIAL", "CREDENTIALS", "AUTH", "ACCOUNT", "PRINCIPAL", "COOKIE", "SALT",
+    "CREDENTIAL", "CREDENTIALS", "AUTH", "ACCOUNT", "PRINCIPAL", "COOKIE", "SALT", "MESSAGE", "MSG", "TEXT",
+    "TITLE", "DESCRIPTION", "LABEL", "LABELS", "COMMENT", "GREETING", "BANNER", "LOG", "LOGGER",
 })  # fmt: skip
 IMAGE_WORDS = frozenset({"IMAGE", "IMAGES", "TAG", "TAGS", "VERSION", "REPO", "REPOSITORY", "DIGEST", "CHART"})
 # Keys that are hosts whatever their words say (connection-string keys), spelled lower-case, alphanumeric;
@@ -138,6 +146,11 @@ HOST_KEYS = frozenset({
 })  # fmt: skip
 # `HOST_NAME`, and nginx's `proxy_pass` / `fastcgi_pass` / `grpc_pass`... (a PASS that is not a password)
 _HOST_PAIRS = frozenset({("NAME", "HOST"), *(("PASS", p) for p in ("PROXY", "FASTCGI", "GRPC", "UWSGI", "SCGI"))})
+# Words that may follow a host word and keep it one (`REDIS_HOST_PRIMARY`, `KAFKA_BROKERS_LIST`).
+_HOST_QUALIFIERS = frozenset({
+    "LIST", "PRIMARY", "SECONDARY", "MAIN", "INTERNAL", "EXTERNAL", "OVERRIDE", "DEFAULT", "READ", "WRITE",
+    "REPLICA", "RW", "RO", "HTTP", "HTTPS", "GRPC", "TCP", "OVERRIDES",
+})  # fmt: skip
 _HOST_SUFFIXES = ("HOST", "HOSTS", "HOSTNAME", "ADDR")  # CARTSERVICEHOST, PGHOST, REDISADDR
 _NOT_SUFFIXES = ("NAME", "DATABASE")  # DBNAME, NODENAME, PGDATABASE
 _CRED_SUFFIXES = ("USER", "PASSWORD", "PASSWD", "TOKEN", "SECRET")  # PGUSER, DBPASSWORD
@@ -162,6 +175,8 @@ def _key_class(key: str) -> int:
             cls = _VETO
         elif w in NOT_HOST_WORDS or w.endswith(_NOT_SUFFIXES):
             cls = _NOT
+        elif cls == _HOST and not w.isdigit() and w not in _HOST_QUALIFIERS:
+            cls = _NEUTRAL  # BROKER_TRANSPORT=redis, SERVER_SOFTWARE=nginx: a kind, not a host
         prev = w
     return cls
 
@@ -200,23 +215,54 @@ _ID_AT = re.compile(r"[\w.+\-]+@([A-Za-z0-9][A-Za-z0-9.\-]*):([A-Za-z0-9\-]+)(?:
 _ORACLE = re.compile(r"jdbc:oracle:\w+:@(?://)?([A-Za-z0-9][A-Za-z0-9.\-]*)", re.IGNORECASE)
 _SQLSERVER_PREFIX = re.compile(r"(?:tcp|np|lpc|admin):", re.IGNORECASE)
 _PATH_HOST_SCHEMES = frozenset({"dns", "kubernetes", "k8s"})  # gRPC targets: `dns:///svc:port`
-_ADO_PAIR = re.compile(r"""\s*([A-Za-z][A-Za-z0-9 _.\-]*?)\s*=\s*("(?:[^"]|"")*"|'(?:[^']|'')*'|[^;]*?)\s*(?:;|$)""")
+_ADO_PAIR = re.compile(  # Key=Value; with "quoted" or 'quoted' values that may hold `;`
+    r"""\s*([A-Za-z][A-Za-z0-9 _.\-]*)=\s*("(?:[^"]|"")*"(?=\s*(?:;|$))|'(?:[^']|'')*'(?=\s*(?:;|$))|[^;]*)\s*;?"""
+)
 _TRIM = "\"'()[]{}<>`"
 _TRAIL = ".,;:!?"
 
 
-def find_in_value(value: str, targets: Targets, key: str = "") -> list[Reference]:
+def find_in_value(value: str, targets: Targets, key: str = "", *, as_host: bool = False) -> list[Reference]:
     """Spans of `value` (an env value, a config value, a flag's value) that name a target as a host.
 
     `key` is the variable, config key or flag name the value was found under (empty: none): it decides
     whether a bare word is a host (`bare_value_is_host`); the structural forms (`scheme://`, `host:port`,
-    `id@host:port`, key-value strings) count under any key but a credential's or an image's.
+    `id@host:port`, key-value strings) count under any key but a credential's or an image's. `as_host`:
+    the value is used as a host elsewhere (see `host_variables`), whatever its key says.
     """
     if not value or not targets or not targets.mentioned_in(value):
         return []
     out: list[Reference] = []
-    _scan_value(value, 0, key, targets, out)
+    _scan_value(value, 0, "host" if as_host else key, targets, out)
     return _finish(out)
+
+
+_VAR_USE = re.compile(r"\$\(([A-Za-z_][\w.\-]*)\)|\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+
+
+def host_variables(env: Mapping[str, str], args: Iterable[str] = ()) -> frozenset[str]:
+    """The variables that env values or the command line use as a host, through Kubernetes' `$(VAR)` (or a
+    shell's `${VAR}` / `$VAR`): `OTEL_EXPORTER_OTLP_ENDPOINT=http://$(OTEL_COLLECTOR_NAME):4317` makes
+    `OTEL_COLLECTOR_NAME=otel-collector` a host whatever its name says. Read those values with
+    `find_in_value(value, targets, name, as_host=True)`."""
+    texts = [(k, v) for k, v in env.items() if isinstance(v, str) and "$" in v]
+    argv = [a if isinstance(a, str) and "$" in a else "" for a in args]
+    if not texts and not any(argv):
+        return frozenset()
+    labels: dict[str, str] = {}
+
+    def placeholder(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2) or m.group(3)
+        return labels.setdefault(name, f"devlane-var-{len(labels)}")
+
+    texts = [(k, _VAR_USE.sub(placeholder, v)) for k, v in texts]
+    argv = [_VAR_USE.sub(placeholder, a) for a in argv]
+    if not labels:
+        return frozenset()
+    variables = Targets(Target(name, label, None) for name, label in labels.items())
+    found = {r.target.key for k, v in texts for r in find_in_value(v, variables, k)}
+    found.update(r.target.key for refs in find_in_args(argv, variables) for r in refs)
+    return frozenset(found)
 
 
 def _scan_value(text: str, base: int, key: str, targets: Targets, out: list[Reference]) -> None:
@@ -254,10 +300,10 @@ def _ado_pairs(text: str) -> list[tuple[str, str, int]] | None:
         m = _ADO_PAIR.match(text, pos)
         if not m or m.end() == pos:
             return None
-        value, at = m.group(2), m.start(2)
+        value, at = m.group(2).rstrip(), m.start(2)
         if len(value) >= 2 and value[0] in "\"'" and value[-1] == value[0]:
             value, at = value[1:-1], at + 1
-        pairs.append((m.group(1), value, at))
+        pairs.append((m.group(1).rstrip(), value, at))
         pos = m.end()
     return pairs or None
 
@@ -315,10 +361,10 @@ def _scan_item(
         return m.end() == len(item)
     if cont:
         hp = _HOST_LIST_ITEM.fullmatch(item)
-        if hp:
-            _emit(hp.group(1), base, targets, out)
-            return hp.group(3) is None
-        return False
+        target = targets.resolve(hp.group(1)) if hp else None
+        if target is not None and (not hp.group(2) or _port_ok(hp.group(2), target)):
+            _add(target, base, out)
+        return hp is not None and hp.group(3) is None
     m = _ID_AT.fullmatch(item)
     if m:
         target = targets.resolve(m.group(1))
@@ -346,15 +392,18 @@ def _scan_item(
         if _port_ok(port, target):
             _add(target, base, out)
         return False  # `orders:orders` is user:password, not svc:port
-    dots = host.rstrip(".").count(".")
-    if (
-        dots >= 2  # svc.ns.svc[.cluster.local]: nothing else is spelled like that
-        or host_pos
-        or (cls == _NEUTRAL and dots == 1 and target.namespace == host.split(".")[1])
-        or (cls == _NEUTRAL and dots == 0 and path is None and _names_service(key, host))
+    if host_pos or (
+        cls == _NEUTRAL and (_spelled_as_host(host, target) or (path is None and _names_service(key, host)))
     ):
         _add(target, base, out)
     return False
+
+
+def _spelled_as_host(host: str, target: Target) -> bool:
+    """`svc.ns.svc[.cluster.local]`, or `svc.ns` with the service's own namespace: spelled as nothing but a host
+    (`orders.created`, `orders.Main`, `orders.wsgi` name a topic, a class, a module)."""
+    labels = host.rstrip(".").split(".")
+    return len(labels) > 2 or (len(labels) == 2 and labels[1] == target.namespace)
 
 
 def _port_ok(port: str, target: Target) -> bool:
@@ -389,10 +438,10 @@ def _finish(out: list[Reference]) -> list[Reference]:
 
 _FLAG_ASSIGN = re.compile(r"-{1,2}([A-Za-z0-9][\w.\-]*)=")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_PORT_WORD = re.compile(r"\d{1,5}")
+_PORT_WORD = re.compile(r"[0-9]{1,5}")
 _HOST_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]*")
 _C_FLAG = re.compile(r"-[a-zA-Z]*c")  # sh -c, -ec, -xc
-_SHELL_OPS = re.compile(r"&&|\|\||[;|\n`]|\$\(")
+_SHELL_OPS = re.compile(r"&&|\|\||[;|\n`]|\$\(|^\s*(?:\S*/)?(?:ba|da|z|k|a)?sh\s+-[a-zA-Z]*c\s")
 _SH = re.compile(
     r"""(?P<comment>\#[^\n]*)
       | (?P<redir>\d*(?:>>|>&|<&|&>|>\||<<<|<<-?|<>|[<>]))
@@ -418,8 +467,8 @@ def find_in_args(argv: list[str], targets: Targets) -> list[list[Reference]]:
 
     Elements are read as a command line: `--flag=VALUE` and `--flag VALUE` / `-h VALUE` (the value is read
     under the flag's name), `HOST PORT` pairs, `KEY=VALUE`, and the structural forms of `find_in_value`
-    anywhere. An element with spaces is a shell script when it comes first, follows `-c`, or holds shell
-    operators; otherwise it is one value (of the flag before it).
+    anywhere. An element with spaces is a shell script when it comes first, follows `-c`, holds shell
+    operators or starts with `sh -c`; otherwise it is one value (of the flag before it).
     """
     outs: list[list[Reference]] = [[] for _ in argv]
     if not targets or not any(isinstance(a, str) and targets.mentioned_in(a) for a in argv):
@@ -472,7 +521,9 @@ def _scan_argv(words: list[_Word], targets: Targets, default_key: str, pairs: bo
             and 0 < int(words[i + 1][0]) < 65536
             and _HOST_WORD.fullmatch(w)
         ):
-            _emit(w, b, targets, out)  # nc -z rabbitmq 5672
+            target = targets.resolve(w)  # nc -z rabbitmq 5672
+            if target and ("." not in w or _spelled_as_host(w, target)):
+                _add(target, b, out)
 
 
 def _glued_host(w: str, b: int, targets: Targets, out: list[Reference]) -> bool:
@@ -565,7 +616,7 @@ _KV_LINE = re.compile(
     r"""(?:export\s+)?(?P<key>"[^"\n]*"|'[^'\n]*'|[A-Za-z0-9_$@][\w.\-/$@]*)\s*(?::(?=\s|$)|=)[ \t]*(?P<val>.*)"""
 )
 _KV_PROPS = re.compile(r"""(?P<key>[A-Za-z0-9_$@][\w.\-/$@]*)\s*[:=][ \t]*(?P<val>.*)""")
-_DIRECTIVE = re.compile(r"(?P<name>[A-Za-z_][\w.\-]*)\s+(?P<args>.*?)[\s;{]*")
+_DIRECTIVE = re.compile(r"(?P<name>[A-Za-z_][\w.\-]*)\s+(?P<args>.*)")
 _UPSTREAM = re.compile(r"^\s*upstream\s+([A-Za-z0-9][\w.\-]*)\s*\{", re.MULTILINE)
 _BLOCK = frozenset({"|", ">", "|-", ">-", "|+", ">+"})
 # Directives whose argument is a name, a path or an image, never an address (nginx, haproxy, Dockerfile).
@@ -574,6 +625,7 @@ _NAME_DIRECTIVES = frozenset({
     "userlist", "include", "root", "alias", "copy", "add", "workdir", "label", "user", "maintainer", "entrypoint",
     "run", "cmd", *_MESSAGES,
 })  # fmt: skip
+_FLOW_PAIR = re.compile(r"""["']?([\w.\-]+)["']?\s*:\s+(.+)""")
 _JSON_PAIR = re.compile(r'"((?:[^"\\\n]|\\.)*)"\s*:\s*(?:"((?:[^"\\\n]|\\.)*)"|\[([^\[\]{}]*)\])')
 _JSON_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 
@@ -694,14 +746,23 @@ def _strip_comment(val: str, at: int) -> tuple[str, int]:
 
 
 def _scan_config_value(val: str, at: int, key: str, targets: Targets, out: list[Reference]) -> None:
-    if len(val) >= 2 and val[0] == "[" and val[-1] == "]":  # a flow sequence / TOML array
+    """A value in a config file: a scalar, `[a, b]` (a flow sequence, a TOML array) or `{k: v, k2: v2}` (a flow
+    mapping, each value read under its own key)."""
+    if len(val) >= 2 and ((val[0], val[-1]) == ("[", "]") or ((val[0], val[-1]) == ("{", "}") and '"' not in val)):
         offset = 1
         for item in val[1:-1].split(","):
             stripped = item.strip()
             lead = item.find(stripped) if stripped else 0
+            item_key = key
+            if val[0] == "{":
+                m = _FLOW_PAIR.fullmatch(stripped)
+                if not m:
+                    offset += len(item) + 1
+                    continue
+                item_key, stripped, lead = m.group(1), m.group(2), lead + m.start(2)
             q = _quote_len(stripped)
             if stripped:
-                _scan_value(_unquote(stripped), at + offset + lead + q, key, targets, out)
+                _scan_value(_unquote(stripped), at + offset + lead + q, item_key, targets, out)
             offset += len(item) + 1
         return
     q = _quote_len(val)
@@ -716,7 +777,8 @@ def _scan_directive(
     if name.lower() in _NAME_DIRECTIVES:
         return
     args_at = at + m.start("args")
-    words = [(w.group(), args_at + w.start(), out, False) for w in _WORD.finditer(m.group("args"))]
+    args = m.group("args").rstrip(" \t;{")
+    words = [(w.group(), args_at + w.start(), out, False) for w in _WORD.finditer(args)]
     positional = [w for w in words if not w[0].startswith("-") and "=" not in w[0]]
     before = len(out)
     _scan_argv(words, targets, name if len(positional) == 1 else "", pairs=True)

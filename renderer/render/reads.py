@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..core.k8s import all_containers
 from ..core.names import DEVLANE
-from ..core.references import Reference, Targets, find_in_args, find_in_data, find_in_value
+from ..core.references import Reference, Targets, find_in_args, find_in_data, find_in_value, host_variables
 from .load import Document
 
 NO_REWRITE = DEVLANE + "no-rewrite"
@@ -68,12 +68,14 @@ def pod_slots(pod_spec: dict, targets: Targets, skip: frozenset[str] = frozenset
         return
     for c in all_containers(pod_spec):
         name = str(c.get("name", ""))
-        for env in c.get("env") or []:
-            if not isinstance(env, dict):
-                continue
+        entries = [e for e in c.get("env") or [] if isinstance(e, dict)]
+        argv = [a for field in ("command", "args") if isinstance(c.get(field), list) for a in c[field]]
+        # `X=otel-collector` used as `http://$(X):4317` is a host, whatever its name says
+        as_host = host_variables({str(e.get("name", "")): e.get("value") for e in entries}, argv)
+        for env in entries:
             value, var = env.get("value"), str(env.get("name", ""))
             if isinstance(value, str) and var not in skip:
-                refs = find_in_value(value, targets, var)
+                refs = find_in_value(value, targets, var, as_host=var in as_host)
                 if refs:
                     yield Slot(name, "env", var, value, refs, _setter(env, "value"))
         for field in ("command", "args"):

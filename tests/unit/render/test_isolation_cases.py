@@ -349,3 +349,14 @@ def test_a_job_reading_the_dev_database_from_a_secret_is_not_copied_but_warned(h
     assert ("Job", "migrate-pr-1") not in objects(result)
     warning = next(w for w in result.warnings if w.code == "secret-reference")
     assert "Job/migrate reads the address of postgres from Secret db-url key DATABASE_URL" in warning.message
+
+
+def test_a_variable_used_as_a_host_through_substitution_is_rewritten(harness):
+    """The OpenTelemetry demo's shape: a name on its own, used as the host of another variable."""
+    harness.write("app.yaml", service("api", dependencies="collector:grpc")
+                  + workload("api", env=[{"name": "OTEL_COLLECTOR_NAME", "value": "collector"},
+                                         {"name": "OTEL_EXPORTER_OTLP_ENDPOINT",
+                                          "value": "http://$(OTEL_COLLECTOR_NAME):4317"}])
+                  + workload("collector", "StatefulSet") + service("collector", "grpc"))
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    assert env(got["Deployment", "api-pr-1"])["OTEL_COLLECTOR_NAME"] == "collector-pr-1"
