@@ -19,7 +19,7 @@ from ..core.yamlio import load_one, parse_documents
 from ..errors import DevlaneError, Problem, Where, fail
 from .load import Document
 
-FLOW_ID = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+FLOW_ID = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # fullmatch: `$` would accept a trailing newline
 MAX_FLOW_ID = 40
 RESERVED_FLOW_IDS = {"shared", "baseline"}
 _TEMPLATE_VAR = re.compile(r"\$\{(\w+)(?::-([^}]*))?\}")
@@ -59,7 +59,7 @@ def validate_flow_id(flow_id: str) -> str:
     """Refuse anything but a DNS-1123 label of at most 40 characters (it names files and objects)."""
     if not isinstance(flow_id, str) or not flow_id:
         raise fail("a flow id is required", hint="pass --flow ID (e.g. --flow pr-42)", code="flow-id")
-    if len(flow_id) > MAX_FLOW_ID or not FLOW_ID.match(flow_id):
+    if len(flow_id) > MAX_FLOW_ID or not FLOW_ID.fullmatch(flow_id):
         raise fail(
             f"invalid flow id {flow_id!r}: it must be a DNS-1123 label (lower-case letters, digits and '-', "
             f"starting and ending with a letter or digit) of at most {MAX_FLOW_ID} characters",

@@ -65,6 +65,7 @@ def test_app_parameters_json_wins_over_the_flattened_variables(harness, shop):
     ("env", "needle"),
     [
         ({"ARGOCD_ENV_FLOW_ID": "PR_7", "PARAM_SERVICES_0": SERVICE}, "invalid flow id"),
+        ({"ARGOCD_ENV_FLOW_ID": "pr-7\n", "PARAM_SERVICES_0": SERVICE}, "invalid flow id"),
         ({"ARGOCD_ENV_FLOW_ID": "pr-7"}, "parameter services is empty"),
         ({"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": "orders"}, "expected NAME=IMAGE"),
         ({"ARGOCD_ENV_FLOW_ID": "pr-7", "ARGOCD_APP_PARAMETERS": "{not json"}, "not JSON"),

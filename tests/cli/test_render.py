@@ -72,7 +72,7 @@ def test_failed_render_leaves_previous_output_untouched(harness, bookshop):
     assert sorted(p.name for p in (out / "flows").iterdir()) == ["pr-7"]  # no temp dirs left behind
 
 
-@pytest.mark.parametrize("flow_id", ["../../etc", "PR-1", "a" * 41, "pr_1", "-pr", "shared", ""])
+@pytest.mark.parametrize("flow_id", ["../../etc", "PR-1", "a" * 41, "pr_1", "-pr", "shared", "", "pr-7\n"])
 def test_bad_flow_ids_are_refused_before_reading(harness, flow_id):
     missing = harness.tmp / "does-not-exist"
     out = harness.cli("render", missing, f"--flow={flow_id}", "--service", "a=b", "--out", harness.tmp / "o")

@@ -214,6 +214,12 @@ def test_flow_bad_id_is_reported(flow_validator: Draft202012Validator) -> None:
     assert _best(flow_validator, _devlane_flow("Bad_ID")) == (["metadata", "name"], "pattern")
 
 
+def test_flow_id_with_a_trailing_newline_is_reported(flow_validator: Draft202012Validator) -> None:
+    """`$` in a pattern matches before a final newline in Python's `re`: the schemas must not."""
+    assert _best(flow_validator, _devlane_flow("pr-7\n")) == (["metadata", "name"], "pattern")
+    assert not list(flow_validator.iter_errors(_devlane_flow("pr-7")))
+
+
 def test_flow_id_of_41_chars_is_reported(flow_validator: Draft202012Validator) -> None:
     assert _best(flow_validator, _devlane_flow("a" * 41)) == (["metadata", "name"], "maxLength")
 
