@@ -137,7 +137,9 @@ class Runtime(ABC):
 
 
 def resolve_command(command: tuple[str, ...], plugin_dir: Path) -> list[str]:
-    """Paths in `runtime.command` are relative to the plugin directory; bare names use PATH.
+    """Paths in `runtime.command` are relative to the plugin directory: every argument naming a file
+    there (`python3 fn.py`, `./fn.sh`, `sh fn.sh`) resolves to it, since the process runs in a temporary
+    working directory; other bare names use PATH.
 
     `python`/`python3` as the program means the interpreter devlane runs on (or the plugin's
     prepared virtualenv), so Python plugins can use devlane's SDK (`renderer.sdk`) wherever devlane
@@ -146,10 +148,14 @@ def resolve_command(command: tuple[str, ...], plugin_dir: Path) -> list[str]:
     argv = list(command)
     if argv and argv[0] in PYTHON_NAMES:
         argv[0] = python_for(plugin_dir)
+    root = plugin_dir.resolve()
     for i, part in enumerate(argv):
-        candidate = plugin_dir / part
-        if ("/" in part or i == 0) and not Path(part).is_absolute() and candidate.exists():
-            argv[i] = str(candidate.resolve())
+        if not part or Path(part).is_absolute():
+            continue
+        candidate = (plugin_dir / part).resolve()
+        inside = candidate == root or root in candidate.parents
+        if inside and (candidate.is_file() or (("/" in part or i == 0) and candidate.exists())):
+            argv[i] = str(candidate)
     return argv
 
 

@@ -178,3 +178,14 @@ def test_kpt_style_function_ignoring_function_config(repo):
                                              "env": [{"name": "KEEP", "value": "1"}]}  # fmt: skip
     baseline = render(repo, make_plugin(repo, "cat", ["sh", "-c", "cat"]), "--stdout")
     assert out.stdout == baseline.stdout
+
+
+@pytest.mark.parametrize("command", [["python3", "fn.py"], ["./fn.sh"], ["sh", "fn.sh"], ["perl", "fn.pl"]],
+                         ids=["python3 fn.py", "./fn.sh", "sh fn.sh", "perl fn.pl"])
+def test_commands_name_the_plugins_files_as_written(repo, command):
+    """SPEC §4.1: paths in runtime.command are relative to the plugin directory, with or without a `/`."""
+    files = {"fn.py": "import sys\nsys.stdout.write(sys.stdin.read())\n", "fn.sh": "#!/bin/sh\ncat\n",
+             "fn.pl": "print while <STDIN>;\n"}
+    out = render(repo, make_plugin(repo, "files", command, files), "--stdout")
+    assert out.returncode == 0, out.stderr
+    assert containers(objects(out.stdout), "api")[0]["image"] == "api:2"
