@@ -205,8 +205,9 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
         seen[identity] = doc
         nodes.append(_service_node(doc, ns(doc), index, diags, plugin_defs))
     nodes += _workload_nodes(documents, nodes, ns, diags, plugin_defs)
-    keys = {(n.namespace, n.name): n.key for n in _keyed(nodes).values() if n.is_service}
-    services = _resolve_references(_keyed(nodes), keys, plugin_defs, diags)
+    keyed = _keyed(nodes)
+    keys = {(n.namespace, n.name): n.key for n in keyed.values() if n.is_service}
+    services = _resolve_references(keyed, keys, plugin_defs, diags)
     externals: dict[str, list[str]] = defaultdict(list)
     for name in sorted(services):
         node = services[name]

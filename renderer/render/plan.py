@@ -225,10 +225,11 @@ def _jobs(model: Model, decisions: dict[str, _Draft], mark, diags: Diagnostics) 
     for key, node in sorted(model.services.items()):
         if node.doc.kind not in ("Job", "CronJob") or key in decisions or node.workload is None:
             continue
-        found = reads_of(model, node, Targets(dev, node.namespace))
+        targets = Targets(dev, node.namespace)
+        found = reads_of(model, node, targets)
         if found:
             mark(key, f"reads {found}, which has a dev version")
-        elif secret := _secret_read(model, node, Targets(dev, node.namespace)):
+        elif secret := _secret_read(model, node, targets):
             diags.warn(f"{node.doc.ref} reads the address of {secret}; devlane never copies Secret values, so it "
                        "cannot give the flow a safe copy of this Job: it keeps running against the baseline only",
                        node.doc.where(), hint="pass the address through env or a ConfigMap so the flow gets its "
