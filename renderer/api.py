@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DevlaneError, Problem, UsageError
+from .host import process
 from .host.choose import Choice, RunMode
 from .host.resolve import git_specs, plugin_digest
 from .host.resolve import prepare_targets as resolve_prepare_targets
@@ -95,6 +96,16 @@ class DeleteResult:
     deleted: list[str]  # plugin instances whose delete_flow ran, in call order
     messages: list[Problem]
     removed: list[Path]
+
+
+def stop_plugins() -> None:
+    """Kill every running plugin process at once and start no more: for a SIGINT / SIGTERM handler."""
+    process.stop_all()
+
+
+def resume_plugins() -> None:
+    """Allow plugin processes again after `stop_plugins` (the next command of a long-lived caller)."""
+    process.resume()
 
 
 def open_session(options: Options, mode: RunMode = "render", collect: bool = False) -> Session:

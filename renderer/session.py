@@ -16,6 +16,7 @@ from .core.source import open_source
 from .errors import DevlaneError, Diagnostics, Problem, as_errors
 from .host.budget import Budget
 from .host.choose import RunMode
+from .host.confine import Limits, SandboxPolicy
 from .host.plugin_host import PluginHost
 from .render import load
 from .render.config import Routing
@@ -50,7 +51,8 @@ class Session:
         self.diagnostics = Diagnostics(self.loaded.problems)
         budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started)
         self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
-                               mode, budget, options.jobs)
+                               mode, budget, options.jobs,
+                               SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox))
 
     def __enter__(self) -> Session:
         return self

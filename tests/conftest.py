@@ -1,5 +1,5 @@
-"""Fixtures for every layer. Tests under `tests/e2e/` and `tests/contract/` are marked `e2e`: they start
-real processes (plugin subprocesses, the CLI, git, kubectl, a browser, venvs, gRPC servers);
+"""Fixtures for every layer. Tests under `tests/e2e/`, `tests/contract/` and `tests/security/` are marked
+`e2e`: they start real processes (plugin subprocesses, the CLI, git, kubectl, a browser, venvs, gRPC servers);
 `pytest -m "not e2e"` runs the in-process unit and CLI tests alone."""
 
 from __future__ import annotations
@@ -9,7 +9,17 @@ import shutil
 import pytest
 from support import Harness, demo_file
 
-E2E_DIRS = {"e2e", "contract"}
+E2E_DIRS = {"e2e", "contract", "security"}
+
+
+def pytest_report_header(config):
+    """Which plugin-sandbox layers this machine enforces: the security tests skip only the missing ones."""
+    from renderer.host.confine import confinement
+
+    got = confinement()
+    missing = ", ".join(la.name for la in got.missing()) or "none"
+    return [f"plugin sandbox: {got.method} ({got.tool}); {len(got.layers) - len(got.missing())}/{len(got.layers)} "
+            f"layers enforced; missing: {missing}"]
 
 
 def pytest_collection_modifyitems(config, items):

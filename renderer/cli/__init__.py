@@ -8,9 +8,14 @@ maps errors to exit codes and prints them: one clear message each, and no traceb
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
 
+from .. import api
 from ..core.version import VERSION
 from ..errors import DevlaneError, UsageError
 from . import cmp, diff, lint, plan, plugins, preview, provision, render
@@ -28,11 +33,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: unwind (temp and staging dirs are removed on the way) and exit 128+N."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    api.stop_plugins()  # at once: the threads waiting on plugins return, and no new plugin starts
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    """SIGINT and SIGTERM kill every plugin process group at once, then unwind; restored afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        api.resume_plugins()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
-        return args.handler(args)
+        with _signals():
+            return args.handler(args)
+    except Interrupted as exc:
+        name = signal.Signals(exc.signum).name
+        print(f"devlane: stopped by {name}; running plugins were killed", file=sys.stderr)
+        return 128 + exc.signum
     except DevlaneError as exc:
         if debug:
             traceback.print_exc()

@@ -20,13 +20,15 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any
 
 from ..errors import DevlaneError, PluginError, PluginTimeout, Where, fail
 from ..protocol.krm import ADDRESS_ENV, MAX_MESSAGE_BYTES, PROTOCOL_VERSION
-from .process import BoundedTail, exit_status, stop_group, tail_text
+from .confine import Jail, temp_prefix
+from .process import BoundedTail, exit_status, forget, launch, stop_group, tail_text
 
 OUTPUT_TAIL_BYTES = 16 * 1024
 IDENTITY_TIMEOUT = 10.0
@@ -122,7 +124,7 @@ def _private_dir() -> str:
     base = tempfile.gettempdir()
     if len(base) > 60 and os.path.isdir("/tmp"):
         base = "/tmp"
-    return tempfile.mkdtemp(prefix="devlane-grpc-", dir=base)
+    return tempfile.mkdtemp(prefix=temp_prefix("devlane-grpc-"), dir=base)
 
 
 class GrpcPlugin:
@@ -143,6 +145,7 @@ class GrpcPlugin:
         env: dict[str, str] | None = None,
         start_timeout: float = 10.0,
         host_capabilities: tuple[str, ...] = (),
+        jail: Callable[[list[str], str], Jail] | None = None,
     ):
         if bool(command) == bool(address):
             raise fail("a grpc plugin needs exactly one of runtime.command and runtime.address", Where(plugin=name),
@@ -154,6 +157,8 @@ class GrpcPlugin:
         self.env = dict(env) if env is not None else None
         self.start_timeout = start_timeout
         self.host_capabilities = tuple(host_capabilities)
+        self.jail = jail  # wraps the server's command in the sandbox, given its private (writable) directory
+        self._jail: Jail | None = None
         self.target = resolve_address(name, address, self.cwd) if address else ""
         self.where = Where(plugin=name)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -208,9 +213,9 @@ class GrpcPlugin:
         self.target = f"unix://{sock}"
         env = {**(self.env if self.env is not None else os.environ), ADDRESS_ENV: self.target}
         try:
-            self._proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, cwd=str(self.cwd) if self.cwd else self._tmp,
-                                          env=env, start_new_session=True, close_fds=True)
+            self._jail = self.jail(self.command, self._tmp) if self.jail else Jail(list(self.command))
+            self._proc = launch(self._jail.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, cwd=str(self.cwd) if self.cwd else self._tmp, env=env)
         except OSError as exc:
             raise fail(f"the plugin server {' '.join(self.command)!r} could not start: {exc}", self.where,
                        "check spec.runtime.command in plugin.yaml (paths are relative to the plugin directory, "
@@ -279,10 +284,14 @@ class GrpcPlugin:
         proc, self._proc = self._proc, None
         if proc is not None:
             stop_group(proc)  # SIGTERM, grace, SIGKILL: also takes children that outlived the leader
+            forget(proc)
             if self._drain is not None:
                 self._drain.join(1.0)
             with contextlib.suppress(OSError):
                 proc.stdout.close()  # type: ignore[union-attr]
+        if self._jail is not None:
+            self._jail.end()
+            self._jail = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None

@@ -46,6 +46,7 @@ class Manifest:
     side_effects: SideEffects = "None"
     timeout_seconds: float | None = None
     lifecycle_kinds: tuple[str, ...] = ()
+    limits: dict[str, int] | None = None  # spec.limits: memoryMiB, processes, fileSizeMiB, cpuSeconds
     synthesized: bool = False
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -67,6 +68,7 @@ class Manifest:
             "sideEffects": self.side_effects,
             "timeoutSeconds": self.timeout_seconds,
             "lifecycleKinds": list(self.lifecycle_kinds),
+            "limits": self.limits,
             "argsSchema": self.args_schema,
             "synthesized": self.synthesized,
         }
@@ -115,7 +117,8 @@ def load_manifest(path: Path, name: str) -> Manifest:
                     address=runtime.get("address"), start_timeout=float(runtime.get("startTimeoutSeconds", 10.0)),
                     capabilities=tuple(caps), args_schema=spec.get("argsSchema"),
                     side_effects=spec.get("sideEffects", "None"), timeout_seconds=spec.get("timeoutSeconds"),
-                    lifecycle_kinds=tuple((spec.get("lifecycle") or {}).get("kinds") or ()), raw=raw)
+                    lifecycle_kinds=tuple((spec.get("lifecycle") or {}).get("kinds") or ()),
+                    limits=spec.get("limits"), raw=raw)
 
 
 def args_problems(manifest: Manifest, args: dict, where: Where) -> list[Problem]:

@@ -20,6 +20,7 @@ from ..core.source import Source
 from ..errors import DevlaneError, Problem, Where, fail
 from .budget import Budget, default_jobs
 from .choose import Choice, PluginUse, RunMode, choose
+from .confine import SandboxPolicy, confinement, temp_prefix
 from .invoke import Invocation, Outcome, request_document
 from .manifest import SideEffects, args_problems
 from .resolve import Resolver, plugin_digest
@@ -47,7 +48,8 @@ def sanitize(exc: DevlaneError, secrets: list[str], network_allowed: bool = Fals
     """Secrets from args never reach logs or errors; a failed network attempt gets the External hint."""
     problems = [_scrubbed(p, secrets) for p in exc.problems]
     if not network_allowed:
-        problems = [replace(p, hint=NETWORK_HINT) if network_hint(p.message) else p for p in problems]
+        sandboxed = confinement().enforced
+        problems = [replace(p, hint=NETWORK_HINT) if network_hint(p.message, sandboxed) else p for p in problems]
     return exc.with_problems(problems)
 
 
@@ -56,13 +58,14 @@ class PluginHost:
 
     def __init__(self, repo_root: Path, flag_sources: dict[str, str], config_sources: dict[str, dict],
                  source: Source | None, mode: RunMode = "render", budget: Budget | None = None,
-                 jobs: int | None = None):
-        self._scratch = Path(tempfile.mkdtemp(prefix="devlane-plugins-"))
+                 jobs: int | None = None, sandbox: SandboxPolicy | None = None):
+        self._scratch = Path(tempfile.mkdtemp(prefix=temp_prefix("devlane-plugins-")))
         self.resolver = Resolver(repo_root, flag_sources, config_sources, source, self._scratch)
         self.source = source
         self.mode: RunMode = mode
         self.budget = budget or Budget()
         self.jobs = jobs or default_jobs()
+        self.sandbox = sandbox or SandboxPolicy()
         self._runtimes: dict[str, Runtime] = {}
         self._lock = threading.Lock()
 
@@ -87,7 +90,7 @@ class PluginHost:
         with self._lock:
             if choice.name not in self._runtimes:
                 network = choice.external and self.mode != "render"
-                self._runtimes[choice.name] = make_runtime(choice.source, choice.manifest, network)
+                self._runtimes[choice.name] = make_runtime(choice.source, choice.manifest, network, self.sandbox)
             return self._runtimes[choice.name]
 
     def timeout(self, choice: Choice, instance: str) -> float:

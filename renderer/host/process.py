@@ -10,20 +10,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 import yaml
 
-from ..errors import PluginError, PluginTimeout, Where, fail
+from ..errors import DevlaneError, PluginError, PluginTimeout, Problem, Where, fail
 from ..protocol.krm import MAX_MESSAGE_BYTES
-from . import sandbox
+from . import confine, sandbox
 
 STDERR_KEEP_BYTES = 1024 * 1024  # only the end of a plugin's stderr is kept
 TAIL_LINES = 20
@@ -114,12 +117,87 @@ def stop_group(proc: subprocess.Popen) -> None:
 
 
 def exit_status(returncode: int) -> str:
-    if returncode < 0:
+    """How a process ended; a sandbox wrapper reports its plugin's death by signal N as status 128+N."""
+    signum = -returncode if returncode < 0 else returncode - 128 if 128 < returncode <= 128 + 64 else 0
+    if not signum:
+        return f"exited with status {returncode}"
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    why = {"SIGKILL": " (out of memory, or over a limit of the sandbox: see plugins.limits)",
+           "SIGXCPU": " (over its CPU-time limit: see plugins.limits.cpuSeconds)",
+           "SIGXFSZ": " (over its file-size limit: see plugins.limits.fileSizeMiB)"}.get(name, "")
+    return f"was killed by {name}{why}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Starting and stopping every plugin process
+
+_live: dict[int, subprocess.Popen] = {}  # pid (= process group id) -> process, while it may run
+_live_lock = threading.Lock()
+_stopping = threading.Event()
+_requests: queue.Queue[tuple[list[str], dict[str, Any], Future]] = queue.Queue()
+_launcher: threading.Thread | None = None
+
+
+class Stopped(DevlaneError):
+    """devlane is stopping (SIGINT / SIGTERM): no plugin process starts any more."""
+
+
+def _launch_loop() -> None:
+    while True:
+        argv, kwargs, fut = _requests.get()
         try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with status {returncode}"
+            fut.set_result(subprocess.Popen(argv, **kwargs))
+        except BaseException as exc:
+            fut.set_exception(exc)
+
+
+def launch(argv: list[str], **kwargs: Any) -> subprocess.Popen:
+    """Start a plugin process in its own session, from one long-lived thread.
+
+    The sandbox's parent-death signal belongs to the thread that forked it, so processes started
+    from short-lived worker threads (a gRPC server outlives the call that started it) would die
+    with their thread; the launcher thread lives as long as devlane. Registered until `forget`.
+    """
+    global _launcher
+    if _stopping.is_set():
+        raise Stopped(Problem("devlane is stopping; no plugin is started", code="interrupted"))
+    with _live_lock:
+        if _launcher is None or not _launcher.is_alive():
+            _launcher = threading.Thread(target=_launch_loop, name="devlane-launcher", daemon=True)
+            _launcher.start()
+    fut: Future = Future()
+    _requests.put((argv, {**kwargs, "start_new_session": True, "close_fds": True}, fut))
+    proc = fut.result()
+    with _live_lock:
+        _live[proc.pid] = proc
+    if _stopping.is_set():  # a stop raced with this start
+        signal_group(proc.pid, signal.SIGKILL)
+    return proc
+
+
+def forget(proc: subprocess.Popen) -> None:
+    with _live_lock:
+        _live.pop(proc.pid, None)
+
+
+def stop_all() -> None:
+    """SIGKILL every live plugin process group at once and refuse new ones (devlane got SIGINT / SIGTERM).
+
+    Safe in a signal handler: no waiting; the threads that wait on those processes then return.
+    """
+    _stopping.set()
+    with _live_lock:
+        pids = list(_live)
+    for pid in pids:
+        signal_group(pid, signal.SIGKILL)
+
+
+def resume() -> None:
+    """Allow plugin processes again (for a library caller that handled the interrupt and goes on)."""
+    _stopping.clear()
 
 
 @dataclass(frozen=True)
@@ -134,57 +212,72 @@ class Finished:
 
 
 def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | None = None,
-          limit: int | None = None, network: bool = False) -> Finished:
-    """Run one plugin process: its own session and temp working directory, `data` on stdin.
+          limit: int | None = None, network: bool = False, limits: confine.Limits | None = None,
+          readable: Sequence[str] = ()) -> Finished:
+    """Run one plugin process in the sandbox (`confine`): a fresh temp working directory, `data` on stdin.
 
     Stdout is captured up to `limit` (the process group is killed beyond it), only the tail of
-    stderr is kept, and on timeout the whole process group gets SIGTERM, then SIGKILL. Without
-    `network` (render), the process gets its own network namespace where the OS allows it.
+    stderr is kept, and on timeout the whole process group gets SIGTERM, then SIGKILL; when the call
+    ends everything it started is killed (PID namespace or cgroup). Without `network` (render),
+    the process gets its own network namespace where the OS allows it.
     """
     limit = MAX_MESSAGE_BYTES if limit is None else limit
-    tmp = tempfile.mkdtemp(prefix="devlane-plugin-")
+    tmp = tempfile.mkdtemp(prefix=confine.temp_prefix("devlane-plugin-"))
+    jail = None
     try:
-        proc = subprocess.Popen(sandbox.sandboxed_argv(argv, network=network), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp,
-                                env={**sandbox.plugin_env(tmp), **(env or {})}, start_new_session=True, close_fds=True)
-        out = bytearray()
-        err = BoundedTail()
-        overflow = threading.Event()
-
-        def write_stdin() -> None:
-            try:
-                proc.stdin.write(data)
-            except OSError:  # the plugin died early; its exit status tells the story
-                pass
-            finally:
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()
-
-        def read_stdout() -> None:
-            while chunk := proc.stdout.read1(1 << 16):
-                if len(out) + len(chunk) > limit:
-                    overflow.set()
-                    signal_group(proc.pid, signal.SIGKILL)
-                    return
-                out.extend(chunk)
-
-        threads = [threading.Thread(target=t, daemon=True) for t in (write_stdin, read_stdout)]
-        threads.append(threading.Thread(target=err.drain, args=(proc.stderr,), daemon=True))
-        for t in threads:
-            t.start()
-        timed_out = False
+        jail = confine.confinement().wrap(argv, writable=[tmp], network=network, limits=limits or confine.Limits(),
+                                          readable=readable)
+        proc = launch(jail.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp,
+                      env={**sandbox.plugin_env(tmp), **(env or {})})
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            stop_group(proc)
-        # Whatever the plugin left running in its session goes too: render must leave nothing behind.
-        signal_group(proc.pid, signal.SIGKILL)
-        for t in threads:
-            t.join(timeout=5)
-        return Finished(proc.returncode, bytes(out), err.text(), timed_out, overflow.is_set())
+            return _converse(proc, data, timeout, limit)
+        finally:
+            forget(proc)
     finally:
+        if jail is not None:
+            jail.end()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _converse(proc: subprocess.Popen, data: bytes, timeout: float, limit: int) -> Finished:
+    out = bytearray()
+    err = BoundedTail()
+    overflow = threading.Event()
+
+    def write_stdin() -> None:
+        try:
+            proc.stdin.write(data)
+        except OSError:  # the plugin died early; its exit status tells the story
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+
+    def read_stdout() -> None:
+        while chunk := proc.stdout.read1(1 << 16):
+            if len(out) + len(chunk) > limit:
+                overflow.set()
+                signal_group(proc.pid, signal.SIGKILL)
+                return
+            out.extend(chunk)
+
+    threads = [threading.Thread(target=t, daemon=True) for t in (write_stdin, read_stdout)]
+    threads.append(threading.Thread(target=err.drain, args=(proc.stderr,), daemon=True))
+    for t in threads:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        stop_group(proc)
+    # Whatever the plugin left running in its session goes too: render must leave nothing behind.
+    signal_group(proc.pid, signal.SIGKILL)
+    for t in threads:
+        t.join(timeout=5)
+    if _stopping.is_set():
+        raise Stopped(Problem("devlane was interrupted; the plugin was killed", code="interrupted"))
+    return Finished(proc.returncode, bytes(out), err.text(), timed_out, overflow.is_set())
 
 
 def _result_lines(stdout: bytes) -> str:

@@ -28,11 +28,12 @@ from typing import Any, Literal
 from ..errors import PluginError, PluginTimeout, Problem, Where, fail
 from ..protocol.krm import ID, dumps, strip_internal
 from ..sdk.kardinal import Failure, KardinalHandler, load_module
+from .confine import Confinement, Jail, SandboxPolicy, confinement
 from .invoke import Invocation, Outcome, ReplyReader, outcome_from_reply, request_document
 from .manifest import OPERATION_FUNCTION, Manifest
 from .process import reply_of, spawn
 from .resolve import PluginSource
-from .sandbox import plugin_env, sandboxed_argv
+from .sandbox import plugin_env
 from .supply.venvs import python_for
 
 Kind = Literal["kardinal-python", "builtin", "exec", "grpc"]
@@ -54,10 +55,25 @@ class Runtime(ABC):
 
     kind: Kind
 
-    def __init__(self, source: PluginSource, manifest: Manifest, network: bool = False):
+    def __init__(self, source: PluginSource, manifest: Manifest, network: bool = False,
+                 sandbox: SandboxPolicy | None = None):
         self.source = source
         self.manifest = manifest
         self.network = network  # only External plugins in provision / delete get the network
+        self.sandbox = sandbox or SandboxPolicy()
+        self.limits = self.sandbox.limits.merged(manifest.limits)
+
+    def confined(self, label: str, where: Where) -> Confinement:
+        """The sandbox for this plugin's processes; an error when policy.requireSandbox finds a layer missing."""
+        got = confinement()
+        missing = self.sandbox.admit(got)
+        if missing:
+            raise fail(f"{label} was not run: policy.requireSandbox is set and this machine cannot enforce "
+                       + "; ".join(missing), where,
+                       "install bubblewrap (apt-get install bubblewrap) and allow user namespaces and cgroups, or "
+                       "unset policy.requireSandbox in .devlane.yaml; `devlane plugins describe` lists the layers",
+                       "sandbox-required", PluginError)
+        return got
 
     def label(self, operation: str) -> str:
         """The call as the plugin's author knows it."""
@@ -167,8 +183,9 @@ def sdk_env(argv: list[str]) -> dict[str, str]:
 class ProcessRuntime(Runtime):
     """One plugin process per call (exec, or a Kardinal module through the adapter)."""
 
-    def __init__(self, source: PluginSource, manifest: Manifest, network: bool = False):
-        super().__init__(source, manifest, network)
+    def __init__(self, source: PluginSource, manifest: Manifest, network: bool = False,
+                 sandbox: SandboxPolicy | None = None):
+        super().__init__(source, manifest, network, sandbox)
         if manifest.runtime == "kardinal-python":
             self.kind = "kardinal-python"
             self.argv = [python_for(source.path, source.name), *ADAPTER, str(source.path)]
@@ -183,8 +200,10 @@ class ProcessRuntime(Runtime):
     def exchange(self, inv: Invocation, data: bytes, timeout: float) -> Answer:
         where = Where(plugin=inv.instance)
         label = self.label(inv.operation) + self.shown
+        self.confined(label, where)
         try:
-            done = spawn(self.argv, data, timeout, env=self.env, network=self.network)
+            done = spawn(self.argv, data, timeout, env=self.env, network=self.network, limits=self.limits,
+                         readable=[str(self.source.path)])
         except OSError as exc:
             raise fail(f"{label} could not start: {exc}", where, "check spec.runtime.command in plugin.yaml (paths are "
                        "relative to the plugin directory, and scripts need the executable bit)", "plugin-exec",
@@ -222,8 +241,9 @@ class GrpcRuntime(Runtime):
 
     kind = "grpc"
 
-    def __init__(self, source: PluginSource, manifest: Manifest, network: bool = False):
-        super().__init__(source, manifest, network)
+    def __init__(self, source: PluginSource, manifest: Manifest, network: bool = False,
+                 sandbox: SandboxPolicy | None = None):
+        super().__init__(source, manifest, network, sandbox)
         self._client = None
         self._context = None
         self._lock = threading.Lock()
@@ -235,11 +255,16 @@ class GrpcRuntime(Runtime):
 
                 command = resolve_command(self.manifest.command, self.source.path) if self.manifest.command else None
                 env = {**plugin_env(str(self.source.path)), **sdk_env(command or [])}
+                jail = None
                 if command:  # the server talks over a unix socket, which works inside its own network namespace
-                    command = sandboxed_argv(command, network=self.network)
+                    confined = self.confined(self.label("start"), Where(plugin=instance))
+
+                    def jail(argv: list[str], private: str) -> Jail:
+                        return confined.wrap(argv, writable=[private], network=self.network, limits=self.limits,
+                                             readable=[str(self.source.path)])
                 self._context = GrpcPlugin(instance, command=command, address=self.manifest.address,
                                            cwd=self.source.path, env=env,
-                                           start_timeout=self.manifest.start_timeout)
+                                           start_timeout=self.manifest.start_timeout, jail=jail)
                 self._client = self._context.__enter__()
             return self._client
 
@@ -256,10 +281,11 @@ class GrpcRuntime(Runtime):
             context.__exit__(None, None, None)
 
 
-def make_runtime(source: PluginSource, manifest: Manifest, network: bool = False) -> Runtime:
+def make_runtime(source: PluginSource, manifest: Manifest, network: bool = False,
+                 sandbox: SandboxPolicy | None = None) -> Runtime:
     """The runtime for a plugin; `network` only for External plugins run by provision or delete."""
     if manifest.runtime == "grpc":
-        return GrpcRuntime(source, manifest, network)
+        return GrpcRuntime(source, manifest, network, sandbox)
     if manifest.runtime == "kardinal-python" and source.origin == "builtin":
         return InProcessRuntime(source, manifest)
-    return ProcessRuntime(source, manifest, network)
+    return ProcessRuntime(source, manifest, network, sandbox)

@@ -1,21 +1,10 @@
-"""The plugin sandbox: scrubbed environment, no network where the OS allows it, secret scrubbing.
+"""What a plugin process sees and what is said about it: a scrubbed environment, explained network
+failures, secret scrubbing.
 
 Render must be pure and reproducible, so a plugin process sees only an allowlisted environment
-(`plugin_env`), runs without network (`sandboxed_argv`, probed once by `network_isolation`), has its
-network failures explained (`network_hint`), and never gets its secret args echoed back in logs or
-errors (`secret_values`, `scrub`). Output caps and the bounded stderr tail live in `process`.
-
-Network isolation wraps the command line instead of using ``preexec_fn``: the runtimes start
-plugins from worker threads, and ``preexec_fn`` runs Python between ``fork`` and ``exec``, which can
-deadlock on locks held by other threads. A wrapped argv is plain ``fork``/``exec`` and safe from any
-thread. The wrapper is util-linux ``unshare`` (a few ms) when it is present and works, otherwise a
-tiny Python helper (``python -I -S -c ...``, about 20-30 ms) that calls ``unshare(2)`` and then
-``exec``s; both exec in place, so the plugin keeps the pid and process group the runtime kills.
-The child gets a fresh network namespace holding only a loopback that is down: no connection
-leaves it, not even to the host's 127.0.0.1. As root (or with CAP_SYS_ADMIN) that is a plain
-``CLONE_NEWNET``; otherwise ``CLONE_NEWUSER | CLONE_NEWNET`` with the current uid/gid mapped to
-themselves, so files keep their owners. This stops accidental network use; it is not a security
-boundary against a plugin that runs as root and deliberately re-enters the host namespace.
+(`plugin_env`), has its network failures explained (`network_hint`), and never gets its secret args
+echoed back in logs or errors (`secret_values`, `scrub`). The namespaces, filesystem view and
+resource limits are built by `confine`; output caps and the bounded stderr tail live in `process`.
 """
 
 from __future__ import annotations
@@ -23,13 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
-import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote
 
@@ -43,6 +26,7 @@ ENV_ALLOWLIST = (
     "LANG",
     "LC_ALL",
     "PATH",
+    "PWD",
     "PYTHONDONTWRITEBYTECODE",
     "PYTHONHASHSEED",
     "SOURCE_DATE_EPOCH",
@@ -76,194 +60,6 @@ def plugin_env(home: str, extra: dict[str, str] | None = None) -> dict[str, str]
     if extra:
         env.update(extra)
     return env
-
-
-# --------------------------------------------------------------------------------------------------
-# Network isolation
-
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-PROBE_TIMEOUT_SECONDS = 10.0
-_SETUP_FAILED = 125  # the helper itself failed (as with env(1) / docker), before the plugin ran
-
-# Runs as `python -I -S -c _HELPER MODE -- ARGV...`: enters a new network namespace, then execs ARGV.
-# Standard library only and no site import, so it starts fast and works with any interpreter.
-_HELPER = r"""
-import os, signal, sys
-
-def die(code, msg):
-    os.write(2, ("devlane-sandbox: " + msg + "\n").encode("utf-8", "replace"))
-    os._exit(code)
-
-def unshare(flags):
-    if hasattr(os, "unshare"):
-        try:
-            os.unshare(flags)
-        except OSError as exc:
-            die({failed}, "unshare failed: %s (errno %d)" % (exc.strerror, exc.errno))
-        return
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(flags) != 0:
-        err = ctypes.get_errno()
-        die({failed}, "unshare failed: %s (errno %d)" % (os.strerror(err), err))
-
-def write(name, text):
-    try:
-        fd = os.open("/proc/self/" + name, os.O_WRONLY)
-        try:
-            os.write(fd, text.encode())
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        die({failed}, "cannot write /proc/self/%s: %s" % (name, exc.strerror))
-
-if len(sys.argv) < 4 or sys.argv[2] != "--" or sys.argv[1] not in ("netns", "userns"):
-    die({failed}, "usage: MODE -- ARGV...")
-mode, argv = sys.argv[1], sys.argv[3:]
-uid, gid = os.getuid(), os.getgid()
-if mode == "netns":
-    unshare({newnet})
-else:
-    unshare({newuser} | {newnet})
-    write("setgroups", "deny")
-    write("uid_map", "%d %d 1" % (uid, uid))
-    write("gid_map", "%d %d 1" % (gid, gid))
-# Python ignores these at startup and exec keeps ignored signals; restore them as Popen does.
-for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):
-    if hasattr(signal, name):
-        signal.signal(getattr(signal, name), signal.SIG_DFL)
-try:
-    os.execvp(argv[0], argv)
-except FileNotFoundError:
-    die(127, "cannot run %s: no such file or directory" % argv[0])
-except OSError as exc:
-    die(126, "cannot run %s: %s" % (argv[0], exc.strerror))
-""".format(failed=_SETUP_FAILED, newnet=hex(CLONE_NEWNET), newuser=hex(CLONE_NEWUSER))
-
-# Runs inside a candidate wrapper during the probe: proves the namespace has only `lo` and the uid is kept.
-_VERIFY = r"""
-import json, os, socket
-print(json.dumps({"interfaces": sorted(n for _, n in socket.if_nameindex()), "uid": os.getuid()}))
-"""
-
-
-@dataclass(frozen=True)
-class Isolation:
-    """Whether plugins run without network here, how, and if not, why not (shown by `plugins describe`)."""
-
-    enforced: bool
-    method: str  # "netns" (root / CAP_SYS_ADMIN), "userns+netns" (unprivileged) or "none"
-    reason: str = ""  # why it cannot be enforced; empty when enforced
-    tool: str = ""  # "util-linux unshare" or "python helper"
-    wrapper: tuple[str, ...] = field(default=(), repr=False)  # argv prefix that starts a command in the sandbox
-
-    def describe(self) -> str:
-        """One line for humans: what a plugin can reach during render."""
-        if self.enforced:
-            return (f"no network: each plugin process gets its own network namespace with only a down "
-                    f"loopback ({self.method} via {self.tool})")
-        return f"not enforced: plugins can reach the network during render ({self.reason})"
-
-
-_probe_lock = threading.Lock()
-_probed: Isolation | None = None
-
-
-def network_isolation() -> Isolation:
-    """Which way, if any, plugins are kept off the network here; probed once per process (tens of ms), then cached."""
-    global _probed
-    with _probe_lock:
-        if _probed is None:
-            _probed = _probe(_candidates())
-        return _probed
-
-
-def sandboxed_argv(argv: list[str], network: bool = False) -> list[str]:
-    """`argv` wrapped to run without network; unchanged when `network` is allowed or isolation is unavailable.
-
-    Safe to call and spawn from any thread (no ``preexec_fn``). The wrapped command keeps the pid,
-    stdio, inherited descriptors, cwd and environment of the plain one. A plugin that cannot be
-    started exits with 127 (not found) or 126 (not executable) and says so on stderr, instead of
-    Popen raising, so resolve argv[0] first if that distinction matters.
-    """
-    if network:
-        return list(argv)
-    iso = network_isolation()
-    return [*iso.wrapper, *argv] if iso.enforced else list(argv)
-
-
-def _helper_prefix(mode: str) -> tuple[str, ...]:
-    return (sys.executable, "-I", "-S", "-c", _HELPER, mode, "--")
-
-
-def _candidates() -> list[tuple[str, str, tuple[str, ...]]]:
-    """(method, tool, argv prefix) to try in order: util-linux first (fastest), then the Python helper."""
-    out: list[tuple[str, str, tuple[str, ...]]] = []
-    unshare = shutil.which("unshare")
-    if unshare:
-        out.append(("netns", "util-linux unshare", (unshare, "--net", "--")))
-        out.append(("userns+netns", "util-linux unshare", (unshare, "--user", "--map-current-user", "--net", "--")))
-    if sys.executable:
-        out.append(("netns", "python helper", _helper_prefix("netns")))
-        out.append(("userns+netns", "python helper", _helper_prefix("userns")))
-    return out
-
-
-def _read_sysctl(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii") as fh:
-            return fh.read().strip()
-    except OSError:
-        return None
-
-
-def _blocked_reason(errors: list[str]) -> str:
-    """Why no namespace could be made, naming the kernel switch when one is known to be off."""
-    if _read_sysctl("/proc/sys/user/max_user_namespaces") == "0":
-        return "user namespaces are disabled (user.max_user_namespaces=0)"
-    privileged = os.geteuid() == 0
-    if not privileged and _read_sysctl("/proc/sys/kernel/unprivileged_userns_clone") == "0":
-        return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0)"
-    if not privileged and _read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
-        return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)"
-    last = errors[-1] if errors else "no way to create a namespace was found"
-    return (f"no network namespace could be created ({last}); a container seccomp profile or a missing "
-            "CAP_SYS_ADMIN usually causes this")
-
-
-def _probe(candidates: list[tuple[str, str, tuple[str, ...]]]) -> Isolation:
-    """Run a tiny check inside each candidate wrapper; the first that really isolates wins."""
-    if not sys.platform.startswith("linux"):
-        return Isolation(False, "none", f"network namespaces are Linux-only; this is {sys.platform}")
-    if not sys.executable:
-        return Isolation(False, "none", "no Python executable to verify the sandbox with (sys.executable is empty)")
-    errors: list[str] = []
-    verify = [sys.executable, "-I", "-S", "-c", _VERIFY]
-    with tempfile.TemporaryDirectory(prefix="devlane-probe-") as tmp:
-        for method, tool, prefix in candidates:
-            try:
-                proc = subprocess.run([*prefix, *verify], capture_output=True, text=True, cwd=tmp,
-                                      env=plugin_env(tmp), timeout=PROBE_TIMEOUT_SECONDS, check=False)
-            except (OSError, subprocess.SubprocessError) as exc:
-                errors.append(f"{tool}: {exc}")
-                continue
-            if proc.returncode != 0:
-                msg = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
-                errors.append(f"{tool}: {msg.removeprefix('devlane-sandbox: ')}")
-                continue
-            try:
-                facts = json.loads(proc.stdout)
-            except ValueError:
-                errors.append(f"{tool}: unexpected probe output {proc.stdout[:200]!r}")
-                continue
-            if facts.get("interfaces") != ["lo"]:
-                errors.append(f"{tool}: namespace still has interfaces {facts.get('interfaces')}")
-            elif facts.get("uid") != os.getuid():
-                errors.append(f"{tool}: the uid is not kept inside the namespace")
-            else:
-                return Isolation(True, method, "", tool, prefix)
-    return Isolation(False, "none", _blocked_reason(errors))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -358,8 +154,12 @@ def _refused_remote(line: str) -> bool:
     return False
 
 
-def network_hint(text: str) -> str | None:
-    """`NETWORK_HINT` when a plugin's stderr or error text shows a network attempt, else None."""
+def network_hint(text: str, sandboxed: bool = False) -> str | None:
+    """`NETWORK_HINT` when a plugin's stderr or error text shows a network attempt, else None.
+
+    `sandboxed`: the plugin ran in a network namespace of its own, where nothing listens on
+    loopback but what the plugin started, so a refused loopback connection also means "outside".
+    """
     if not text:
         return None
     low = text.lower()
@@ -369,7 +169,7 @@ def network_hint(text: str) -> str | None:
         if any(pattern.search(line) for line in _lines_with(low, needle)):
             return NETWORK_HINT
     for needle in _REFUSED_PHRASES:
-        if any(_refused_remote(line) for line in _lines_with(low, needle)):
+        if any(sandboxed or _refused_remote(line) for line in _lines_with(low, needle)):
             return NETWORK_HINT
     return None
 

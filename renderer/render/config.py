@@ -30,6 +30,8 @@ class RepoConfig:
     replicas: int | str = 1
     plugin_sources: dict[str, dict] = field(default_factory=dict)
     plugin_timeout: float | None = None
+    plugin_limits: dict[str, int] = field(default_factory=dict)  # plugins.limits
+    require_sandbox: bool = False  # policy.requireSandbox
     warnings_as_errors: bool = False
     strict: bool = False
     present: bool = False
@@ -64,6 +66,8 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       routing=raw.get("routing", "none"), domain=raw.get("domain"), namespace=raw.get("namespace"),
                       output=raw.get("output", "rendered"), replicas=raw.get("replicas", 1),
                       plugin_sources=dict(plugins.get("sources") or {}), plugin_timeout=plugins.get("timeoutSeconds"),
+                      plugin_limits=dict(plugins.get("limits") or {}),
+                      require_sandbox=bool(policy.get("requireSandbox", False)),
                       warnings_as_errors=bool(policy.get("warningsAsErrors", False)),
                       strict=bool(policy.get("strict", False)), present=True,
                       pipeline=_pipeline(raw.get("pipeline") or [], file))

@@ -14,9 +14,10 @@ from .. import api
 from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
 from ..host.budget import DEFAULT_PLUGIN_TIMEOUT, Budget
+from ..host.confine import Limits, confinement
 from ..host.manifest import MANIFEST, Manifest
 from ..host.resolve import BUILTIN_PACKAGE, PluginSource, plugin_digest
-from ..host.sandbox import ENV_ALLOWLIST, network_isolation
+from ..host.sandbox import ENV_ALLOWLIST
 from ..protocol.krm import MAX_MESSAGE_BYTES
 from ..render.config import RepoConfig
 from ..render.model import Model, build_model
@@ -54,6 +55,8 @@ class PluginInfo:
     display_path: str | None = None
     timeout: float = DEFAULT_PLUGIN_TIMEOUT
     timeout_from: str = "default"
+    limits: Limits = field(default_factory=Limits)
+    require_sandbox: bool = False
 
     @property
     def instances(self) -> list[str]:
@@ -152,6 +155,8 @@ def collect(options: api.Options) -> Inventory:
                                                   options.ref)
                 info.digest = plugin_digest(info.source.path)
                 info.timeout, info.timeout_from = Budget(config=s.config.plugin_timeout).limit(info.manifest)
+                info.limits = Limits().merged(s.config.plugin_limits).merged(info.manifest.limits)
+                info.require_sandbox = s.config.require_sandbox
             out.append(info)
     return Inventory(model, out)
 
@@ -161,12 +166,13 @@ def collect(options: api.Options) -> Inventory:
 
 
 def network_status() -> dict[str, Any]:
-    """What the sandbox says about network isolation here."""
+    """What the sandbox probe found on this machine: the network answer, and every layer."""
     try:
-        net = network_isolation()
+        got = confinement()
     except Exception as exc:  # a probe failure must not break an inspection command
-        return {"enforced": None, "method": None, "reason": f"unknown: the probe failed ({exc})"}
-    return {"enforced": net.enforced, "method": net.method or None, "reason": net.reason}
+        return {"enforced": None, "method": None, "reason": f"unknown: the probe failed ({exc})", "layers": []}
+    return {"enforced": got.enforced, "method": got.method if got.method != "none" else None, "reason": got.reason,
+            "layers": [{"name": la.name, "enforced": la.enforced, "how": la.how} for la in got.layers]}
 
 
 def sandbox_facts(info: PluginInfo) -> dict[str, Any]:
@@ -191,6 +197,8 @@ def sandbox_facts(info: PluginInfo) -> dict[str, Any]:
         "cwd": cwd,
         "outputCap": cap,
         "timeout": timeout,
+        "limits": info.limits.as_dict(),
+        "requireSandbox": info.require_sandbox,
     }
 
 
@@ -319,6 +327,15 @@ def describe_text(d: dict[str, Any]) -> str:
             lines.append(f"    {'timeout:':<19} {sb['timeout']}")
     else:
         lines.append(f"    {'network isolation:':<19} {network_text(sb['network'])}")
+        for la in sb["network"].get("layers", []):
+            lines.append(f"    {'enforced' if la['enforced'] else 'MISSING':>8}  {la['name']}: {la['how']}")
+        lim = sb["limits"]
+        lines.append(f"    {'limits:':<19} {lim['memoryMiB']} MiB memory, {lim['processes']} processes, "
+                     f"{lim['fileSizeMiB']} MiB per file, {lim['cpuSeconds']} CPU s")
+        if sb["requireSandbox"]:
+            missing = [la["name"] for la in sb["network"].get("layers", []) if not la["enforced"]]
+            lines.append(f"    {'requireSandbox:':<19} " + (f"set; this plugin will NOT run here (missing: "
+                                                              f"{', '.join(missing)})" if missing else "set; met"))
         lines.append(f"    {'environment:':<19} scrubbed; only {', '.join(sb['env'])} pass")
         lines.append(f"    {'working directory:':<19} {sb['cwd']}")
         lines.append(f"    {'output cap:':<19} {sb['outputCap']}")

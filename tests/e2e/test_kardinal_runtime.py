@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from support import FIXTURES, STANDINS, kardinal
+from support.processes import sleep_token, wait_for, with_token
 
 from renderer.errors import DevlaneError, Problem
 from renderer.host import process
@@ -40,30 +41,6 @@ env_value, pod = kardinal.env_value, kardinal.pod
 def delete_flow(plugin_dir: Path, name: str, instance: str, flow_id: str, config_map,
                 timeout: float = TIMEOUT) -> list[Problem]:
     return kardinal.delete_flow(plugin_dir, name, instance, flow_id, config_map, "repo", timeout)
-
-
-def pid_gone(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    if Path("/proc/self/stat").exists():
-        try:
-            state = stat.read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        return state in ("Z", "X")  # a zombie nobody has reaped yet is dead too
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
-def wait_for(predicate, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -101,6 +78,7 @@ def test_plural_signature_survives_stdout_noise(monkeypatch):
     assert env["DEVLANE_TEST_MARKER"] == "passed-through"
     assert "SECRET_TOKEN" not in env
     allowed = {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE"}
+    allowed.add("PWD")  # the sandbox sets it
     allowed.add("LC_CTYPE")  # Python may set it itself
     assert {k for k in env if not k.startswith("DEVLANE_")} <= allowed
 
@@ -128,8 +106,8 @@ def test_plugin_exception_reports_type_message_frames_and_stderr():
 
 @pytest.mark.parametrize("ignore_term", ["0", "1"])
 def test_timeout_kills_the_whole_process_group(tmp_path, ignore_term):
-    pid_file = tmp_path / "child.pid"
-    call = make_call("hang", args={"pid_file": str(pid_file), "ignore_term": ignore_term})
+    token = sleep_token()
+    call = make_call("hang", args={"token": token, "ignore_term": ignore_term})
     started = time.monotonic()
     err = create_error(call, timeout=1.5)
     elapsed = time.monotonic() - started
@@ -139,8 +117,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path, ignore_term):
     assert "--plugin-timeout" in err.problems[0].hint
     assert elapsed >= 1.5
     assert elapsed < 1.5 + process.KILL_GRACE_SECONDS + 5
-    child = int(pid_file.read_text())
-    assert wait_for(lambda: pid_gone(child)), f"child sleep {child} survived the timeout"
+    assert wait_for(lambda: not with_token(token)), f"child sleep {token} survived the timeout"
 
 
 def test_exit_without_reply():

@@ -14,6 +14,7 @@ from support import EXAMPLE
 from support.repos import inspection_repo
 
 from renderer.authoring.scaffold import scaffold
+from renderer.host.confine import LAYERS
 from renderer.views.inspect import network_status, network_text
 
 
@@ -39,6 +40,9 @@ def test_describe_bookshop_by_instance_masks_secret_args_and_shows_the_sandbox(h
         assert label in sandbox
     assert "PATH" in sandbox and "temporary directory" in sandbox
     assert f"network isolation:  {network_text(network_status())}\n" in sandbox  # what the probe found here
+    for la in network_status()["layers"]:  # every layer, as the probe found it on this machine
+        assert f"{'enforced' if la['enforced'] else 'MISSING':>8}  {la['name']}: {la['how']}\n" in sandbox
+    assert "limits:             2048 MiB memory, 256 processes" in sandbox
 
 
 def test_describe_bookshop_json_by_plugin_name(harness):
@@ -48,7 +52,12 @@ def test_describe_bookshop_json_by_plugin_name(harness):
     [use] = d["uses"]
     assert use["instance"] == "seed-orders-db" and use["role"] == "plugin" and use["type"] == "stateful"
     assert use["args"]["database"] == "orders" and "CREATE TABLE" in use["args"]["seed_sql"]
-    assert d["sandbox"]["applies"] is True and set(d["sandbox"]["network"]) == {"enforced", "method", "reason"}
+    assert d["sandbox"]["applies"] is True and set(d["sandbox"]["network"]) == {"enforced", "method", "reason",
+                                                                                 "layers"}
+    layers = d["sandbox"]["network"]["layers"]
+    assert [la["name"] for la in layers] == list(LAYERS) and all(la["how"] for la in layers)
+    assert d["sandbox"]["limits"] == {"memoryMiB": 2048, "processes": 256, "fileSizeMiB": 256, "cpuSeconds": 120}
+    assert d["sandbox"]["requireSandbox"] is False
     assert "DEVLANE_*" in d["sandbox"]["env"]
 
 

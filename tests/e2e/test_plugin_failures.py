@@ -6,12 +6,12 @@ devlane's stdout; a built-in plugin by its plain name renders a flow kubectl acc
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
 from support import FIXTURES, kubectl_kustomize
 from support.platform import fixture_apps
+from support.processes import sleep_token, wait_for, with_token
 
 PLUGINS = FIXTURES / "plugins"
 TWO = ["--service", "api=api:2", "--service", "worker=worker:2"]
@@ -43,8 +43,8 @@ def test_plugin_failure_fails_the_render_cleanly(harness, tmp_path, case):
 
 
 def test_hanging_plugin_is_killed_with_its_children(harness, tmp_path):
-    pid_file = tmp_path / "child.pid"
-    fixture_apps(harness, "./p", {"pid_file": str(pid_file)})
+    token = sleep_token()
+    fixture_apps(harness, "./p", {"token": token})
     start = time.monotonic()
     out = harness.cli("render", "--flow", "pr-1", *API, f"--plugin-source=./p={PLUGINS / 'hang'}",
                       "--plugin-timeout", "1.5")  # fmt: skip
@@ -52,15 +52,7 @@ def test_hanging_plugin_is_killed_with_its_children(harness, tmp_path):
     assert time.monotonic() - start < 30
     assert "plugin fixture" in out.stderr and "timed out after 1.5" in out.stderr
     assert "--plugin-timeout" in out.stderr
-    child = int(pid_file.read_text())
-    for _ in range(50):
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"the plugin's child process {child} survived the timeout")
+    assert wait_for(lambda: not with_token(token), 5), f"the plugin's child sleep {token} survived the timeout"
 
 
 def test_stdout_noise_is_not_a_failure(harness):

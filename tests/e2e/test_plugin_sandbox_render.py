@@ -12,7 +12,7 @@ import pytest
 from support import FIXTURES, Harness
 from support.platform import fixture_apps
 
-from renderer.host.sandbox import network_isolation
+from renderer.host.confine import confinement as network_isolation
 
 FLOW = ["--flow", "pr-1", "--service", "api=api:2"]
 

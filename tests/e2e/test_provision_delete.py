@@ -5,7 +5,8 @@ stored state, newest first, and removes the flow (also with --out, and reading t
 Delete of a flow that was never rendered (no plugin runs) is in tests/cli/test_provision_delete.py.
 
 Plugins record their calls in a marker file named by `$DEVLANE_TEST_MARKER` (DEVLANE_* variables
-reach plugins through the scrubbed environment).
+reach plugins through the scrubbed environment; `$DEVLANE_SANDBOX_WRITABLE`, the operator's switch, lets them
+write that directory from inside the sandbox).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def lines(marker: Path) -> list:
 @pytest.mark.parametrize("declared_by", ["plugin.yaml", "plugin definition"])
 def test_external_plugin_runs_only_in_provision_and_render_replays_it(harness, tmp_path, declared_by):
     marker = tmp_path / "marker.jsonl"
-    env = {"DEVLANE_TEST_MARKER": str(marker)}
+    env = {"DEVLANE_TEST_MARKER": str(marker), "DEVLANE_SANDBOX_WRITABLE": str(marker.parent)}
     definition = {"name": "branch", "type": "external", "servicename": "db", "args": {"branch": "dev"}}
     if declared_by == "plugin.yaml":
         plugin = harness.plugin("branch", EXTERNAL_MAIN, EXTERNAL_MANIFEST, where=tmp_path)
@@ -162,7 +163,7 @@ class TwoPlugins:
                             {**rec, "servicename": "alpha", "args": {"token": "a-1"}}])  # fmt: skip
         self.flags = [f"--plugin-source=rec={plugin}"]
         self.marker = harness.tmp / "marker.jsonl"
-        self.env = {"DEVLANE_TEST_MARKER": str(self.marker)}
+        self.env = {"DEVLANE_TEST_MARKER": str(self.marker), "DEVLANE_SANDBOX_WRITABLE": str(self.marker.parent)}
         self.flow_dir = harness.root / "rendered" / "flows" / "pr-1"
 
     def render(self, *flags: str):

@@ -1,7 +1,9 @@
-"""The plugin sandbox with real subprocesses and network namespaces: a sandboxed child cannot reach even a
-loopback server (and gets the network hint), DNS fails fast, everything else works as usual (stdin, files,
-inherited fds, pid, uid, signals), children started from threads, the isolation probe and its reasons,
-an unprivileged user's user+network namespace, and the bounded stderr tail draining a noisy process.
+"""The plugin sandbox with real subprocesses and namespaces, through each wrapper this machine has (bwrap,
+util-linux unshare, the Python helper): a sandboxed child cannot reach even a loopback server of the host
+(and gets the network hint), DNS fails fast, everything else works as usual (stdin, files in its
+directory, uid, signals), children started from threads, the probe and its reasons, an unprivileged
+user's sandbox, and the bounded stderr tail draining a noisy process. The hostile plugins are in
+tests/security/.
 
 Network tests only talk to a loopback server started here; inside the sandbox even that must fail.
 The pure functions (environment allowlist, hints, secrets) are in tests/unit/host/test_sandbox.py.
@@ -23,17 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from renderer.host import sandbox
+from renderer.host import confine, sandbox
+from renderer.host.confine import Confinement, confinement
 from renderer.host.process import BoundedTail
-from renderer.host.sandbox import (
-    ENV_ALLOWLIST,
-    NETWORK_HINT,
-    Isolation,
-    network_hint,
-    network_isolation,
-    plugin_env,
-    sandboxed_argv,
-)
+from renderer.host.sandbox import ENV_ALLOWLIST, NETWORK_HINT, network_hint, plugin_env
 
 PY = sys.executable
 CONNECT = """
@@ -70,23 +65,30 @@ def server():
     t.join(timeout=5)
 
 
-def _enforced() -> Isolation:
-    iso = network_isolation()
-    if not iso.enforced:
-        pytest.skip(f"network isolation cannot be enforced here: {iso.reason}")
-    return iso
+def _enforced() -> Confinement:
+    got = confinement()
+    if not got.enforced:
+        pytest.skip(f"network isolation cannot be enforced here: {got.reason}")
+    return got
 
 
-@pytest.fixture(params=["auto", "util-linux unshare", "python helper"])
-def wrap(request):
-    """Start commands through the probed wrapper, and through each implementation on its own."""
+@pytest.fixture(params=["auto", *confine.METHODS])
+def wrap(request, tmp_path):
+    """Start commands (working in tmp_path) through the probed sandbox, and through each method on its own."""
     _enforced()
-    if request.param == "auto":
-        return sandboxed_argv
-    iso = sandbox._probe([c for c in sandbox._candidates() if c[1] == request.param])
-    if not iso.enforced:
-        pytest.skip(f"{request.param} cannot isolate here: {iso.reason}")
-    return lambda argv: [*iso.wrapper, *argv]
+    got = confinement() if request.param == "auto" else confine.probe(request.param, confine.usable_cgroups())
+    if not got.enforced:
+        pytest.skip(f"{request.param} cannot isolate here: {got.reason}")
+    jails = []
+
+    def wrapped(argv: list[str]) -> list[str]:
+        jails.append(got.wrap(argv, writable=[str(tmp_path)]))
+        return jails[-1].argv
+
+    wrapped.method = got.method
+    yield wrapped
+    for jail in jails:
+        jail.end()
 
 
 def _run(argv: list[str], cwd: Path, timeout: float = 20, **kw) -> subprocess.CompletedProcess:
@@ -124,7 +126,7 @@ def test_a_sandboxed_child_cannot_connect_and_gets_the_hint(wrap, server, tmp_pa
     assert proc.returncode == 1
     assert "connected" not in proc.stdout
     assert "blocked errno=" in proc.stdout, proc.stderr
-    assert network_hint(proc.stderr) == NETWORK_HINT
+    assert network_hint(proc.stderr, sandboxed=True) == NETWORK_HINT
 
 
 def test_dns_fails_fast_in_the_sandbox(wrap, tmp_path):
@@ -173,15 +175,18 @@ sys.exit(7)
     assert facts["data"] == "from the host"
     assert (tmp_path / "out.txt").read_text() == "written stdin"
     normal = json.loads(_run([PY, "-c", code, "2"], tmp_path, input="x").stdout)
-    assert facts["pid"] == proc.pid  # exec in place: the runtime's process-group kill still reaches the plugin
+    if wrap.method == "python":  # exec in place: the runtime's process-group kill still reaches the plugin
+        assert facts["pid"] == proc.pid
+    else:  # its own PID namespace: the plugin is one of the first processes there
+        assert facts["pid"] <= 3
     assert facts["uid"] == os.getuid()
     assert facts["x"] == "1"
     assert facts["sigign"] == normal["sigign"]  # no signal left ignored by the wrapper
 
 
-def test_a_missing_command_exits_127(wrap, tmp_path):
+def test_a_missing_command_fails_and_says_which(wrap, tmp_path):
     proc = _run(wrap(["devlane-no-such-plugin-binary"]), tmp_path)
-    assert proc.returncode == 127
+    assert proc.returncode in (1, 127)  # bwrap exits 1, the others 127, as env(1) does
     assert "devlane-no-such-plugin-binary" in proc.stderr
 
 
@@ -192,7 +197,11 @@ def test_sandboxed_children_started_from_threads(server, tmp_path):
     def worker(i: int) -> None:
         d = tmp_path / str(i)
         d.mkdir()
-        results[i] = _run(sandboxed_argv([PY, "-c", CONNECT + f"\nprint({i})", str(server)]), d)
+        jail = confinement().wrap([PY, "-c", CONNECT + f"\nprint({i})", str(server)], writable=[str(d)])
+        try:
+            results[i] = _run(jail.argv, d)
+        finally:
+            jail.end()
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
     for t in threads:
@@ -205,25 +214,28 @@ def test_sandboxed_children_started_from_threads(server, tmp_path):
 
 
 def test_isolation_is_probed_once():
-    first = network_isolation()
-    assert network_isolation() is first
-    assert (first.reason == "") == first.enforced
+    first = confinement()
+    assert confinement() is first
     if first.enforced:
-        assert first.method in ("netns", "userns+netns") and first.wrapper and "no network" in first.describe()
+        assert first.method in confine.METHODS and "no network" in first.describe()
+        assert [la.name for la in first.layers] == list(confine.LAYERS)
+    else:
+        assert first.reason and first.method == "none"
 
 
 def test_probe_explains_why_it_cannot_isolate(monkeypatch):
-    false = shutil.which("false") or "/bin/false"
-    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(confine.os, "geteuid", lambda: 1000)
     sysctls = {"/proc/sys/kernel/unprivileged_userns_clone": "0"}
-    monkeypatch.setattr(sandbox, "_read_sysctl", sysctls.get)
-    iso = sandbox._probe([("userns+netns", "fake", (false,))])
-    assert not iso.enforced and iso.method == "none"
-    assert iso.reason == "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0)"
+    monkeypatch.setattr(confine, "_read_sysctl", sysctls.get)
+    assert confine._blocked_reason(["x"]) == (
+        "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0)")
     sysctls.clear()
-    assert "seccomp" in sandbox._probe([("netns", "fake", (false,))]).reason
-    monkeypatch.setattr(sandbox.sys, "platform", "darwin")
-    assert "Linux-only" in sandbox._probe([]).reason
+    assert "seccomp" in confine._blocked_reason(["fake: unshare failed"])
+    monkeypatch.setattr(confine.shutil, "which", lambda name: None)
+    assert "apt-get install bubblewrap" in confine.probe("bwrap").reason
+    monkeypatch.setattr(confine.sys, "platform", "darwin")
+    got = confine.best(["python"])
+    assert not got.enforced and "Linux-only" in got.reason
 
 
 def _python_for_nobody() -> str | None:
@@ -245,21 +257,29 @@ def test_unprivileged_user_gets_a_user_and_network_namespace(server):
         pytest.skip("no Python that an unprivileged user may run")
     work = Path(tempfile.mkdtemp(prefix="devlane-sandbox-test-"))
     try:
-        shutil.copy(Path(sandbox.__file__), work / "sandbox.py")
-        os.chmod(work, 0o777)
-        os.chmod(work / "sandbox.py", 0o644)
+        pkg = work / "pkg"
+        pkg.mkdir()
+        (pkg / "__init__.py").write_text("")
+        for module in (sandbox, confine):
+            shutil.copy(Path(module.__file__), pkg / Path(module.__file__).name)
+        for p in (work, pkg):
+            os.chmod(p, 0o777)
+        for f in pkg.iterdir():
+            os.chmod(f, 0o644)
         code = f"""
 import json, subprocess, sys
 sys.path.insert(0, {str(work)!r})
-import sandbox
-iso = sandbox.network_isolation()
-out = {{"enforced": iso.enforced, "method": iso.method, "reason": iso.reason}}
-if iso.enforced:
-    argv = sandbox.sandboxed_argv([sys.executable, "-c", {CONNECT!r}, "{server}"])
-    p = subprocess.run(argv, capture_output=True, text=True, cwd={str(work)!r}, env=sandbox.plugin_env({str(work)!r}))
+from pkg import confine, sandbox
+got = confine.confinement()
+out = {{"enforced": got.enforced, "method": got.method, "reason": got.reason,
+        "layers": {{la.name: la.enforced for la in got.layers}}}}
+if got.enforced:
+    jail = got.wrap([sys.executable, "-c", {CONNECT!r}, "{server}"], writable=[{str(work)!r}])
+    env = sandbox.plugin_env({str(work)!r})
+    p = subprocess.run(jail.argv, capture_output=True, text=True, cwd={str(work)!r}, env=env)
     out["child"] = p.stdout
-    p = subprocess.run(sandbox.sandboxed_argv(["id", "-u"]), capture_output=True, text=True)
-    out["uid"] = p.stdout.strip()
+    jail = got.wrap(["id", "-u"], writable=[{str(work)!r}])
+    out["uid"] = subprocess.run(jail.argv, capture_output=True, text=True).stdout.strip()
 print(json.dumps(out))
 """
         proc = subprocess.run([python, "-I", "-c", code], user=65534, group=65534, extra_groups=[], cwd=work,
@@ -269,9 +289,11 @@ print(json.dumps(out))
         facts = json.loads(proc.stdout)
         if not facts["enforced"]:
             pytest.skip(f"unprivileged isolation unavailable: {facts['reason']}")
-        assert facts["method"] == "userns+netns"
+        assert facts["method"] in confine.METHODS
         assert "blocked errno=" in facts["child"]
         assert facts["uid"] == "65534"
+        if facts["method"] == "bwrap":  # RLIMIT_NPROC binds a user that is not root: the fork bomb bound
+            assert facts["layers"]["process-limit"] and facts["layers"]["read-only-filesystem"]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -50,7 +50,8 @@ class Platform:
             self.harness.config(config)
 
     def devlane(self, command: str, *flags: str, log: Path | None = None) -> Result:
-        env = {"DEVLANE_TEST_LOG": str(log)} if log is not None else None
+        # the log lives outside the plugins' sandbox: the operator's switch lets them write its directory
+        env = {"DEVLANE_TEST_LOG": str(log), "DEVLANE_SANDBOX_WRITABLE": str(log.parent)} if log is not None else None
         return self.harness.cli(command, "--flow", FLOW, *flags, *self.flags, env=env)
 
     def render(self, *flags: str, log: Path | None = None) -> Result:

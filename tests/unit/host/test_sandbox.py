@@ -11,16 +11,13 @@ import json
 
 import pytest
 
-from renderer.host import sandbox
+from renderer.host import confine
 from renderer.host.process import BoundedTail
 from renderer.host.sandbox import (
     ENV_ALLOWLIST,
     NETWORK_HINT,
-    Isolation,
     network_hint,
-    network_isolation,
     plugin_env,
-    sandboxed_argv,
     scrub,
     secret_values,
 )
@@ -52,12 +49,13 @@ def test_plugin_env_passes_only_the_allowlist(monkeypatch, tmp_path):
 # Network isolation, without probing
 
 
-def test_network_allowed_or_unavailable_leaves_argv_alone(monkeypatch):
-    assert sandboxed_argv(["plugin", "--x"], network=True) == ["plugin", "--x"]
-    monkeypatch.setattr(sandbox, "_probed", Isolation(False, "none", "unit test"))
-    assert network_isolation().reason == "unit test"
-    assert sandboxed_argv(["plugin"]) == ["plugin"]
-    assert "not enforced" in network_isolation().describe()
+def test_no_sandbox_leaves_argv_alone(monkeypatch, tmp_path):
+    monkeypatch.setattr(confine, "_probed", confine._unconfined("none", "unit test"))
+    got = confine.confinement()
+    assert got.reason == "unit test" and not got.enforced
+    assert got.wrap(["plugin", "--x"], writable=[str(tmp_path)]).argv == ["plugin", "--x"]
+    assert "not enforced" in got.describe()
+    assert [la.name for la in got.missing()] == [n for n in confine.LAYERS if n != "close-on-exec"]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -11,11 +11,11 @@ from renderer.views import inspect
 
 
 @pytest.mark.parametrize(("probe", "shown"), [
-    (SimpleNamespace(enforced=True, method="unshare-net", reason="a private network namespace"),
-     "enforced (unshare-net): a private network namespace"),
-    (SimpleNamespace(enforced=False, method="", reason="unprivileged user namespaces are disabled"),
+    (SimpleNamespace(enforced=True, method="bwrap", reason="a private network namespace", layers=()),
+     "enforced (bwrap): a private network namespace"),
+    (SimpleNamespace(enforced=False, method="none", reason="unprivileged user namespaces are disabled", layers=()),
      "not enforced: unprivileged user namespaces are disabled"),
 ])  # fmt: skip
 def test_describe_reports_the_sandbox_probe(monkeypatch, probe, shown):
-    monkeypatch.setattr(inspect, "network_isolation", lambda: probe)
+    monkeypatch.setattr(inspect, "confinement", lambda: probe)
     assert inspect.network_text(inspect.network_status()) == shown
