@@ -74,7 +74,7 @@ class DirLock:
     def _timeout(self, holder: int | None) -> DevlaneError:
         who = f"pid {holder}" if holder else "a process whose pid is unknown"
         return fail(f"{self.path.parent} is locked by another devlane render or delete ({who}); gave up after "
-                    f"waiting {self.wait:g} s for {self.path}",
+                    f"waiting {self.wait:.3g} s for {self.path}",
                     hint=f"wait for {who} to finish and run again (stop it if it hangs); a killed run releases "
                          "the lock at once", code="output-locked")
 
