@@ -10,6 +10,7 @@ functions; tests call them in-process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,12 +42,12 @@ from .render.model import Model, build_model
 from .render.plan import Plan, make_plan
 from .render.plugin_defs import changed_args, used_plugin_names
 from .render.routing import Entries, route_entries
-from .render.write import read_rendered, remove_dirs, write_flows
+from .render.write import Output, read_rendered, remove_dir, write_flows
 from .session import FlowInput, Options, Session, flow_of
 
 __all__ = ["FlowRequest", "Options", "RenderResult", "Session", "check_changes", "delete", "fetch", "lint", "lock",
-           "open_session", "plan", "prepare_targets", "provision", "read", "render", "render_in", "resolve",
-           "write"]
+           "open_session", "plan", "prepare_targets", "provision", "read", "render", "render_and_write", "render_in",
+           "resolve", "write"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,24 @@ def render(options: Options, flow: FlowInput) -> RenderResult:
     """Render a flow in memory; nothing is written."""
     with open_session(options) as s:
         return render_in(s, flow)
+
+
+def render_and_write(options: Options, flow: FlowInput, out: Path | None = None,
+                     check: Callable[[RenderResult], None] | None = None) -> tuple[RenderResult, list[Path]]:
+    """Render a flow and write it (`check` may refuse the result first), holding the output directory's lock
+    from before any plugin runs until the flow is in place: a `delete` of the flow waits for this render,
+    or this render for the delete, and neither undoes the other unseen."""
+    with open_session(options) as s, _output(s, out) as output:
+        result = render_in(s, flow)
+        if check is not None:
+            check(result)
+        return result, output.write(result.flows)
+
+
+def _output(s: Session, out: Path | None, create: bool = True) -> Output:
+    """The output directory under its lock; with `--timeout`, the wait for it counts against that budget."""
+    wait = max(0.0, s.host.budget.left()) if s.options.timeout is not None else None
+    return Output(output_root(s.root, s.config.output, out), wait, create)
 
 
 def _planned(s: Session, flow: FlowSpec) -> tuple[Loaded, Model, Plan]:
@@ -240,15 +259,16 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
     """Call every plugin's `delete_flow` with its stored state, newest first, then remove the flow.
 
     The state comes from the rendered flow's state ConfigMaps (work tree, or `--ref`). The flow
-    directory and its provision records are removed only when every call succeeded.
+    directory and its provision records are removed only when every call succeeded. The output directory's
+    lock is held throughout, so a render of the flow never interleaves with its delete.
     """
     validate_flow_id(flow_id)
-    with open_session(options, "delete") as s:
+    with open_session(options, "delete") as s, _output(s, out, create=False) as output:
         model = build_model(s.loaded.documents, s.config.namespace)
-        flow_dir = output_root(s.root, s.config.output, out) / "flows" / flow_id
+        flow_dir = output.flows / flow_id
         states = read_flow_states(read_rendered(s.source, s.root, flow_dir, options.ref), flow_id)
         deleted, messages = apply_plugins.delete_flows(s.host, model, states, flow_id, flow_dir)
-    removed = remove_dirs([flow_dir, Path(options.repo) / STATE_DIR / flow_id])
+        removed = [p for p in (output.remove(flow_id), remove_dir(Path(options.repo) / STATE_DIR / flow_id)) if p]
     return DeleteResult(flow_id, flow_dir, deleted, messages, removed)
 
 

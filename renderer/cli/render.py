@@ -14,7 +14,19 @@ from .common import add_common, flow_input, options, say, show
 
 def cmd_render(args: argparse.Namespace) -> int:
     flow = flow_input(args)  # a bad flow is refused before anything is read
-    result = api.render(options(args), flow)
+    if args.stdout:
+        result = api.render(options(args), flow)
+        _check(args, result)
+        sys.stdout.write(result.stream())
+        return 0
+    result, paths = api.render_and_write(options(args), flow, args.out, lambda r: _check(args, r))
+    for rendered, path in zip(result.flows, paths, strict=True):
+        say(f"rendered flow {rendered.flow_id}: {len(rendered.files)} objects in {path}")
+    return 0
+
+
+def _check(args: argparse.Namespace, result: api.RenderResult) -> None:
+    """Show the render's warnings; with `--validate strict`, refuse it before anything is written."""
     show(result.messages, args.debug)
     if args.validate == "strict":
         report = validate(result, args.kube_version, args.crds)
@@ -24,12 +36,6 @@ def cmd_render(args: argparse.Namespace) -> int:
         if report.problems:
             raise DevlaneError(report.problems)
         say(f"validated {report.checked} objects against Kubernetes {args.kube_version} (strict)")
-    if args.stdout:
-        sys.stdout.write(result.stream())
-        return 0
-    for rendered, path in zip(result.flows, api.write(result, args.out), strict=True):
-        say(f"rendered flow {rendered.flow_id}: {len(rendered.files)} objects in {path}")
-    return 0
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
