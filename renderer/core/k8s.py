@@ -107,8 +107,8 @@ def namespace_key(kind: str, namespace: str | None) -> str | None:
 def identity(obj: dict, namespace: str | None = None) -> tuple[str, str | None, str]:
     """(kind, namespace, name) of any object, however malformed; `namespace` when it names none."""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    kind = str(obj.get("kind"))
-    return kind, namespace_key(kind, meta.get("namespace") or namespace), str(meta.get("name"))
+    kind, ns = str(obj.get("kind")), meta.get("namespace") or namespace
+    return kind, namespace_key(kind, None if ns is None else str(ns)), str(meta.get("name"))
 
 
 class LabelIndex:

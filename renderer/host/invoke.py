@@ -260,13 +260,31 @@ class ReplyReader:
 
     def new_object(self, obj: dict, index: int) -> dict:
         """An object the plugin added: it must be a named Kubernetes object."""
-        for key in ("apiVersion", "kind"):
-            if not isinstance(obj.get(key), str) or not obj[key]:
-                raise self.error(f"resources[{index}] has no {key}", RESOURCES_HINT)
-        meta = obj.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-            raise self.error(f"resources[{index}] ({obj['kind']}) has no metadata.name", RESOURCES_HINT)
+        problem = malformed(obj)
+        if problem:
+            kind = f" ({obj['kind']})" if isinstance(obj.get("kind"), str) and obj["kind"] else ""
+            raise self.error(f"resources[{index}]{kind} {problem}", RESOURCES_HINT)
         return strip_internal(copy.deepcopy(obj))
+
+
+def malformed(obj: Any, maps: bool = True) -> str | None:
+    """What keeps `obj` from being a named Kubernetes object whose metadata devlane can read (None: nothing);
+    `maps`: labels and annotations must be maps of strings too."""
+    if not isinstance(obj, dict):
+        return f"is {json_type(obj)}, not an object"
+    for key in ("apiVersion", "kind"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            return f"has no {key}"
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return "has no metadata.name"
+    if meta.get("namespace") is not None and not isinstance(meta["namespace"], str):
+        return f"has a metadata.namespace that is {json_type(meta['namespace'])}, not a string"
+    for key in ("labels", "annotations") if maps else ():
+        value = meta.get(key)
+        if value is not None and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+            return f"has metadata.{key} that is not a map of strings"
+    return None
 
 
 def _diff_path(a: Any, b: Any, path: str = "") -> str | None:
@@ -296,7 +314,7 @@ def _without_pod_spec(obj: dict) -> dict:
         return obj
 
 
-def _pod_spec_problem(spec: Any) -> str | None:
+def pod_spec_problem(spec: Any) -> str | None:
     """What makes a returned pod spec unusable, if anything."""
     if not isinstance(spec, dict) or not isinstance(spec.get("containers"), list) or not spec["containers"]:
         return "has no spec.template.spec.containers"
@@ -332,7 +350,7 @@ def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outco
             continue
         dep = annotations(original)[DEPENDENT]
         new_spec = pod_spec(item)
-        problem = _pod_spec_problem(new_spec)
+        problem = pod_spec_problem(new_spec)
         if problem:
             raise reader.error(f"{kind}/{name} (for {dep}) {problem}", "return each workload with its pod spec")
         path = _diff_path(_without_pod_spec(original), _without_pod_spec(item))

@@ -18,7 +18,9 @@ and each object it added or changed must add none of:
 - metadata smuggled into a pod spec or pod template (`metadata`): object keys inside a pod spec,
   template metadata other than labels and annotations (namespace, ownerReferences, finalizers...), and
   owner references, finalizers or server-set fields on the object itself,
-- a pod that a baseline selector matches, or that mounts a baseline PersistentVolumeClaim (`isolation`).
+- a Service of type NodePort or LoadBalancer or with `externalIPs` (`privileged`),
+- a pod that a baseline selector matches, or that mounts a baseline PersistentVolumeClaim, or a Service
+  that selects baseline pods (`isolation`).
 A lifecycle hook keeps each object's kind, namespace and name (`identity`). For changed objects only what
 the call introduced counts: a privileged baseline that a dev copy inherited is not the plugin's doing.
 
@@ -34,10 +36,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.k8s import CLUSTER_SCOPED, identity, pod_template
+from ..core.k8s import CLUSTER_SCOPED, identity, map_matches, pod_template
 from ..core.names import SHARED
 from ..errors import PluginError, Problem, Where
 from ..host.choose import Choice
+from ..host.invoke import malformed
 from .clone import DevSet
 from .config import CONFIG_FILE, PluginAllow
 from .invariants import SelectorIndex, baseline_claims, baseline_selectors, claim_mounts, pod_items, selector_hits
@@ -111,7 +114,7 @@ def _other_flow(name: str, flow_id: str) -> str | None:
     (`pr-8` while rendering `pr-7`: the same id with other digits)."""
     if name == SHARED or name.endswith("-" + SHARED):
         return f"the copies every flow shares (suffix -{SHARED})"
-    shape = re.sub(r"\d+", lambda _: r"\d+", re.escape(flow_id))
+    shape = re.sub(r"[0-9]+", lambda _: "[0-9]+", re.escape(flow_id))
     if shape == re.escape(flow_id):
         return None
     found = re.search(rf"-({shape})\Z", name)
@@ -265,12 +268,28 @@ def metadata_findings(obj: dict, top: bool) -> list[Finding]:
     return out
 
 
+def service_findings(obj: dict) -> list[Finding]:
+    """A Service that reaches past the namespace: a port on every node, a cloud load balancer, or
+    `externalIPs`, which captures the cluster's traffic to those addresses (CVE-2020-8554)."""
+    if obj.get("kind") != "Service" or api_group(obj) != "":
+        return []
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    out = []
+    if spec.get("type") in ("NodePort", "LoadBalancer"):
+        out.append(Finding("privileged", "spec.type", f"a {spec['type']} Service opens a port outside the cluster "
+                                                      "network (on every node, or to the internet)"))
+    if spec.get("externalIPs"):
+        out.append(Finding("privileged", "spec.externalIPs", "spec.externalIPs captures the cluster's traffic to "
+                                                             f"{', '.join(map(str, _list(spec['externalIPs'])))}"))
+    return out
+
+
 def content_findings(obj: dict) -> list[Finding]:
     """Every content rule but isolation (which needs the baseline)."""
     spec = obj.get("spec") if obj.get("kind") == "Pod" else pod_template(obj).get("spec")
     where = "spec" if obj.get("kind") == "Pod" else ("spec.jobTemplate.spec.template.spec"
                                                     if obj.get("kind") == "CronJob" else "spec.template.spec")
-    return (secret_findings(obj) + rbac_findings(obj) + pod_spec_findings(spec, where)
+    return (secret_findings(obj) + rbac_findings(obj) + service_findings(obj) + pod_spec_findings(spec, where)
             + metadata_findings(obj, top=True))
 
 
@@ -292,6 +311,8 @@ class OutputPolicy:
         self.namespaces = frozenset(ns for ns in found if ns)
         self.selectors = SelectorIndex(baseline_selectors(model))
         self.claims = baseline_claims(model)
+        self.baseline_pods = [(model.namespace_of(d), labels, d) for d in model.documents
+                              for _, labels, _ in pod_items([d.obj])]
         self.owners: dict[Identity, str] = {}
 
     def caller(self, instance: str, choice: Choice) -> Caller:
@@ -349,6 +370,9 @@ class OutputPolicy:
 
     def _added(self, caller: Caller, obj: dict, namespace: str | None) -> list[Problem]:
         ident = identity(obj, namespace)
+        problem = malformed(obj)
+        if problem:
+            return [_malformed(caller, ident, problem)]
         kind, ns, name = ident
         found: list[Finding] = []
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
@@ -368,6 +392,9 @@ class OutputPolicy:
         return [self._problem(caller, ident, f) for f in found if self._refused(caller, f)]
 
     def _changed(self, caller: Caller, before: dict, after: dict) -> list[Problem]:
+        problem = malformed(after, maps=False)
+        if problem:
+            return [_malformed(caller, identity(before), problem)]
         ns = identity(before)[1]
         had = {(f.rule, f.key) for f in content_findings(before) + self._isolation(before, ns)}
         new = [f for f in content_findings(after) + self._isolation(after, ns) if (f.rule, f.key) not in had]
@@ -381,6 +408,13 @@ class OutputPolicy:
         for claim in claim_mounts(obj, namespace, self.claims):
             out.append(Finding("isolation", f"claim:{claim}", f"its pods mount the baseline PersistentVolumeClaim "
                                f"{claim}"))
+        selector = _get(obj, "spec", "selector")
+        if obj.get("kind") == "Service" and isinstance(selector, dict) and selector:
+            ns = identity(obj, namespace)[1]
+            for _ns, labels, doc in self.baseline_pods:
+                if _ns == ns and map_matches(selector, labels):
+                    out.append(Finding("isolation", f"selects:{doc.ref}", f"its selector matches the pods of baseline "
+                                       f"{doc.ref}, so the flow's traffic would reach the baseline"))
         return out
 
     @staticmethod
@@ -397,6 +431,12 @@ class OutputPolicy:
             raise PluginError(problems)
         for obj in touched:
             self.owners[identity(obj, namespace)] = caller.instance
+
+
+def _malformed(caller: Caller, ident: Identity, problem: str) -> Problem:
+    return Problem(f"returned an object that {problem}", Where(object=ref(ident), plugin=caller.instance),
+                   "return named Kubernetes objects (apiVersion, kind, metadata.name; labels and annotations map "
+                   "strings to strings)", code="plugin-malformed")
 
 
 def _hint(caller: Caller, finding: Finding) -> str:

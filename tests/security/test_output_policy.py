@@ -310,6 +310,12 @@ MORE_CASES = {
     "apparmor": ({"add": [deployment("w-FLOW", {"app": "w-FLOW"}, template_meta={"annotations": {
         "container.apparmor.security.beta.kubernetes.io/x": "unconfined"}})]},
         "(rule privileged): spec.template.metadata.annotations.container.apparmor"),
+    "nodeport": ({"add": [obj("Service", "db-FLOW", spec={"type": "NodePort", "selector": {"app": "x-FLOW"}})]},
+                 "(rule privileged): a NodePort Service opens a port outside the cluster network"),
+    "external-ips": ({"add": [obj("Service", "mitm-FLOW", spec={"externalIPs": ["8.8.8.8"], "ports": [
+        {"port": 53}]})]}, "(rule privileged): spec.externalIPs captures the cluster's traffic to 8.8.8.8"),
+    "service-to-baseline": ({"add": [obj("Service", "db-FLOW", spec={"selector": {"app": "db"}})]},
+                            "(rule isolation): its selector matches the pods of baseline Deployment/db"),
     "network-policy": ({"add": [obj("NetworkPolicy", "deny-FLOW", "networking.k8s.io/v1", spec={"podSelector": {}})]},
                        "(rule emits): networking.k8s.io/NetworkPolicy is not among the kinds plugin seed declares"),
 }

@@ -1,6 +1,7 @@
 """Plugin replies parsed within limits (`renderer.host.reply_bounds`, read by `ReplyReader.parse`): depth and
 alias expansion bounded before the YAML composer runs, duplicate keys refused in JSON and YAML, field, object
-and object-count limits, a deep plugin state, and malformed shapes that are errors, not crashes."""
+and object-count limits, a deep plugin state, malformed shapes that are errors, not crashes, and provision
+records (recorded replies) read within the same limits."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from renderer.errors import PluginError
+from renderer.core.source import WorktreeSource
+from renderer.errors import DevlaneError, PluginError
 from renderer.host.invoke import Invocation, ReplyReader, outcome_from_reply
 from renderer.host.reply_bounds import (
     MAX_DEPTH,
@@ -21,6 +23,7 @@ from renderer.host.reply_bounds import (
     ReplyLimit,
     load_reply,
 )
+from renderer.host.state import read_record, record_path
 from renderer.protocol.krm import ID, STATE, STATE_KEY
 
 HEAD = '{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": '
@@ -134,3 +137,19 @@ def test_malformed_workloads_in_a_reply_are_errors_not_crashes(item):
     doc = r.parse((HEAD + json.dumps([item]) + "}").encode())
     with pytest.raises(PluginError):
         outcome_from_reply(inv, doc, r)
+
+
+@pytest.mark.parametrize(("result", "expected"), [
+    ({"podSpecs": [[1]], "configMap": {}}, "(ValueError: recorded pod spec has no spec.template.spec.containers)"),
+    ({"podSpecs": [], "configMap": {}, "resources": [{"kind": "Job"}]},
+     "(ValueError: recorded resources[0] has no apiVersion)"),
+    ({"podSpecs": [], "configMap": json.loads(nested(300))}, "provision record is nested more than 200 levels deep"),
+])  # fmt: skip
+def test_a_provision_record_is_a_recorded_reply_read_within_the_same_limits(tmp_path, result, expected):
+    path = tmp_path / record_path("pr-1", "seed")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"plugin": "./seed", "instance": "seed", "flowId": "pr-1", "inputHash": "x",
+                                "result": result}))
+    with pytest.raises(DevlaneError) as info:
+        read_record(WorktreeSource(tmp_path), "pr-1", "seed")
+    assert expected in info.value.problems[0].message

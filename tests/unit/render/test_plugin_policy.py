@@ -222,6 +222,24 @@ def test_a_lifecycle_hook_keeps_identity_and_a_transform_is_judged_by_identity()
     pol.transformed(caller, [ing, labelled], [labelled])
 
 
+def test_a_malformed_object_from_a_step_is_an_error_naming_it_not_a_crash():
+    pol = policy()
+    caller = pol.caller("stamp", choice())
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c-pr-7", "namespace": "shop"}}
+    for bad, text in [({"kind": "ConfigMap"}, "has no apiVersion"),
+                      ({**cm, "metadata": {"name": "x-pr-7", "namespace": ["a"]}}, "metadata.namespace that is a list"),
+                      ({**cm, "metadata": {"name": "x-pr-7", "labels": {"a": 1}}}, "metadata.labels that is not a map"),
+                      ({**cm, "metadata": {"namespace": "shop"}}, "has no metadata.name")]:
+        with pytest.raises(PluginError) as info:
+            pol.transformed(caller, [cm], [cm, bad])
+        (problem,) = info.value.problems
+        assert problem.where.plugin == "stamp" and text in problem.message, problem.message
+    renamed = {**cm, "metadata": {"namespace": "shop"}}
+    with pytest.raises(PluginError) as info:
+        pol.hooked(caller, [cm], [renamed])
+    assert "(rule identity): the lifecycle hook turned it into ConfigMap/None" in info.value.problems[0].message
+
+
 # -- the invariants again on the final object set ---------------------------------------------------------------
 
 
