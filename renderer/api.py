@@ -126,9 +126,10 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     loaded, model, the_plan = _planned(s, flow)
     choices = apply_plugins.choose_all(s.host, model, the_plan)
     dev = clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict)
-    invariants.before_plugins(model, dev, s.diagnostics, s.strict)  # rewriting done: what a plugin returns is final
+    policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
+    # rewriting is done: what a plugin returns is final, once the output policy accepts it
+    invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)
     s.finish()
-    policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)  # ...once the policy accepts it
     plugins = apply_plugins.run(s.host, model, the_plan, dev, choices,
                                 steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev), policy)
     s.report(plugins.messages)
@@ -136,7 +137,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics)
     objects = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace), flow.id,
                              plugins, policy)
-    invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics)
+    invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics, policy.selectors)
     s.finish()
     flows = emit.render(objects, flow.id, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins,
                                                                          choices))

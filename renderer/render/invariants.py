@@ -18,7 +18,6 @@ reference in the dev caller points at the dev callee) or warned (an error under 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable
 from typing import Any
 
 from ..core.k8s import identity, label_selector_matches, map_matches, namespace_key, pod_spec, pod_template
@@ -59,9 +58,9 @@ class SelectorIndex:
             _doc, ns, sel, plain = entry
             required = sel if plain else sel.get("matchLabels")
             pair = next(iter(required.items()), None) if isinstance(required, dict) else None
-            if pair is not None and isinstance(pair[1], Hashable):
-                self.by_pair[(ns, *pair)].append((i, entry))
-            else:
+            try:
+                self.by_pair[(ns, *pair)].append((i, entry))  # type: ignore[misc]
+            except TypeError:  # no required pair, or an unhashable value
                 self.open[ns].append((i, entry))
 
     def hits(self, items: list[PodItem]) -> list[tuple[Document, Any]]:
@@ -117,9 +116,9 @@ def claim_mounts(obj: dict, namespace: str | None, claims: set[tuple[str | None,
     return out
 
 
-def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
+def check_selectors(model: Model, dev: DevSet, diags: Diagnostics, selectors: SelectorIndex | None = None) -> None:
     items = [(dw.namespace, dw.pod_labels, dw) for dw in dev.unique_workloads()]
-    for doc, dw in selector_hits(baseline_selectors(model), items):
+    for doc, dw in selector_hits(selectors or baseline_selectors(model), items):
         diags.error(
             f"isolation violated: the selector of baseline {doc.ref} matches the pods of dev workload {dw.name}",
             doc.where(),
@@ -219,21 +218,23 @@ def check_names(model: Model, objects: list[dict], diags: Diagnostics, owners: d
         seen.add(key)
 
 
-def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, diags: Diagnostics) -> None:
+def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, diags: Diagnostics,
+                  selectors: SelectorIndex | None = None) -> None:
     """The invariants again, on the final object set (the dev copies as plugins and post-render steps left
     them, and what those added): no baseline selector matches a pod, no pod mounts a baseline claim that its
     dev copy did not mount on purpose (`devlane.dev/volume: shared`), no name is reused. A violation names
     the plugin that added or last changed the object.
 
     References are not checked again: rewriting happens before plugins, and what a plugin changes in a pod
-    spec is final (a Redis write overlay reads the baseline Redis on purpose)."""
+    spec is final (a Redis write overlay reads the baseline Redis on purpose). `selectors`: the baseline's,
+    when already indexed."""
     def where(obj: dict) -> tuple[str, Where | None]:
         key = identity(obj)
         owner = owners.get(key)
         return (f" (added or changed by plugin {owner})" if owner else "",
                 Where(object=f"{key[0]}/{key[2]}", plugin=owner) if owner else None)
 
-    for doc, obj in selector_hits(baseline_selectors(model), pod_items(objects)):
+    for doc, obj in selector_hits(selectors or baseline_selectors(model), pod_items(objects)):
         by, at = where(obj)
         diags.error(f"isolation violated: the selector of baseline {doc.ref} matches the pods of "
                     f"{obj['kind']}/{obj['metadata']['name']}{by}", at or doc.where(),
@@ -252,10 +253,11 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, 
     check_names(model, objects, diags, owners)
 
 
-def before_plugins(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False) -> None:
+def before_plugins(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False,
+                   selectors: SelectorIndex | None = None) -> None:
     """The invariants on the dev copies as cloned: what a plugin returns afterwards is final."""
     check_references(model, dev, diags)
-    check_selectors(model, dev, diags)
+    check_selectors(model, dev, diags, selectors)
     check_volumes(model, dev, diags)
     check_wiring(model, dev, diags, strict)
 

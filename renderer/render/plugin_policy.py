@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..core.k8s import CLUSTER_SCOPED, identity, map_matches, pod_template
@@ -44,6 +45,7 @@ from ..host.invoke import malformed
 from .clone import DevSet
 from .config import CONFIG_FILE, PluginAllow
 from .invariants import SelectorIndex, baseline_claims, baseline_selectors, claim_mounts, pod_items, selector_hits
+from .load import Document
 from .model import Model
 
 Identity = tuple[str, str | None, str]  # kind, namespace, name
@@ -311,9 +313,13 @@ class OutputPolicy:
         self.namespaces = frozenset(ns for ns in found if ns)
         self.selectors = SelectorIndex(baseline_selectors(model))
         self.claims = baseline_claims(model)
-        self.baseline_pods = [(model.namespace_of(d), labels, d) for d in model.documents
-                              for _, labels, _ in pod_items([d.obj])]
         self.owners: dict[Identity, str] = {}
+
+    @cached_property
+    def baseline_pods(self) -> list[tuple[str | None, dict, Document]]:
+        """(namespace, pod labels, object) of every baseline object that makes pods."""
+        return [(self.model.namespace_of(d), labels, d) for d in self.model.documents
+                for _, labels, _ in pod_items([d.obj])]
 
     def caller(self, instance: str, choice: Choice) -> Caller:
         """The caller for a call of `choice` as `instance`: `policy.plugins` entries for either name apply."""
