@@ -1,10 +1,11 @@
 """One plugin call on the host side: the request document, and the one reader of every reply.
 
 An `Invocation` becomes the wire document of `renderer.protocol.krm` (`request_document`); what
-comes back, from any runtime, is read by `ReplyReader`: the one validator of the ResourceList, the
-one parser of `results`, and (`outcome_from_reply`) the mutation policy: a CreateFlow may change
-only the pod specs of the workloads it received and may add objects; anything else is an error
-that names the plugin, the object and the field path.
+comes back, from any runtime, is read by `ReplyReader`: the one validator of the ResourceList (parsed
+within the limits of `reply_bounds`), the one parser of `results`, and (`outcome_from_reply`) the
+mutation policy: a CreateFlow may change only the pod specs of the workloads it received and may add
+objects; anything else is an error that names the plugin, the object and the field path. What those
+pod specs and objects may hold is the output policy's business (`render.plugin_policy`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
 - Behaviour (kops): `enforce` fails the render; `bypass` turns the failure into a warning and
   drops that plugin's changes.
 - Kardinal plugins edit `containers[0]`, so the target container (`devlane.dev/container`) is
-  moved to the front for the call and put back afterwards. What a plugin returns is final.
+  moved to the front for the call and put back afterwards. What a plugin returns is final, once the
+  output policy (`plugin_policy`) has accepted it; a refusal fails the call like any plugin failure.
 """
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def check_names(model: Model, objects: list[dict], diags: Diagnostics, owners: d
     baseline = {(d.kind, namespace_key(d.kind, model.namespace_of(d)), d.name): d for d in model.documents}
     seen: set[tuple] = set()
     for obj in objects:
-        key = identity(obj)
+        key = identity(obj, model.default_namespace)
         kind, _, name = key
         owner = (owners or {}).get(key)
         by = f" (added or changed by plugin {owner})" if owner else ""
@@ -228,13 +228,15 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, 
     References are not checked again: rewriting happens before plugins, and what a plugin changes in a pod
     spec is final (a Redis write overlay reads the baseline Redis on purpose). `selectors`: the baseline's,
     when already indexed."""
+    default = model.default_namespace
+
     def where(obj: dict) -> tuple[str, Where | None]:
-        key = identity(obj)
+        key = identity(obj, default)
         owner = owners.get(key)
         return (f" (added or changed by plugin {owner})" if owner else "",
                 Where(object=f"{key[0]}/{key[2]}", plugin=owner) if owner else None)
 
-    for doc, obj in selector_hits(selectors or baseline_selectors(model), pod_items(objects)):
+    for doc, obj in selector_hits(selectors or baseline_selectors(model), pod_items(objects, default)):
         by, at = where(obj)
         diags.error(f"isolation violated: the selector of baseline {doc.ref} matches the pods of "
                     f"{obj['kind']}/{obj['metadata']['name']}{by}", at or doc.where(),
@@ -242,10 +244,11 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, 
                     "report this as a devlane bug; meanwhile add a distinguishing label to the selector",
                     code="isolation")
     claims = baseline_claims(model)
-    shared = {(identity(dw.obj), c) for dw in dev.unique_workloads() for c in claim_mounts(dw.obj, None, claims)}
+    shared = {(identity(dw.obj, default), c) for dw in dev.unique_workloads()
+              for c in claim_mounts(dw.obj, default, claims)}
     for obj in objects:
-        for claim in claim_mounts(obj, None, claims):
-            if (identity(obj), claim) not in shared:
+        for claim in claim_mounts(obj, default, claims):
+            if (identity(obj, default), claim) not in shared:
                 by, at = where(obj)
                 diags.error(f"isolation violated: {obj['kind']}/{obj['metadata']['name']}{by} mounts the baseline "
                             f"PersistentVolumeClaim {claim}", at, hint="give the pods a claim of their own",

@@ -343,19 +343,21 @@ class OutputPolicy:
         self._done(problems, caller, [after for _, after in workloads] + resources, namespace)
 
     def transformed(self, caller: Caller, before: list[dict], after: list[dict]) -> None:
-        """A `post-render` step: objects kept by identity are changes, new identities are additions."""
-        old = {identity(o): o for o in before}
+        """A `post-render` step: objects kept by identity are changes, new identities are additions (an object
+        naming no namespace lands in the destination's, the configured one)."""
+        default = self.model.default_namespace
+        old = {identity(o, default): o for o in before}
         problems, touched = [], []
         for obj in after:
-            prior = old.get(identity(obj))
+            prior = old.get(identity(obj, default))
             if prior is None:
-                problems += self._added(caller, obj, None)
+                problems += self._added(caller, obj, default)
             elif prior != obj:
                 problems += self._changed(caller, prior, obj)
             else:
                 continue
             touched.append(obj)
-        self._done(problems, caller, touched, None)
+        self._done(problems, caller, touched, default)
 
     def hooked(self, caller: Caller, before: list[dict], after: list[dict]) -> None:
         """A lifecycle hook: each object patched in place, its identity kept."""
@@ -370,7 +372,7 @@ class OutputPolicy:
                 continue
             problems += self._changed(caller, prior, obj)
             touched.append(obj)
-        self._done(problems, caller, touched, None)
+        self._done(problems, caller, touched, self.model.default_namespace)
 
     # -- rules -------------------------------------------------------------------------------------------
 
@@ -401,7 +403,7 @@ class OutputPolicy:
         problem = malformed(after, maps=False)
         if problem:
             return [_malformed(caller, identity(before), problem)]
-        ns = identity(before)[1]
+        ns = identity(before, self.model.default_namespace)[1]
         had = {(f.rule, f.key) for f in content_findings(before) + self._isolation(before, ns)}
         new = [f for f in content_findings(after) + self._isolation(after, ns) if (f.rule, f.key) not in had]
         return [self._problem(caller, identity(after), f) for f in new if self._refused(caller, f)]

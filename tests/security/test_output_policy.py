@@ -189,12 +189,17 @@ def test_the_allow_switches_let_one_plugin_through_and_no_other(harness):
 @pytest.mark.e2e
 def test_a_post_render_step_is_held_to_the_same_policy(harness):
     harness.app("api")
-    plugin = hostile(harness, {"add": [obj("Namespace", "evil-FLOW")]}, name="stamp")
-    harness.config({"pipeline": [{"name": "stamp", "plugin": "./stamp", "stage": "post-render"}]})
+    plugin = hostile(harness, {"add": [obj("Namespace", "evil-FLOW"), deployment("spy-FLOW", {"app": "api"})]},
+                     name="stamp")
+    harness.config({"namespace": "shop",
+                    "pipeline": [{"name": "stamp", "plugin": "./stamp", "stage": "post-render"}]})
     out = harness.cli("render", *RENDER, f"--plugin-source=./stamp={plugin}", "--stdout")
-    assert out.returncode == 1
+    assert out.returncode == 1 and out.stdout == ""
     assert "Namespace/evil-pr-7, plugin stamp: refused by the output policy (rule clusterScoped)" in out.stderr
     assert '{"./stamp": {allow: [clusterScoped]}}' in out.stderr
+    # it names no namespace, so it lands in the destination namespace, beside the baseline it would receive
+    assert "Deployment/spy-pr-7 in namespace shop, plugin stamp: refused by the output policy (rule isolation): " \
+           "the selector of baseline Service/api matches its pods" in out.stderr
 
 
 # -- in-process breadth: a built-in Kardinal plugin (devlane's own process, the same reply reader) -------------
@@ -337,6 +342,13 @@ def test_every_rule_names_plugin_object_and_rule(harness, case):
         assert text in out.stderr, out.stderr
 
 
+def test_the_final_object_set_names_the_plugin_whose_object_collides_with_devlanes_own(harness):
+    out = in_process(harness, {"add": [obj("ConfigMap", "devlane-state-FLOW", data={"config_map.json": "{}"})]})
+    assert out.returncode == 1 and out.stdout == ""
+    assert "plugin seed: two rendered objects are both ConfigMap/devlane-state-seed-pr-7 (added or changed by plugin " \
+           "seed)" in out.stderr, out.stderr
+
+
 def test_a_bypassed_plugin_that_breaks_the_policy_is_dropped_with_a_warning(harness):
     payload = {"add": [obj("Namespace", "x-FLOW")], "container": {"env": [{"name": "B", "value": "1"}]}}
     out = in_process(harness, payload, behavior="bypass")
@@ -357,6 +369,23 @@ def test_spec_emits_and_the_kinds_switch_decide_the_kinds(harness):
            "(rds.services.k8s.aws/DBInstance)" in out.stderr
     harness.config({"namespace": "shop", "policy": {"plugins": {"seed": {"kinds": ["DBInstance"]}}}})
     assert harness.cli("render", *RENDER, "--stdout").returncode == 0
+
+
+def test_narrow_rbac_that_the_plugin_declares_is_accepted(harness):
+    manifest = {"apiVersion": "devlane.dev/v1alpha1", "kind": "Plugin", "metadata": {"name": "seed"},
+                "spec": {"runtime": {"type": "kardinal-python"},
+                         "emits": ["ServiceAccount", "rbac.authorization.k8s.io/Role", "RoleBinding", "Job"]}}
+    rbac = "rbac.authorization.k8s.io/v1"
+    added = [obj("ServiceAccount", "seeder-FLOW"),
+             obj("Role", "seeder-FLOW", rbac, rules=[{"apiGroups": [""], "resources": ["configmaps"],
+                                                     "verbs": ["get", "list"]}]),
+             obj("RoleBinding", "seeder-FLOW", rbac, roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                               "name": "seeder-seed-pr-7"},
+                 subjects=[{"kind": "ServiceAccount", "name": "seeder-seed-pr-7"}])]
+    out = in_process(harness, {"add": added}, manifest=manifest)
+    assert out.returncode == 0, out.stderr
+    assert {(o["kind"], o["metadata"]["name"]) for o in yaml.safe_load_all(out.stdout) if o} >= {
+        ("ServiceAccount", "seeder-seed-pr-7"), ("Role", "seeder-seed-pr-7"), ("RoleBinding", "seeder-seed-pr-7")}
 
 
 def test_an_allowed_namespace_is_accepted_for_that_plugin(harness):
