@@ -33,7 +33,7 @@ from .host.supply.lock import (
     stale_pins,
 )
 from .host.supply.venvs import Target
-from .render import apply_plugins, clone, emit, invariants, steps
+from .render import apply_plugins, clone, emit, invariants, plugin_policy, steps
 from .render.apply_plugins import PluginResults
 from .render.emit import RenderedFlow
 from .render.flow import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
@@ -156,16 +156,18 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     loaded, model, the_plan = _planned(s, flow)
     choices = apply_plugins.choose_all(s.host, model, the_plan)
     dev = clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict)
-    invariants.before_plugins(model, dev, s.diagnostics, s.strict)  # what a plugin returns is final
+    policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
+    # rewriting is done: what a plugin returns is final, once the output policy accepts it
+    invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)
     s.finish()
     plugins = apply_plugins.run(s.host, model, the_plan, dev, choices,
-                                steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev))
+                                steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev), policy)
     s.report(plugins.messages)
-    dev = clone.patch(dev, plugins.pod_specs)
+    cloned, dev = dev, clone.patch(dev, plugins.pod_specs)
     entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics)
     objects = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace), flow.id,
-                             plugins)
-    invariants.check_names(model, objects.all(), s.diagnostics)
+                             plugins, policy)
+    invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics, policy.selectors)
     s.finish()
     flows = emit.render(objects, flow.id, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins,
                                                                          choices))
@@ -173,10 +175,11 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
                         [p for p in s.diagnostics.problems if p.severity != "error"])
 
 
-def _post_rendered(s: Session, objects: emit.FlowObjects, flow_id: str, plugins: PluginResults) -> emit.FlowObjects:
+def _post_rendered(s: Session, objects: emit.FlowObjects, flow_id: str, plugins: PluginResults,
+                   policy: plugin_policy.OutputPolicy) -> emit.FlowObjects:
     """The flow's objects after the lifecycle hooks of the plugins it used and the `post-render` steps."""
     group, messages = steps.post_render(s.host, s.config.pipeline, objects.groups[flow_id], flow_id,
-                                        plugins.used(flow_id))
+                                        plugins.used(flow_id), policy)
     s.report(messages)
     return objects.with_group(flow_id, group)
 

@@ -8,6 +8,10 @@ CLUSTER_SCOPED = {
     "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
     "StorageClass", "PriorityClass", "IngressClass", "GatewayClass", "ValidatingWebhookConfiguration",
     "MutatingWebhookConfiguration", "APIService", "RuntimeClass", "CSIDriver", "VolumeAttachment",
+    "Node", "CSINode", "CertificateSigningRequest", "ClusterTrustBundle", "FlowSchema", "PriorityLevelConfiguration",
+    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding", "IPAddress", "ServiceCIDR", "DeviceClass",
+    "ClusterIssuer", "ClusterSecretStore", "ClusterExternalSecret", "ClusterPolicy",  # cert-manager, ESO, Kyverno
 }
 
 # Metadata a copy must not inherit: server-set fields and GitOps tracking marks.
@@ -98,6 +102,13 @@ def strip_metadata(obj: dict) -> dict:
 def namespace_key(kind: str, namespace: str | None) -> str | None:
     """The namespace part of an object's identity: None for cluster-scoped kinds."""
     return None if kind in CLUSTER_SCOPED else namespace
+
+
+def identity(obj: dict, namespace: str | None = None) -> tuple[str, str | None, str]:
+    """(kind, namespace, name) of any object, however malformed; `namespace` when it names none."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    kind, ns = str(obj.get("kind")), meta.get("namespace") or namespace
+    return kind, namespace_key(kind, None if ns is None else str(ns)), str(meta.get("name"))
 
 
 class LabelIndex:

@@ -1,22 +1,21 @@
 """One plugin call on the host side: the request document, and the one reader of every reply.
 
 An `Invocation` becomes the wire document of `renderer.protocol.krm` (`request_document`); what
-comes back, from any runtime, is read by `ReplyReader`: the one validator of the ResourceList, the
-one parser of `results`, and (`outcome_from_reply`) the mutation policy: a CreateFlow may change
-only the pod specs of the workloads it received and may add objects; anything else is an error
-that names the plugin, the object and the field path.
+comes back, from any runtime, is read by `ReplyReader`: the one validator of the ResourceList (parsed
+within the limits of `reply_bounds`), the one parser of `results`, and (`outcome_from_reply`) the
+mutation policy: a CreateFlow may change only the pod specs of the workloads it received and may add
+objects; anything else is an error that names the plugin, the object and the field path. What those
+pod specs and objects may hold is the output policy's business (`render.plugin_policy`).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from ..core.k8s import pod_spec, with_pod_spec
 from ..core.names import flow_uuid
 from ..errors import PluginError, Problem, Where, fail
 from ..protocol.krm import (
@@ -38,6 +37,7 @@ from ..protocol.krm import (
     strip_internal,
 )
 from .process import tail_text
+from .reply_bounds import MAX_NEW_OBJECTS, MAX_OBJECT_BYTES, ReplyLimit, load_json, load_reply, object_bytes
 
 RESULTS_HINT = 'return "results": [{"message": "...", "severity": "error" | "warning" | "info"}]'
 RESOURCES_HINT = "each extra object needs apiVersion, kind and metadata.name"
@@ -144,15 +144,15 @@ class ReplyReader:
         return fail(f"{self.label}: {message}" + tail_text(self.stderr), self.where, hint, code, PluginError)
 
     def parse(self, data: bytes) -> dict:
-        """The reply's bytes as a ResourceList (JSON, or YAML as kyaml-based functions answer)."""
+        """The reply's bytes as a ResourceList (JSON, or YAML as kyaml-based functions answer), within the
+        limits of `reply_bounds`: depth, alias expansion, duplicate keys, field, object and object-count sizes."""
         try:
-            doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            try:
-                doc = yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            except yaml.YAMLError as exc:
-                raise self.error(f"the reply is neither JSON nor YAML ({exc})",
-                                 "write one ResourceList to stdout and logs to stderr") from None
+            doc = load_reply(data)
+        except ReplyLimit as exc:
+            raise self.error(f"the reply {exc.message}", exc.hint, code="plugin-reply-limit") from None
+        except ValueError as exc:
+            raise self.error(f"the reply is neither JSON nor YAML ({exc})",
+                             "write one ResourceList to stdout and logs to stderr") from None
         if not isinstance(doc, dict) or doc.get("kind") != "ResourceList":
             raise self.error("the reply is not a ResourceList (kind: ResourceList, items: [...])",
                              "return the ResourceList you received, with your changes")
@@ -161,7 +161,23 @@ class ReplyReader:
             doc["items"] = []
         elif not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise self.error("`items` must be a list of objects")
+        self._check_sizes(doc["items"])
         return doc
+
+    def _check_sizes(self, items: list[dict]) -> None:
+        """At most MAX_NEW_OBJECTS added objects, each returned object at most MAX_OBJECT_BYTES."""
+        added = sum(1 for item in items if ID not in annotations(item))
+        if added > MAX_NEW_OBJECTS:
+            raise self.error(f"the reply adds {added:,} objects; a reply may add at most {MAX_NEW_OBJECTS:,}",
+                             "add fewer objects (one object may hold many entries)", code="plugin-reply-limit")
+        for i, item in enumerate(items):
+            size = object_bytes(item)
+            if size > MAX_OBJECT_BYTES:
+                meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+                raise self.error(f"items[{i}] ({item.get('kind')}/{meta.get('name')}) is {size:,} bytes, more than "
+                                 f"the {MAX_OBJECT_BYTES // 1024:,} KiB an object may have",
+                                 "keep large data out of objects (the API server refuses them too)",
+                                 code="plugin-reply-limit")
 
     def _results(self, doc: dict) -> list[tuple[Problem, bool]]:
         """Each KRM result as a problem, and whether the plugin side reported it as a failure of the call
@@ -233,21 +249,43 @@ class ReplyReader:
             raise self.error("more than one plugin-state ConfigMap in the reply")
         if not found:
             return {}, rest
-        text = (found[0].get("data") or {}).get(STATE_KEY, "{}")
+        data = found[0].get("data")
+        text = data.get(STATE_KEY, "{}") if isinstance(data, dict) else None
         try:
-            return json.loads(text), rest
-        except (TypeError, json.JSONDecodeError):
+            return load_json(text), rest
+        except ReplyLimit as exc:
+            raise self.error(f"the plugin-state ConfigMap's data.{STATE_KEY} {exc.message}", exc.hint,
+                             code="plugin-reply-limit") from None
+        except (TypeError, ValueError):
             raise self.error(f"the plugin-state ConfigMap's data.{STATE_KEY} is not JSON") from None
 
     def new_object(self, obj: dict, index: int) -> dict:
         """An object the plugin added: it must be a named Kubernetes object."""
-        for key in ("apiVersion", "kind"):
-            if not isinstance(obj.get(key), str) or not obj[key]:
-                raise self.error(f"resources[{index}] has no {key}", RESOURCES_HINT)
-        meta = obj.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-            raise self.error(f"resources[{index}] ({obj['kind']}) has no metadata.name", RESOURCES_HINT)
+        problem = malformed(obj)
+        if problem:
+            kind = f" ({obj['kind']})" if isinstance(obj.get("kind"), str) and obj["kind"] else ""
+            raise self.error(f"resources[{index}]{kind} {problem}", RESOURCES_HINT)
         return strip_internal(copy.deepcopy(obj))
+
+
+def malformed(obj: Any, maps: bool = True) -> str | None:
+    """What keeps `obj` from being a named Kubernetes object whose metadata devlane can read (None: nothing);
+    `maps`: labels and annotations must be maps of strings too."""
+    if not isinstance(obj, dict):
+        return f"is {json_type(obj)}, not an object"
+    for key in ("apiVersion", "kind"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            return f"has no {key}"
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return "has no metadata.name"
+    if meta.get("namespace") is not None and not isinstance(meta["namespace"], str):
+        return f"has a metadata.namespace that is {json_type(meta['namespace'])}, not a string"
+    for key in ("labels", "annotations") if maps else ():
+        value = meta.get(key)
+        if value is not None and not (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())):
+            return f"has metadata.{key} that is not a map of strings"
+    return None
 
 
 def _diff_path(a: Any, b: Any, path: str = "") -> str | None:
@@ -270,7 +308,22 @@ _MISSING = object()
 
 
 def _without_pod_spec(obj: dict) -> dict:
-    return {**obj, "spec": {**obj.get("spec", {}), "template": {**obj["spec"]["template"], "spec": None}}}
+    """The workload with its pod spec blanked (itself when it has no pod template to blank)."""
+    try:
+        return with_pod_spec(obj, None)  # type: ignore[arg-type]
+    except (KeyError, TypeError, AttributeError):
+        return obj
+
+
+def pod_spec_problem(spec: Any) -> str | None:
+    """What makes a returned pod spec unusable, if anything."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("containers"), list) or not spec["containers"]:
+        return "has no spec.template.spec.containers"
+    for key in ("initContainers", "containers"):
+        entries = spec.get(key) or []
+        if not isinstance(entries, list) or not all(isinstance(c, dict) for c in entries):
+            return f"has spec.template.spec.{key} that is not a list of objects"
+    return None
 
 
 def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outcome:
@@ -278,7 +331,7 @@ def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outco
     messages = reader.results(doc)
     config_map, items = reader.state(doc["items"])
     sent = {annotations(obj)[ID]: obj for obj in request_items(inv)}
-    pod_specs = [copy.deepcopy(((w.get("spec") or {}).get("template") or {}).get("spec") or {}) for w in inv.workloads]
+    pod_specs = [copy.deepcopy(pod_spec(w)) for w in inv.workloads]
     resources: list[dict] = []
     for item in items:
         ident = annotations(item).get(ID)
@@ -297,11 +350,10 @@ def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outco
                                    "spec.template.spec may change", None, code="plugin-mutation")
             continue
         dep = annotations(original)[DEPENDENT]
-        new_spec = ((item.get("spec") or {}).get("template") or {}).get("spec")
-        if not isinstance(new_spec, dict) or not isinstance(new_spec.get("containers"), list) \
-                or not new_spec["containers"]:
-            raise reader.error(f"{kind}/{name} (for {dep}) has no spec.template.spec.containers",
-                               "return each workload with its pod spec")
+        new_spec = pod_spec(item)
+        problem = pod_spec_problem(new_spec)
+        if problem:
+            raise reader.error(f"{kind}/{name} (for {dep}) {problem}", "return each workload with its pod spec")
         path = _diff_path(_without_pod_spec(original), _without_pod_spec(item))
         if path is not None:
             raise reader.error(f"changed {kind}/{name} at {path}; a plugin may change only spec.template.spec of the "

@@ -29,6 +29,9 @@ FUNCTIONS = {
     "lifecycle_hook": "LifecycleHook",
 }
 OPERATION_FUNCTION = {op: fn for fn, op in FUNCTIONS.items()}
+# What a plugin without `spec.emits` (every bare Kardinal plugin) may add to a flow: namespaced workload and
+# config kinds. Anything else (Secrets, RBAC, NetworkPolicies, routes, custom resources) must be declared.
+DEFAULT_EMITS = ("ConfigMap", "Service", "Deployment", "StatefulSet", "Job", "CronJob", "Pod", "PersistentVolumeClaim")
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,17 @@ class Manifest:
     timeout_seconds: float | None = None
     lifecycle_kinds: tuple[str, ...] = ()
     limits: dict[str, int] | None = None  # spec.limits: memoryMiB, processes, fileSizeMiB, cpuSeconds
+    emits: tuple[str, ...] | None = None  # `spec.emits`: kinds it may add (None: the output policy's default)
     synthesized: bool = False
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     def has(self, operation: str) -> bool:
         return operation in self.capabilities
+
+    @property
+    def emitted_kinds(self) -> tuple[str, ...]:
+        """The kinds the plugin may add: `spec.emits`, or the default set when it declares none."""
+        return DEFAULT_EMITS if self.emits is None else self.emits
 
     def as_dict(self) -> dict[str, Any]:
         runtime: dict[str, Any] = {"type": self.runtime}
@@ -69,6 +78,7 @@ class Manifest:
             "timeoutSeconds": self.timeout_seconds,
             "lifecycleKinds": list(self.lifecycle_kinds),
             "limits": self.limits,
+            "emits": None if self.emits is None else list(self.emits),
             "argsSchema": self.args_schema,
             "synthesized": self.synthesized,
         }
@@ -118,7 +128,8 @@ def load_manifest(path: Path, name: str) -> Manifest:
                     capabilities=tuple(caps), args_schema=spec.get("argsSchema"),
                     side_effects=spec.get("sideEffects", "None"), timeout_seconds=spec.get("timeoutSeconds"),
                     lifecycle_kinds=tuple((spec.get("lifecycle") or {}).get("kinds") or ()),
-                    limits=spec.get("limits"), raw=raw)
+                    limits=spec.get("limits"),
+                    emits=None if spec.get("emits") is None else tuple(spec["emits"]), raw=raw)
 
 
 def args_problems(manifest: Manifest, args: dict, where: Where) -> list[Problem]:

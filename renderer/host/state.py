@@ -19,7 +19,8 @@ from ..core.source import Source
 from ..core.yamlio import load_one
 from ..errors import Where, fail
 from ..protocol.krm import STATE_KEY
-from .invoke import Outcome
+from .invoke import Outcome, malformed, pod_spec_problem
+from .reply_bounds import ReplyLimit, load_json
 
 STATE_DIR = ".devlane/state"
 RECORD_KIND = "ProvisionRecord"
@@ -68,10 +69,17 @@ def read_record(source: Source, flow_id: str, instance: str) -> Record | None:
         return None
     where = Where(file=path, plugin=instance)
     try:
-        doc = json.loads(source.read(path))
+        doc = load_json(source.read(path).decode("utf-8"))  # a recorded reply: bounded like a live one
         result = doc["result"]
         outcome = Outcome(list(result["podSpecs"]), result["configMap"], list(result.get("resources") or []))
+        problems = [f"pod spec {p}" for p in map(pod_spec_problem, outcome.pod_specs) if p]
+        problems += [f"resources[{i}] {p}" for i, p in enumerate(map(malformed, outcome.resources)) if p]
+        if problems:
+            raise ValueError(f"recorded {problems[0]}")
         return Record(doc["plugin"], doc["instance"], doc["flowId"], doc["inputHash"], outcome)
+    except ReplyLimit as exc:
+        raise fail(f"provision record {exc.message}", where, f"re-provision: devlane provision --flow {flow_id}",
+                   code="state-record") from None
     except (ValueError, KeyError, TypeError) as exc:
         raise fail(f"provision record is unreadable ({type(exc).__name__}: {exc})", where,
                    f"re-provision: devlane provision --flow {flow_id}", code="state-record") from None

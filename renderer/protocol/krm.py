@@ -58,7 +58,10 @@ def instance_of(doc: Mapping[str, Any]) -> str:
 
 
 def annotations(obj: Mapping[str, Any]) -> dict:
-    return (obj.get("metadata") or {}).get("annotations") or {}
+    """An object's annotations ({} when it has none, or when what it has is not a mapping)."""
+    meta = obj.get("metadata")
+    found = meta.get("annotations") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
 
 
 def result(message: str, severity: str = "error", hint: str | None = None, code: str | None = None,

@@ -6,7 +6,8 @@
 - Behaviour (kops): `enforce` fails the render; `bypass` turns the failure into a warning and
   drops that plugin's changes.
 - Kardinal plugins edit `containers[0]`, so the target container (`devlane.dev/container`) is
-  moved to the front for the call and put back afterwards. What a plugin returns is final.
+  moved to the front for the call and put back afterwards. What a plugin returns is final, once the
+  output policy (`plugin_policy`) has accepted it; a refusal fails the call like any plugin failure.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .clone import DevSet, DevWorkload
 from .model import Model
 from .plan import Plan, PluginInstance
 from .plugin_defs import PluginDef
+from .plugin_policy import OutputPolicy
 
 Status = Literal["ok", "replayed", "bypassed", "provisioned"]
 WorkKey = tuple[str | None, str]
@@ -144,9 +146,20 @@ def _levels(instances: list[PluginInstance]) -> list[list[int]]:
     return [waves[k] for k in sorted(waves)]
 
 
+def check_outcome(policy: OutputPolicy, inst: PluginInstance, choice: Choice, workloads: list[DevWorkload],
+                  outcome: Outcome, current: dict[WorkKey, dict]) -> None:
+    """The output policy on one CreateFlow: each dev workload before and after, and the objects it added (which
+    get the first dependent's namespace when they name none, as `emit.collect` gives them)."""
+    pairs = [(with_pod_spec(w.obj, current.get(w.key, w.pod_spec)), with_pod_spec(w.obj, spec))
+             for w, spec in zip(workloads, outcome.pod_specs, strict=False)]
+    policy.created(policy.caller(inst.servicename, choice), pairs, outcome.resources,
+                   workloads[0].namespace or policy.model.default_namespace)
+
+
 def run(host: PluginHost, model: Model, plan: Plan, dev: DevSet, choices: dict[str, Choice],
-        extra: list[Work] | None = None) -> PluginResults:
-    """Run every instance (plus pipeline `per-flow` steps in `extra`, with their behaviour)."""
+        extra: list[Work] | None = None, policy: OutputPolicy | None = None) -> PluginResults:
+    """Run every instance (plus pipeline `per-flow` steps in `extra`, with their behaviour); `policy` checks
+    what each call returns, and a refusal is the call's failure (`bypass` drops its changes)."""
     work: list[Work] = [(i, choices[i.servicename], model.plugin_defs[i.servicename].behavior) for i in plan.instances]
     work += extra or []
     acc = _Accumulator()
@@ -164,6 +177,8 @@ def run(host: PluginHost, model: Model, plan: Plan, dev: DevSet, choices: dict[s
                 inst, choice, behavior = work[i]
                 try:
                     created: Created = future.result()
+                    if policy is not None:
+                        check_outcome(policy, inst, choice, workloads, created.outcome, acc.pod_specs)
                 except DevlaneError as exc:
                     exc = host.budget.explain(exc)
                     if behavior != "bypass":

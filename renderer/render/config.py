@@ -17,6 +17,20 @@ DEFAULT_MANIFESTS = ["**/*.yaml", "**/*.yml"]
 Routing = Literal["none", "gateway-api", "istio"]
 Stage = Literal["pre-render", "per-flow", "post-render"]
 Behavior = Literal["enforce", "bypass"]
+Switch = Literal["clusterScoped", "rbac", "privileged", "secrets"]
+
+
+@dataclass(frozen=True)
+class PluginAllow:
+    """`policy.plugins.<name>`: what the repository trusts one plugin (or instance, or step) with beyond the
+    default output policy (`render.plugin_policy`)."""
+
+    allow: frozenset[Switch] = frozenset()
+    kinds: tuple[str, ...] = ()  # besides plugin.yaml `spec.emits`
+    namespaces: tuple[str, ...] = ()  # besides the flow's own
+
+    def __or__(self, other: PluginAllow) -> PluginAllow:
+        return PluginAllow(self.allow | other.allow, self.kinds + other.kinds, self.namespaces + other.namespaces)
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,7 @@ class RepoConfig:
     require_sandbox: bool = False  # policy.requireSandbox
     warnings_as_errors: bool = False
     strict: bool = False
+    plugin_policy: dict[str, PluginAllow] = field(default_factory=dict)
     present: bool = False
     pipeline: list[PipelineStep] = field(default_factory=list)
 
@@ -69,7 +84,11 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       plugin_limits=dict(plugins.get("limits") or {}),
                       require_sandbox=bool(policy.get("requireSandbox", False)),
                       warnings_as_errors=bool(policy.get("warningsAsErrors", False)),
-                      strict=bool(policy.get("strict", False)), present=True,
+                      strict=bool(policy.get("strict", False)),
+                      plugin_policy={name: PluginAllow(frozenset(p.get("allow") or ()), tuple(p.get("kinds") or ()),
+                                                       tuple(p.get("namespaces") or ()))
+                                     for name, p in (policy.get("plugins") or {}).items()},
+                      present=True,
                       pipeline=_pipeline(raw.get("pipeline") or [], file))
 
 

@@ -7,25 +7,35 @@
 3. Dev objects never reuse a baseline object's name, and never collide with each other.
 4. No dev pod mounts a baseline PersistentVolumeClaim unless its Service says `devlane.dev/volume: shared`.
 
+All of them run on the dev copies before plugins (`before_plugins`); 1, 3 and 4 run again on the final
+object set, after plugins and post-render steps (`after_plugins`), naming the plugin that added or last
+changed an offending object (each plugin call was already checked by `plugin_policy`).
+
 And the wiring check: every dependency edge between two services with dev versions is wired (a
 reference in the dev caller points at the dev callee) or warned (an error under `policy.strict`).
 """
 
 from __future__ import annotations
 
-from ..core.k8s import LabelIndex, label_selector_matches, map_matches, namespace_key
+from collections import defaultdict
+from typing import Any
+
+from ..core.k8s import identity, label_selector_matches, map_matches, namespace_key, pod_spec, pod_template
 from ..core.references import Target, Targets
 from ..errors import Diagnostics, Problem, Where
 from .clone import MAP_SELECTORS, VOLUME, DevSet, DevWorkload, volume_mode
+from .load import Document
 from .model import Model
 from .plan import service_targets
 from .reads import config_reads, data_refs, pod_slots
 
+PodItem = tuple[str | None, dict, Any]  # the pods' namespace, their labels, what makes them
+Selector = tuple[Document, str | None, dict, bool]  # baseline object, its namespace, selector, plain map
 
-def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
-    pods = LabelIndex()
-    for dw in dev.unique_workloads():
-        pods.add(dw.namespace, dw.pod_labels, dw)
+
+def baseline_selectors(model: Model) -> list[Selector]:
+    """Every baseline selector (Services, workload matchLabels/matchExpressions) with its namespace."""
+    out = []
     for doc in model.documents:
         spec = doc.obj.get("spec") if isinstance(doc.obj.get("spec"), dict) else {}
         sel = spec.get("selector")
@@ -34,17 +44,87 @@ def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
         plain = doc.kind in MAP_SELECTORS
         if not plain and "matchLabels" not in sel and "matchExpressions" not in sel:
             continue
-        required = sel if plain else sel.get("matchLabels") or {}
-        matches = map_matches if plain else label_selector_matches
-        for dw in pods.candidates(model.namespace_of(doc), required):
-            if matches(sel, dw.pod_labels):
-                diags.error(
-                    f"isolation violated: the selector of baseline {doc.ref} matches the pods of dev workload "
-                    f"{dw.name}",
-                    doc.where(),
-                    hint="report this as a devlane bug; meanwhile add a distinguishing label to the selector",
-                    code="isolation",
-                )
+        out.append((doc, model.namespace_of(doc), sel, plain))
+    return out
+
+
+class SelectorIndex:
+    """Baseline selectors by (namespace, first required label pair), so matching one pod is not a scan."""
+
+    def __init__(self, selectors: list[Selector]):
+        self.by_pair: dict[tuple, list[tuple[int, Selector]]] = defaultdict(list)
+        self.open: dict[str | None, list[tuple[int, Selector]]] = defaultdict(list)  # no required pair
+        for i, entry in enumerate(selectors):
+            _doc, ns, sel, plain = entry
+            required = sel if plain else sel.get("matchLabels")
+            pair = next(iter(required.items()), None) if isinstance(required, dict) else None
+            try:
+                self.by_pair[(ns, *pair)].append((i, entry))  # type: ignore[misc]
+            except TypeError:  # no required pair, or an unhashable value
+                self.open[ns].append((i, entry))
+
+    def hits(self, items: list[PodItem]) -> list[tuple[Document, Any]]:
+        """(baseline object, item) for every baseline selector that matches an item's pods, in selector order."""
+        found = []
+        for n, (ns, labels, item) in enumerate(items):
+            candidates = list(self.open.get(ns, []))
+            for pair in labels.items():
+                candidates += self.by_pair.get((ns, *pair), [])
+            for i, (doc, _, sel, plain) in candidates:
+                if (map_matches if plain else label_selector_matches)(sel, labels):
+                    found.append((i, n, doc, item))
+        return [(doc, item) for _, _, doc, item in sorted(found, key=lambda f: f[:2])]
+
+
+def selector_hits(selectors: list[Selector] | SelectorIndex, items: list[PodItem]) -> list[tuple[Document, Any]]:
+    index = selectors if isinstance(selectors, SelectorIndex) else SelectorIndex(selectors)
+    return index.hits(items)
+
+
+def _labels(value: Any) -> dict:
+    return {str(k): v for k, v in value.items() if isinstance(v, (str, int, float, bool))} \
+        if isinstance(value, dict) else {}
+
+
+def pod_items(objects: list[dict], namespace: str | None = None) -> list[PodItem]:
+    """The objects that make pods (workloads, CronJobs, Pods), with their namespace (`namespace` when they
+    name none) and their pods' labels."""
+    out = []
+    for obj in objects:
+        template = obj if obj.get("kind") == "Pod" else pod_template(obj)
+        if not template:
+            continue
+        meta = template.get("metadata")
+        out.append((identity(obj, namespace)[1], _labels(meta.get("labels") if isinstance(meta, dict) else None), obj))
+    return out
+
+
+def baseline_claims(model: Model) -> set[tuple[str | None, str]]:
+    return {(model.namespace_of(d), d.name) for d in model.documents if d.kind == "PersistentVolumeClaim"}
+
+
+def claim_mounts(obj: dict, namespace: str | None, claims: set[tuple[str | None, str]]) -> list[str]:
+    """The baseline claims among those the object's pods mount."""
+    ns = identity(obj, namespace)[1]
+    volumes = pod_spec(obj).get("volumes") if isinstance(pod_spec(obj), dict) else None
+    out = []
+    for vol in volumes if isinstance(volumes, list) else []:
+        source = vol.get("persistentVolumeClaim") if isinstance(vol, dict) else None
+        claim = source.get("claimName") if isinstance(source, dict) else None
+        if isinstance(claim, str) and (ns, claim) in claims:
+            out.append(claim)
+    return out
+
+
+def check_selectors(model: Model, dev: DevSet, diags: Diagnostics, selectors: SelectorIndex | None = None) -> None:
+    items = [(dw.namespace, dw.pod_labels, dw) for dw in dev.unique_workloads()]
+    for doc, dw in selector_hits(selectors or baseline_selectors(model), items):
+        diags.error(
+            f"isolation violated: the selector of baseline {doc.ref} matches the pods of dev workload {dw.name}",
+            doc.where(),
+            hint="report this as a devlane bug; meanwhile add a distinguishing label to the selector",
+            code="isolation",
+        )
 
 
 def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list[str]:
@@ -118,25 +198,69 @@ def check_wiring(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = F
             )
 
 
-def check_names(model: Model, objects: list[dict], diags: Diagnostics) -> None:
+def check_names(model: Model, objects: list[dict], diags: Diagnostics, owners: dict | None = None) -> None:
+    """Dev objects never reuse a baseline object's name nor each other's; `owners` names the plugin that
+    added or last changed an object."""
     baseline = {(d.kind, namespace_key(d.kind, model.namespace_of(d)), d.name): d for d in model.documents}
     seen: set[tuple] = set()
     for obj in objects:
-        meta = obj["metadata"]
-        key = (obj["kind"], namespace_key(obj["kind"], meta.get("namespace")), meta["name"])
+        key = identity(obj, model.default_namespace)
+        kind, _, name = key
+        owner = (owners or {}).get(key)
+        by = f" (added or changed by plugin {owner})" if owner else ""
         if key in baseline:
-            diags.error(f"isolation violated: dev {obj['kind']}/{meta['name']} reuses the name of a baseline object",
-                        baseline[key].where(), hint="rename the baseline object or pick another flow id",
-                        code="isolation")
+            diags.error(f"isolation violated: dev {kind}/{name}{by} reuses the name of a baseline object",
+                        Where(object=f"{kind}/{name}", plugin=owner) if owner else baseline[key].where(),
+                        hint="rename the object for the flow (<name>-<flowId>)" if owner else
+                        "rename the baseline object or pick another flow id", code="isolation")
         if key in seen:
-            diags.error(f"two rendered objects are both {obj['kind']}/{meta['name']}", Where(), code="duplicate")
+            diags.error(f"two rendered objects are both {kind}/{name}{by}", Where(plugin=owner), code="duplicate")
         seen.add(key)
 
 
-def before_plugins(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False) -> None:
+def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, diags: Diagnostics,
+                  selectors: SelectorIndex | None = None) -> None:
+    """The invariants again, on the final object set (the dev copies as plugins and post-render steps left
+    them, and what those added): no baseline selector matches a pod, no pod mounts a baseline claim that its
+    dev copy did not mount on purpose (`devlane.dev/volume: shared`), no name is reused. A violation names
+    the plugin that added or last changed the object.
+
+    References are not checked again: rewriting happens before plugins, and what a plugin changes in a pod
+    spec is final (a Redis write overlay reads the baseline Redis on purpose). `selectors`: the baseline's,
+    when already indexed."""
+    default = model.default_namespace
+
+    def where(obj: dict) -> tuple[str, Where | None]:
+        key = identity(obj, default)
+        owner = owners.get(key)
+        return (f" (added or changed by plugin {owner})" if owner else "",
+                Where(object=f"{key[0]}/{key[2]}", plugin=owner) if owner else None)
+
+    for doc, obj in selector_hits(selectors or baseline_selectors(model), pod_items(objects, default)):
+        by, at = where(obj)
+        diags.error(f"isolation violated: the selector of baseline {doc.ref} matches the pods of "
+                    f"{obj['kind']}/{obj['metadata']['name']}{by}", at or doc.where(),
+                    hint="give the pods labels no baseline selector uses" if at else
+                    "report this as a devlane bug; meanwhile add a distinguishing label to the selector",
+                    code="isolation")
+    claims = baseline_claims(model)
+    shared = {(identity(dw.obj, default), c) for dw in dev.unique_workloads()
+              for c in claim_mounts(dw.obj, default, claims)}
+    for obj in objects:
+        for claim in claim_mounts(obj, default, claims):
+            if (identity(obj, default), claim) not in shared:
+                by, at = where(obj)
+                diags.error(f"isolation violated: {obj['kind']}/{obj['metadata']['name']}{by} mounts the baseline "
+                            f"PersistentVolumeClaim {claim}", at, hint="give the pods a claim of their own",
+                            code="isolation")
+    check_names(model, objects, diags, owners)
+
+
+def before_plugins(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False,
+                   selectors: SelectorIndex | None = None) -> None:
     """The invariants on the dev copies as cloned: what a plugin returns afterwards is final."""
     check_references(model, dev, diags)
-    check_selectors(model, dev, diags)
+    check_selectors(model, dev, diags, selectors)
     check_volumes(model, dev, diags)
     check_wiring(model, dev, diags, strict)
 

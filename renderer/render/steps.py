@@ -5,7 +5,10 @@
   removed) before the model is built.
 - `per-flow`: a plugin instance whose dependents are all of the flow's dev services (see
   `per_flow_work`), run with the definitions' instances.
-- `post-render`: the items are the flow's rendered objects; what comes back is rendered.
+- `post-render`: the items are the flow's rendered objects; what comes back is rendered, once the output
+  policy (`plugin_policy`) accepts what the step added or changed (lifecycle hooks too). What a
+  `pre-render` step returns is the repository itself: it meets the model and the invariants, not the
+  output policy.
 - Lifecycle hooks (CNPG-I): a plugin whose `plugin.yaml` lists `spec.lifecycle.kinds` patches every
   rendered object of those kinds, in flows where it is used (for pipeline plugins, in every flow).
 
@@ -27,6 +30,7 @@ from .clone import DevSet
 from .config import CONFIG_FILE, PipelineStep
 from .load import Document, Loaded
 from .plan import Plan, PluginInstance
+from .plugin_policy import OutputPolicy
 
 
 def step_use(step: PipelineStep) -> PluginUse:
@@ -37,9 +41,10 @@ def step_use(step: PipelineStep) -> PluginUse:
 class _Run:
     """The steps of one stage: bypass warnings first, then what the plugins reported, as a serial run."""
 
-    def __init__(self, host: PluginHost, flow_id: str):
+    def __init__(self, host: PluginHost, flow_id: str, policy: OutputPolicy | None = None):
         self.host = host
         self.flow_id = flow_id
+        self.policy = policy  # None before the model exists (pre-render)
         self.warnings: list[Problem] = []
         self.reported: list[Problem] = []
 
@@ -79,6 +84,8 @@ class _Run:
             out, messages = rt.transform(inv, self.host.timeout(choice, step.name))
         except DevlaneError as exc:
             raise self.host.budget.explain(exc) from None
+        if self.policy is not None:
+            self.policy.transformed(self.policy.caller(step.name, choice), objects, out)
         self.reported += messages
         return out
 
@@ -90,6 +97,8 @@ class _Run:
         inv = Invocation("LifecycleHook", choice.name, self.flow_id, choice.name, args=dict(choice.args),
                          objects=[copy.deepcopy(objects[i]) for i in picked])
         patched = self.host.runtime(choice).lifecycle_hook(inv, self.host.timeout(choice, choice.name))
+        if self.policy is not None:
+            self.policy.hooked(self.policy.caller(choice.name, choice), [objects[i] for i in picked], patched)
         out = list(objects)
         for i, obj in zip(picked, patched, strict=True):
             out[i] = obj
@@ -119,9 +128,10 @@ def per_flow_work(host: PluginHost, steps: list[PipelineStep], plan: Plan, dev: 
 
 
 def post_render(host: PluginHost, steps: list[PipelineStep], objects: list[dict], flow_id: str,
-                used: list[Choice]) -> tuple[list[dict], list[Problem]]:
-    """Lifecycle hooks of the plugins in use, then the `post-render` steps, in order."""
-    run = _Run(host, flow_id)
+                used: list[Choice], policy: OutputPolicy | None = None) -> tuple[list[dict], list[Problem]]:
+    """Lifecycle hooks of the plugins in use, then the `post-render` steps, in order; `policy` checks what
+    each one adds or changes."""
+    run = _Run(host, flow_id, policy)
     seen: set[str] = set()
     for choice in [*used, *(run.choice(s) for s in steps)]:
         if choice.name in seen or not choice.manifest.lifecycle_kinds or not choice.manifest.has("LifecycleHook"):

@@ -256,6 +256,8 @@ def describe_dict(info: PluginInfo) -> dict[str, Any]:
         "runtimeAddress": m.address if m else None,
         "argsSchema": schema,
         "lifecycleKinds": list(m.lifecycle_kinds) if m else [],
+        "emits": list(m.emitted_kinds) if m else [],
+        "emitsDeclared": m is not None and m.emits is not None,
         "digest": info.digest,
         "hint": info.error.hint if info.error else None,
         "uses": uses,
@@ -301,6 +303,8 @@ def describe_text(d: dict[str, Any]) -> str:
     row("side effects", f"{se} (set by plugin definition)" if d["sideEffectsSetBy"] == "plugin definition" else se)
     row("timeout", f"{d['timeoutSeconds']:g} s ({d['timeoutFrom']})" if d["timeoutSeconds"] else None)
     row("lifecycle kinds", ", ".join(d["lifecycleKinds"]))
+    if d["manifest"] is not None:
+        row("emits", (", ".join(d["emits"]) or "nothing") + ("" if d["emitsDeclared"] else " (default)"))
     if d["manifest"] is None:
         row("args schema", None)
     elif d["argsSchema"]:

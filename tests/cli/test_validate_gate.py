@@ -2,7 +2,8 @@
 field path and nothing is written, custom resources are checked against CRDs from `--crds` or the repository
 (or reported as unchecked), and an unknown `--kube-version` is a usage error.
 
-The custom resource comes from a plugin served as a built-in (resolved by plain name, run in-process).
+The custom resource comes from a plugin served as a built-in (resolved by plain name, run in-process); the
+repository's `.devlane.yaml` lets it add that kind (`policy.plugins.widget.kinds`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ WIDGET_CRD = textwrap.dedent("""
 WIDGET_PLUGIN = textwrap.dedent("""
     def create_flow(service_specs, pod_specs, flow_uuid, size):
         size = int(size) if size.isdigit() else size
-        widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": size}}
+        widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": f"w-{flow_uuid}"},
+                  "spec": {"size": size}}
         return {"pod_specs": pod_specs, "config_map": {}, "resources": [widget]}
 """)
 
@@ -51,6 +53,7 @@ def widget_repo(harness: Harness, containers: list[dict] | None = None, size: st
         harness.plugin_definition({"name": "widget", "type": "external", "servicename": "widget",
                                    "args": {"size": size}}, name="widget-def")  # fmt: skip
         harness.builtin("widget", WIDGET_PLUGIN)
+        harness.config({"policy": {"plugins": {"widget": {"kinds": ["example.com/Widget"]}}}})  # not a default kind
     crds = harness.tmp / "crds"
     crds.mkdir()
     (crds / "widget.yaml").write_text(WIDGET_CRD)
@@ -79,7 +82,7 @@ def test_custom_resources_are_checked_against_crds_from_the_flag_or_the_repo(har
     assert "unchecked" not in ok.stderr
     unchecked = harness.cli("render", *FLOW, "--stdout", "--validate", "strict")
     assert unchecked.returncode == 0, unchecked.stderr
-    assert "no CRD for Widget/w: not validated (unchecked)" in unchecked.stderr
+    assert "no CRD for Widget/w-widget-pr-1: not validated (unchecked)" in unchecked.stderr
     harness.write("crd.yaml", WIDGET_CRD)  # a CRD in the repository counts as well
     in_repo = harness.cli("render", *FLOW, "--stdout", "--validate", "strict")
     assert in_repo.returncode == 0, in_repo.stderr
@@ -91,7 +94,7 @@ def test_an_invalid_custom_resource_fails_with_its_field_path(harness):
     for extra in ([], ["--crds", crds]):
         out = harness.cli("render", *FLOW, "--stdout", "--validate", "strict", *extra)
         assert out.returncode == 1
-        assert "Widget/w: spec.size: 'big' is not of type 'integer'" in out.stderr
+        assert "Widget/w-widget-pr-1: spec.size: 'big' is not of type 'integer'" in out.stderr
         assert out.stdout == ""
 
 
