@@ -24,7 +24,6 @@ safe from any thread.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import shutil
@@ -38,13 +37,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .cgroups import MIB, Cgroup, alive, reclaim_cgroups, usable_cgroups
 from .sandbox import plugin_env
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 PROBE_TIMEOUT_SECONDS = 10.0
 SETUP_FAILED = 125  # the wrapper itself failed (as with env(1) / docker), before the plugin ran
-MIB = 1024 * 1024
 TMPFS_BYTES = 64 * MIB  # the private /tmp and /dev/shm of a plugin under bwrap
 SECRET_DIRS = ("/run/secrets", "/var/run/secrets")  # mounted Kubernetes / Docker secrets
 _DEVLANE_ROOT = Path(__file__).resolve().parents[2]
@@ -365,134 +364,6 @@ def _limits_prefix(method: str, limits: Limits, memory: bool) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------------
-# cgroups: memory and process count per call, and a kill that nothing escapes
-
-_CG_FILES = {"memory": ("memory.max", "memory.limit_in_bytes"), "pids": ("pids.max",)}
-_counter = itertools.count(1)
-
-
-def _own_cgroups() -> dict[str, str]:
-    """controller -> this process's cgroup directory (v1 per controller, v2 unified for both)."""
-    out: dict[str, str] = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, rel = parts
-        rel = rel.lstrip("/")
-        if controllers == "":
-            for c in ("memory", "pids"):
-                base = Path("/sys/fs/cgroup")
-                if (base / "cgroup.controllers").exists():
-                    out.setdefault(c, str(base / rel))
-        for c in controllers.split(","):
-            if c in _CG_FILES:
-                out[c] = str(Path("/sys/fs/cgroup") / c / rel)
-    return out
-
-
-def usable_cgroups() -> tuple[tuple[str, str], ...]:
-    """Controllers under which devlane may create a child cgroup with a working limit file."""
-    out = []
-    for controller, parent in sorted(_own_cgroups().items()):
-        test = Path(parent) / f"devlane-probe-{os.getpid()}"
-        try:
-            test.mkdir()
-        except OSError:
-            continue
-        try:
-            if any((test / f).exists() for f in _CG_FILES[controller]) and os.access(test / "cgroup.procs", os.W_OK):
-                out.append((controller, parent))
-        finally:
-            with contextlib.suppress(OSError):
-                test.rmdir()
-    return tuple(out)
-
-
-@dataclass
-class Cgroup:
-    """One call's cgroups (one per controller on cgroup v1, one directory on v2)."""
-
-    dirs: dict[str, Path]
-
-    @classmethod
-    def create(cls, usable: Iterable[tuple[str, str]], limits: Limits) -> Cgroup | None:
-        name = f"devlane-{os.getpid()}-{next(_counter)}"
-        made: dict[str, Path] = {}
-        values = {"memory": str(limits.memory_mib * MIB), "pids": str(limits.processes)}
-        try:
-            for controller, parent in usable:
-                d = Path(parent) / name
-                if d not in made.values():
-                    d.mkdir(exist_ok=True)
-                made[controller] = d
-                for f in _CG_FILES[controller]:
-                    if (d / f).exists():
-                        (d / f).write_text(values[controller])
-                        break
-        except OSError:
-            cls(made).destroy()
-            return None
-        return cls(made) if made else None
-
-    def has(self, controller: str) -> bool:
-        return controller in self.dirs
-
-    def join_prefix(self) -> list[str]:
-        """A shell that moves itself into every cgroup, then execs the rest: before the plugin can fork."""
-        procs = sorted({str(d / "cgroup.procs") for d in self.dirs.values()})
-        script = "".join(f'echo $$ > "${i + 1}" && ' for i in range(len(procs)))
-        return ["/bin/sh", "-c", f'{script}shift {len(procs)} && exec "$@"', "devlane-cgroup", *procs]
-
-    def pids(self) -> set[int]:
-        out: set[int] = set()
-        for d in set(self.dirs.values()):
-            with contextlib.suppress(OSError, ValueError):
-                out.update(int(x) for x in (d / "cgroup.procs").read_text().split())
-        return out
-
-    def destroy(self) -> None:
-        """SIGKILL every process still in the cgroups (repeat: a fork bomb forks while we kill), then rmdir."""
-        for d in set(self.dirs.values()):
-            kill = d / "cgroup.kill"
-            if kill.exists():
-                with contextlib.suppress(OSError):
-                    kill.write_text("1")
-        for _ in range(200):
-            left = self.pids()
-            if not left:
-                break
-            for pid in left:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-            threading.Event().wait(0.005)
-        for d in set(self.dirs.values()):
-            for _ in range(100):
-                try:
-                    d.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    threading.Event().wait(0.01)
-
-
-def reclaim_cgroups() -> None:
-    """Remove the empty cgroups of devlane runs that were killed (named devlane-<pid>-<n>)."""
-    for _controller, parent in _own_cgroups().items():
-        with contextlib.suppress(OSError):
-            for d in Path(parent).glob("devlane-*-*"):
-                pid = d.name.split("-")[1]
-                if pid.isdigit() and not _alive(int(pid)):
-                    with contextlib.suppress(OSError):
-                        d.rmdir()
-
-
-# --------------------------------------------------------------------------------------------------
 # Temporary directories of dead runs
 
 TEMP_PREFIXES = ("devlane-plugin-", "devlane-plugins-", "devlane-grpc-", "devlane-probe-")
@@ -501,16 +372,6 @@ TEMP_PREFIXES = ("devlane-plugin-", "devlane-plugins-", "devlane-grpc-", "devlan
 def temp_prefix(kind: str) -> str:
     """A temp-dir prefix that names this process, so a later run can tell whether its owner is dead."""
     return f"{kind}{os.getpid()}-"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def reclaim_temp_dirs(base: str | None = None) -> list[str]:
@@ -523,7 +384,7 @@ def reclaim_temp_dirs(base: str | None = None) -> list[str]:
             if prefix is None or not entry.is_dir(follow_symlinks=False):
                 continue
             pid = entry.name[len(prefix):].split("-", 1)[0]
-            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
                 shutil.rmtree(entry.path, ignore_errors=True)
                 removed.append(entry.path)
     reclaim_cgroups()
@@ -632,12 +493,13 @@ def _layers(method: str, facts: dict[str, Any], limits: Limits, cgroups: tuple[t
 
     def rlimit(name: str, key: str, want: int, what: str) -> Layer:
         ok = facts.get(key) == want
-        return Layer(name, ok, f"{what} {want} (prlimit)" if ok else "prlimit is not installed" if not
+        return Layer(name, ok, what.format(want) + " (prlimit)" if ok else "prlimit is not installed" if not
                      shutil.which("prlimit") else f"not applied ({key}={facts.get(key)})")
 
     net_ok = facts.get("interfaces") == ["lo"] and seen.get("net") != mine.get("net")
     memory = (Layer("memory-limit", True, f"memory cgroup, {limits.memory_mib} MiB") if in_cgroup and
-              "memory" in cg_controllers else rlimit("memory-limit", "as", limits.memory_mib * MIB, "address space"))
+              "memory" in cg_controllers else
+              rlimit("memory-limit", "as", limits.memory_mib * MIB, f"{limits.memory_mib} MiB of address space"))
     if in_cgroup and "pids" in cg_controllers:
         procs = Layer("process-limit", True, f"pids cgroup, {limits.processes} processes")
     elif os.geteuid() == 0:
@@ -645,7 +507,7 @@ def _layers(method: str, facts: dict[str, Any], limits: Limits, cgroups: tuple[t
                       "root; the PID namespace still ends every process with the call" if pid_ns else
                       "no pids cgroup can be created here, and RLIMIT_NPROC does not bind root")
     else:
-        procs = rlimit("process-limit", "nproc", limits.processes, "processes")
+        procs = rlimit("process-limit", "nproc", limits.processes, "{} processes")
     kill = (Layer("kill-on-exit", True, "PID namespace: every process dies with the call") if pid_ns else
             Layer("kill-on-exit", True, "cgroup: every process in it is killed when the call ends") if in_cgroup else
             Layer("kill-on-exit", False, "only the process group is killed; a process that calls setsid escapes"))
@@ -671,8 +533,8 @@ def _layers(method: str, facts: dict[str, Any], limits: Limits, cgroups: tuple[t
               "SIGKILL when devlane dies" if facts.get("pdeathsig") == signal.SIGKILL or method == "bwrap" else
               "not set"),
         kill, memory, procs,
-        rlimit("file-size-limit", "fsize", limits.file_size_mib * MIB, "bytes per file"),
-        rlimit("cpu-time-limit", "cpu", limits.cpu_seconds, "CPU seconds"),
+        rlimit("file-size-limit", "fsize", limits.file_size_mib * MIB, f"{limits.file_size_mib} MiB per file"),
+        rlimit("cpu-time-limit", "cpu", limits.cpu_seconds, "{} CPU seconds per process"),
     )
 
 

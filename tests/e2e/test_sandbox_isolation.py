@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from renderer.host import confine, sandbox
+from renderer.host import cgroups, confine, sandbox
 from renderer.host.confine import Confinement, confinement
 from renderer.host.process import BoundedTail
 from renderer.host.sandbox import ENV_ALLOWLIST, NETWORK_HINT, network_hint, plugin_env
@@ -260,7 +260,7 @@ def test_unprivileged_user_gets_a_user_and_network_namespace(server):
         pkg = work / "pkg"
         pkg.mkdir()
         (pkg / "__init__.py").write_text("")
-        for module in (sandbox, confine):
+        for module in (sandbox, confine, cgroups):
             shutil.copy(Path(module.__file__), pkg / Path(module.__file__).name)
         for p in (work, pkg):
             os.chmod(p, 0o777)
