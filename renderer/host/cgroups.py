@@ -15,24 +15,10 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .confine import Limits
+from ..core.dirlock import alive
 
 MIB = 1024 * 1024
-
-
-def alive(pid: int) -> bool:
-    """Whether a process with this pid exists (it may belong to another user)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 
 _CG_FILES = {"memory": ("memory.max", "memory.limit_in_bytes"), "pids": ("pids.max",)}
@@ -88,10 +74,11 @@ class Cgroup:
     dirs: dict[str, Path]
 
     @classmethod
-    def create(cls, usable: Iterable[tuple[str, str]], limits: Limits) -> Cgroup | None:
+    def create(cls, usable: Iterable[tuple[str, str]], memory_mib: int, processes: int) -> Cgroup | None:
+        """New cgroups with these limits under each usable controller; None when none could be made."""
         name = f"devlane-{os.getpid()}-{next(_counter)}"
         made: dict[str, Path] = {}
-        values = {"memory": str(limits.memory_mib * MIB), "pids": str(limits.processes)}
+        values = {"memory": str(memory_mib * MIB), "pids": str(processes)}
         try:
             for controller, parent in usable:
                 d = Path(parent) / name

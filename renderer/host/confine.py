@@ -37,7 +37,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .cgroups import MIB, Cgroup, alive, reclaim_cgroups, usable_cgroups
+from ..core.dirlock import alive
+from .cgroups import MIB, Cgroup, reclaim_cgroups, usable_cgroups
 from .sandbox import plugin_env
 
 CLONE_NEWUSER = 0x10000000
@@ -138,7 +139,7 @@ class Confinement:
     def wrap(self, argv: Sequence[str], *, writable: Sequence[str], network: bool = False,
              limits: Limits = Limits(), readable: Sequence[str] = ()) -> Jail:
         """`argv` inside this sandbox, writing only under `writable` (the first is the working directory)."""
-        cg = Cgroup.create(self.cgroups, limits) if self.cgroups else None
+        cg = Cgroup.create(self.cgroups, limits.memory_mib, limits.processes) if self.cgroups else None
         writable = [*writable, *granted_paths()]
         try:
             inner = _namespaces(self.method, list(argv), writable, readable, network)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from renderer.host import cgroups, confine, sandbox
+from renderer.host import confine
 from renderer.host.confine import Confinement, confinement
 from renderer.host.process import BoundedTail
 from renderer.host.sandbox import ENV_ALLOWLIST, NETWORK_HINT, network_hint, plugin_env
@@ -257,19 +257,14 @@ def test_unprivileged_user_gets_a_user_and_network_namespace(server):
         pytest.skip("no Python that an unprivileged user may run")
     work = Path(tempfile.mkdtemp(prefix="devlane-sandbox-test-"))
     try:
-        pkg = work / "pkg"
-        pkg.mkdir()
-        (pkg / "__init__.py").write_text("")
-        for module in (sandbox, confine, cgroups):
-            shutil.copy(Path(module.__file__), pkg / Path(module.__file__).name)
-        for p in (work, pkg):
-            os.chmod(p, 0o777)
-        for f in pkg.iterdir():
-            os.chmod(f, 0o644)
+        shutil.copytree(Path(confine.__file__).parents[2] / "renderer", work / "renderer",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for p in [work, *work.rglob("*")]:
+            os.chmod(p, 0o777 if p.is_dir() else 0o644)
         code = f"""
 import json, subprocess, sys
 sys.path.insert(0, {str(work)!r})
-from pkg import confine, sandbox
+from renderer.host import confine, sandbox
 got = confine.confinement()
 out = {{"enforced": got.enforced, "method": got.method, "reason": got.reason,
         "layers": {{la.name: la.enforced for la in got.layers}}}}
