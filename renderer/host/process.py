@@ -265,19 +265,31 @@ def _converse(proc: subprocess.Popen, data: bytes, timeout: float, limit: int) -
     threads.append(threading.Thread(target=err.drain, args=(proc.stderr,), daemon=True))
     for t in threads:
         t.start()
-    timed_out = False
+    timed_out, finished = threading.Event(), threading.Event()
+
+    def expire() -> None:  # SIGTERM the group, then SIGKILL after the grace period
+        timed_out.set()
+        signal_group(proc.pid, signal.SIGTERM)
+        if not finished.wait(KILL_GRACE_SECONDS):
+            signal_group(proc.pid, signal.SIGKILL)
+
+    # A blocking wait returns the moment the plugin exits (Popen.wait(timeout) polls, up to 50 ms late);
+    # the timer enforces the limit.
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        stop_group(proc)
+        proc.wait()
+    finally:
+        finished.set()
+        timer.cancel()
     # Whatever the plugin left running in its session goes too: render must leave nothing behind.
     signal_group(proc.pid, signal.SIGKILL)
     for t in threads:
         t.join(timeout=5)
     if _stopping.is_set():
         raise Stopped(Problem("devlane was interrupted; the plugin was killed", code="interrupted"))
-    return Finished(proc.returncode, bytes(out), err.text(), timed_out, overflow.is_set())
+    return Finished(proc.returncode, bytes(out), err.text(), timed_out.is_set(), overflow.is_set())
 
 
 def _result_lines(stdout: bytes) -> str:
