@@ -10,6 +10,7 @@ functions; tests call them in-process.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from .render import apply_plugins, clone, emit, invariants, steps
 from .render.apply_plugins import PluginResults
 from .render.emit import RenderedFlow
 from .render.flow import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
-from .render.load import Loaded
+from .render.load import Loaded, read_back
 from .render.model import Model, build_model
 from .render.plan import Plan, make_plan
 from .render.plugin_defs import changed_args, used_plugin_names
@@ -259,8 +260,22 @@ def output_root(root: Path, configured: str, out: Path | None) -> Path:
 
 
 def write(result: RenderResult, out: Path | None = None) -> list[Path]:
-    """Write every rendered flow under `out` (default: the repository's configured output directory)."""
-    return write_flows(result.flows, output_root(result.root, result.loaded.config.output, out))
+    """Write every rendered flow under `out` (default: the repository's configured output directory).
+
+    An output directory inside the repository must stay out of its manifests: otherwise the next render
+    would read this one's objects back as input."""
+    config = result.loaded.config
+    directory = output_root(result.root, config.output, out)
+    names = [f"flows/{f.flow_id}/{n}" for f in result.flows for n in (*f.files, *RenderedFlow.EXTRA_FILES)]
+    clash = read_back(result.root, config, directory, names)
+    if clash is not None:
+        rel = Path(os.path.relpath(directory, result.root)).as_posix()
+        raise UsageError(Problem(
+            f"--out {out} is inside the repository, and the next render would read what this one writes there "
+            f"({clash}) as manifests",
+            hint=f"write outside the repository, or set `output: {rel}` in .devlane.yaml (its output directory is "
+                 f"never read) and drop --out, or add `{rel}/**` to `exclude:` in .devlane.yaml"))
+    return write_flows(result.flows, directory)
 
 
 

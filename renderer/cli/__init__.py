@@ -13,7 +13,7 @@ import traceback
 
 from ..core.version import VERSION
 from ..errors import DevlaneError, UsageError
-from . import cmp, diff, lint, plan, plugins, preview, provision, render
+from . import cmp, diff, lint, plan, plugins, preview, provision, render, stdio
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,10 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stdio.guard()
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # a closed pipe fails here, not at interpreter exit
+        return code
     except DevlaneError as exc:
         if debug:
             traceback.print_exc()
@@ -42,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a bug in devlane, not a user error
+        if stdio.broken(exc):
+            return stdio.gone(debug)
         if debug:
             raise
         print(f"devlane: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",

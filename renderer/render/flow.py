@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.files import read_user_file
 from ..core.schemas import schema_problems
 from ..core.yamlio import load_one, parse_documents
 from ..errors import DevlaneError, Problem, Where, fail
@@ -130,11 +131,7 @@ def build_flow(
 def load_flow_file(path: Path) -> FlowSpec:
     """Read a `kind: Flow` file (devlane's or Kardinal operator's), validated by its schema."""
     file = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise fail(f"cannot read flow file: {exc.strerror}", Where(file=file)) from None
-    raw = load_one(data, file)
+    raw = load_one(read_user_file(path), file)
     problems = schema_problems(raw, "flow.schema.json", file)
     if problems:
         raise DevlaneError(problems)
@@ -178,7 +175,7 @@ def substitute(text: str, args: dict[str, Any]) -> str:
 
 
 def load_template_args(path: Path) -> dict[str, Any]:
-    raw = load_one(path.read_bytes(), str(path))
+    raw = load_one(read_user_file(path), str(path))
     if not isinstance(raw, dict):
         raise fail("template arguments must be a mapping", Where(file=str(path)))
     return raw
@@ -193,10 +190,7 @@ def apply_template(documents: list[Document], template_file: str | None, args: d
     if template_file is None:
         return documents
     file = template_file
-    try:
-        data = Path(template_file).read_bytes()
-    except OSError as exc:
-        raise fail(f"cannot read template: {exc.strerror}", Where(file=file)) from None
+    data = read_user_file(template_file)
     overrides: dict[str, dict[str, str]] = {}
     for index, doc in enumerate(parse_documents(data, file)):
         if doc is None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from ..core.source import Source
+from ..core.source import Source, listed
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Diagnostics, Problem, Where
 from .config import CONFIG_FILE, RepoConfig, parse_config
@@ -98,11 +100,30 @@ def read(source: Source, collect: bool = False) -> Loaded:
             raise
         problems += exc.problems
         config = RepoConfig()
-    excludes = [*config.exclude, f"{config.output.strip('/')}/**"]
-    documents, files, diags = load_documents(source, config.manifests, excludes)
+    documents, files, diags = load_documents(source, config.manifests, _excludes(config))
     if not collect:
         diags.raise_if_errors()
     return Loaded(source, config, config_bytes, documents, files, source.revision(), problems + diags.problems)
+
+
+def _excludes(config: RepoConfig) -> list[str]:
+    """What the config excludes from the manifests, its own output directory included."""
+    return [*config.exclude, f"{config.output.strip('/')}/**"]
+
+
+def read_back(root: Path, config: RepoConfig, directory: Path, names: list[str]) -> str | None:
+    """The first of `names` (files to be written under `directory`) that a later command would read from
+    the repository at `root` as a manifest; None when every one stays out of the inputs."""
+    try:
+        rel = Path(os.path.realpath(directory)).relative_to(os.path.realpath(root)).as_posix()
+    except ValueError:
+        return None  # outside the repository
+    excludes = list(ALWAYS_EXCLUDED) + _excludes(config)
+    for name in names:
+        path = name if rel == "." else f"{rel}/{name}"
+        if listed(path, config.manifests, excludes):
+            return path
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
