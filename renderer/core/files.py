@@ -13,7 +13,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from ..errors import Where, fail
+from ..errors import DevlaneError, Where, fail
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # one input file (a manifest, .devlane.yaml, a flow file)
 _CHUNK = 1024 * 1024
@@ -26,11 +26,12 @@ def kind_of(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def read_regular(path: Path | str, shown: str | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_regular(path: Path | str, shown: str | None = None, limit: int | None = None) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them; anything else is a clear error naming
     `shown` (default: the path). A final symlink is not followed: resolve links (and check where they point)
     before calling this."""
     shown = shown or str(path)
+    limit = MAX_FILE_BYTES if limit is None else limit
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
@@ -69,9 +70,14 @@ def _read_bounded(fd: int, shown: str, limit: int) -> bytes:
             raise over_limit(shown, limit)
 
 
-def over_limit(shown: str, limit: int, what: str = "the file") -> Exception:
-    return fail(f"{what} is over the {limit:,}-byte limit", Where(file=shown),
-                hint="split it, or exclude it with `exclude:` in .devlane.yaml")
+class InputLimit(DevlaneError):
+    """Input over a size limit: it stops the whole read (lint too), since every later file would be over it."""
+
+
+def over_limit(shown: str, limit: int, what: str = "the file is", kind: type[DevlaneError] = DevlaneError
+               ) -> DevlaneError:
+    return fail(f"{what} over the {limit:,}-byte limit", Where(file=shown),
+                hint="split it, or exclude it with `exclude:` in .devlane.yaml", kind=kind)
 
 
 def write_atomic(path: Path, text: str) -> Path:

@@ -20,7 +20,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from ..errors import Where, fail
-from .files import MAX_FILE_BYTES, over_limit, read_regular
+from . import files
+from .files import InputLimit, over_limit, read_regular
 from .globs import dir_excluded, matches
 
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv"})  # never manifests
@@ -41,7 +42,7 @@ class _Budget:
             self.sizes[path] = len(data)
             self.total += len(data)
             if self.total > MAX_TOTAL_BYTES:
-                raise over_limit(path, MAX_TOTAL_BYTES, "the repository's files read so far are")
+                raise over_limit(path, MAX_TOTAL_BYTES, "with this file, the repository's files read are", InputLimit)
         return data
 
 
@@ -94,7 +95,8 @@ class WorktreeSource:
                 raise fail(f"dangling symlink: its target {target} does not exist", Where(file=path),
                            hint=_LINK_HINT) from None
             if exc.errno == errno.ELOOP:
-                raise fail("symlink loop: the link points back at itself", Where(file=path), hint=_LINK_HINT) from None
+                raise fail("symlink loop: following the link leads back to it", Where(file=path),
+                           hint=_LINK_HINT) from None
             raise fail(f"cannot read: {exc.strerror}", Where(file=path)) from None
         if os.path.commonpath([real, self._real_root]) != self._real_root:
             raise fail(f"symlink points outside the repository, to {real}", Where(file=path),
@@ -202,9 +204,9 @@ class GitRefSource:
 
     def read(self, path: str) -> bytes:
         blob = self._blobs[self._target(path)]
-        if blob.size > MAX_FILE_BYTES:
-            raise over_limit(path, MAX_FILE_BYTES, f"the file at {self.ref}")
-        return self._budget.take(path, blob.data_stream.read(MAX_FILE_BYTES + 1))
+        if blob.size > files.MAX_FILE_BYTES:
+            raise over_limit(path, files.MAX_FILE_BYTES, f"the file at {self.ref} is")
+        return self._budget.take(path, blob.data_stream.read())
 
     def _target(self, path: str) -> str:
         """The regular blob `path` names at the ref, through symlink blobs that stay inside the repository."""

@@ -18,6 +18,7 @@ from ..core.files import read_user_file
 from ..core.schemas import schema_problems
 from ..core.yamlio import load_one, parse_documents
 from ..errors import DevlaneError, Problem, Where, fail
+from . import shapes
 from .load import Document
 
 FLOW_ID = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # fullmatch: `$` would accept a trailing newline
@@ -199,6 +200,9 @@ def apply_template(documents: list[Document], template_file: str | None, args: d
             raise fail(
                 "a template may only contain Service objects", Where(file=file, document=index), code="template"
             )
+        wrong = shapes.check(doc, Where(file=file, document=index))
+        if wrong is not None:
+            raise DevlaneError(wrong)
         meta = doc.get("metadata") or {}
         ann = {k: substitute(str(v), args) for k, v in (meta.get("annotations") or {}).items() if k.startswith(_K)}
         overrides[str(meta.get("name"))] = ann
@@ -207,7 +211,7 @@ def apply_template(documents: list[Document], template_file: str | None, args: d
         ann = overrides.get(doc.name) if doc.kind == "Service" else None
         if ann:
             obj = copy.deepcopy(doc.obj)
-            obj.setdefault("metadata", {}).setdefault("annotations", {}).update(ann)
+            obj["metadata"]["annotations"] = {**doc.annotations, **ann}
             doc = Document(obj, doc.file, doc.index)
         out.append(doc)
     return out

@@ -15,9 +15,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.files import InputLimit
 from ..core.source import Source, listed
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Diagnostics, Problem, Where
+from . import shapes
 from .config import CONFIG_FILE, RepoConfig, parse_config
 
 ALWAYS_EXCLUDED = (".git/**", ".github/**", ".devlane.yaml", ".devlane/**")
@@ -175,6 +177,8 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str]) ->
             data = source.read(path)
             files[path] = hashlib.sha256(data).hexdigest()
             parsed = parse_documents(data, path)
+        except InputLimit:
+            raise  # over the total: every later file would be too
         except DevlaneError as exc:  # keep going: lint reports every broken file at once
             diags.problems += exc.problems
             continue
@@ -199,5 +203,10 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str]) ->
                     code="no-name",
                 )
                 continue
-            documents.append(Document(doc, path, index))
+            document = Document(doc, path, index)
+            wrong = shapes.check(doc, document.where())
+            if wrong is not None:
+                diags.problems.append(wrong)
+                continue
+            documents.append(document)
     return documents, files, diags

@@ -52,6 +52,9 @@ def parameters(env: Mapping[str, str]) -> dict[str, object]:
             items = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise DevlaneError(Problem(f"ARGOCD_APP_PARAMETERS is not JSON: {exc}")) from None
+        except RecursionError:  # Python's JSON decoder recurses once per level
+            raise DevlaneError(Problem("ARGOCD_APP_PARAMETERS is nested too deeply",
+                                       hint="pass a flat list of {name, string|array|map}")) from None
         if not isinstance(items, list):
             raise DevlaneError(Problem("ARGOCD_APP_PARAMETERS must be a JSON list of {name, string|array|map}"))
         out: dict[str, object] = {}
