@@ -26,8 +26,9 @@ except AttributeError:  # pragma: no cover
 from ..errors import DevlaneError, Where, fail
 from .yamlbounds import MAX_NODES, check_aliases, check_shape
 
-# An anchor definition (`&name`) is the precondition for an alias bomb; files without one skip the check.
-_ANCHOR = re.compile(rb"(?:^|[\s,\[{:-])&[^\s,\[\]{}]")
+# An anchor definition (`&name`) is the precondition for an alias bomb; files without one skip the check. It
+# follows a blank, a line break (NEL, LS, PS: their last UTF-8 byte), a byte order mark or an indicator.
+_ANCHOR = re.compile(rb"(?:^|[\s,\[{:?\-\x85\xa8\xa9\xbf])&[^\s,\[\]{}]")
 _MERGE = "tag:yaml.org,2002:merge"
 _VALUE = "tag:yaml.org,2002:value"
 _STR = "tag:yaml.org,2002:str"

@@ -72,7 +72,7 @@ def read_record(source: Source, flow_id: str, instance: str) -> Record | None:
         result = doc["result"]
         outcome = Outcome(list(result["podSpecs"]), result["configMap"], list(result.get("resources") or []))
         return Record(doc["plugin"], doc["instance"], doc["flowId"], doc["inputHash"], outcome)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise fail(f"provision record is unreadable ({type(exc).__name__}: {exc})", where,
                    f"re-provision: devlane provision --flow {flow_id}", code="state-record") from None
 

@@ -18,9 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from .. import api
+from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Problem
 from ..render.flow import FlowRequest
 
@@ -144,8 +143,8 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
     result = api.render(api.Options(repo=app_dir, timeout=req.timeout), flow)
     stream = result.stream()
     try:
-        objects = [d for d in yaml.safe_load_all(stream) if d]
-    except yaml.YAMLError as exc:  # a bug: never hand Argo CD a stream it cannot split
+        objects = [d for d in parse_documents(stream.encode(), "the rendered stream") if d]
+    except DevlaneError as exc:  # a bug: never hand Argo CD a stream it cannot split
         raise DevlaneError(Problem(f"the rendered stream is not valid YAML: {exc}")) from None
     if not objects:
         raise DevlaneError(Problem(f"flow {req.flow_id} rendered no objects; refusing an empty result, which "

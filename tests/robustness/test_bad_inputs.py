@@ -302,3 +302,11 @@ def test_cmp_parameters_nested_too_deeply_are_a_clear_error(harness):
     result = harness.cli("cmp", "generate", cwd=harness.root, env=env)
     assert result.returncode == 1 and result.stdout == ""
     assert "ARGOCD_APP_PARAMETERS is nested too deeply" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_lock_file_nested_too_deeply_is_a_clear_error(harness):
+    harness.app("api")
+    harness.write("devlane.lock", "plugins: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    result = harness.cli("plugins", "lock", str(harness.root))
+    assert result.returncode == 1 and "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert "devlane.lock" in result.stderr and "deeper than" in result.stderr

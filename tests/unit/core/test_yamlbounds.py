@@ -102,6 +102,7 @@ def test_merge_keys_merge_once_without_recursion():
 @pytest.mark.parametrize(("text", "message"), [
     ("a: &a {<<: *a}\n", "merges a mapping into itself"),
     ("a: &a [*a]\n", "contains it"),
+    ("\ufeff&a [x, *a]\n", "contains it"),  # an anchor right behind a byte order mark
     ("a: &a {x: *a}\n", "contains it"),
     ("a: {<<: 1}\n", "takes a mapping"),
     ("? [1]\n: 2\n", "cannot be a key"),
