@@ -10,6 +10,7 @@ functions; tests call them in-process.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,12 +38,12 @@ from .render import apply_plugins, clone, emit, invariants, plugin_policy, steps
 from .render.apply_plugins import PluginResults
 from .render.emit import RenderedFlow
 from .render.flow import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
-from .render.load import Loaded
+from .render.load import Loaded, read_back
 from .render.model import Model, build_model
 from .render.plan import Plan, make_plan
 from .render.plugin_defs import changed_args, used_plugin_names
 from .render.routing import Entries, route_entries
-from .render.write import Output, read_rendered, remove_dir, write_flows
+from .render.write import Output, read_rendered, remove_dir
 from .session import FlowInput, Options, Session, flow_of
 
 __all__ = ["FlowRequest", "Options", "RenderResult", "Session", "check_changes", "delete", "fetch", "lint", "lock",
@@ -126,6 +127,7 @@ def render_and_write(options: Options, flow: FlowInput, out: Path | None = None,
     or this render for the delete, and neither undoes the other unseen."""
     with open_session(options) as s, _output(s, out) as output:
         result = render_in(s, flow)
+        refuse_read_back(result, out)
         if check is not None:
             check(result)
         return result, output.write(result.flows)
@@ -293,8 +295,27 @@ def output_root(root: Path, configured: str, out: Path | None) -> Path:
 
 
 def write(result: RenderResult, out: Path | None = None) -> list[Path]:
-    """Write every rendered flow under `out` (default: the repository's configured output directory)."""
-    return write_flows(result.flows, output_root(result.root, result.loaded.config.output, out))
+    """Write flows rendered earlier under `out` (default: the repository's configured output directory),
+    under the output directory's lock."""
+    refuse_read_back(result, out)
+    with Output(output_root(result.root, result.loaded.config.output, out)) as output:
+        return output.write(result.flows)
+
+
+def refuse_read_back(result: RenderResult, out: Path | None = None) -> None:
+    """An output directory inside the repository must stay out of its manifests: otherwise the next render
+    would read this one's objects back as input (a usage error, before anything is written)."""
+    config = result.loaded.config
+    directory = output_root(result.root, config.output, out)
+    names = [f"flows/{f.flow_id}/{n}" for f in result.flows for n in (*f.files, *RenderedFlow.EXTRA_FILES)]
+    clash = read_back(result.root, config, directory, names)
+    if clash is not None:
+        rel = Path(os.path.relpath(directory, result.root)).as_posix()
+        raise UsageError(Problem(
+            f"--out {out} is inside the repository, and the next render would read what this one writes there "
+            f"({clash}) as manifests",
+            hint=f"write outside the repository, or set `output: {rel}` in .devlane.yaml (its output directory is "
+                 f"never read) and drop --out, or add `{rel}/**` to `exclude:` in .devlane.yaml"))
 
 
 

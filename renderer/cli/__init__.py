@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from .. import api
 from ..core.version import VERSION
 from ..errors import DevlaneError, UsageError
-from . import cmp, diff, lint, plan, plugins, preview, provision, render
+from . import cmp, diff, lint, plan, plugins, preview, provision, render, stdio
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,11 +62,14 @@ def _signals() -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stdio.guard()
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
     try:
         with _signals():
-            return args.handler(args)
+            code = args.handler(args)
+            sys.stdout.flush()  # a closed pipe fails here, not at interpreter exit
+            return code
     except Interrupted as exc:
         name = signal.Signals(exc.signum).name
         print(f"devlane: stopped by {name}; running plugins were killed", file=sys.stderr)
@@ -80,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a bug in devlane, not a user error
+        if stdio.broken(exc):
+            return stdio.gone(debug)
         if debug:
             raise
         print(f"devlane: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",

@@ -1,4 +1,11 @@
-"""Atomic file operations: a reader sees the old file (or directory) or the new one, never a half-written one."""
+"""Files in and out: bounded reads of regular files only, and atomic writes (a reader sees the old file or
+directory or the new one, never a half-written one).
+
+Reading checks what was opened, not what a path looked like before: the file is opened without
+blocking and without following a final symlink, `fstat` must say "regular file", and at most
+`limit` bytes are read, whatever the size claims. So a FIFO named `x.yaml` cannot hang a render, a
+device (`/dev/zero`) cannot fill memory, and a file growing while it is read cannot run away.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +14,82 @@ import errno
 import functools
 import os
 import platform
+import stat
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import DevlaneError, Where, fail
+
+MAX_FILE_BYTES = 64 * 1024 * 1024  # one input file (a manifest, .devlane.yaml, a flow file)
+_CHUNK = 1024 * 1024
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: Path | str, shown: str | None = None, limit: int | None = None) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them; anything else is a clear error naming
+    `shown` (default: the path). A final symlink is not followed: resolve links (and check where they point)
+    before calling this."""
+    shown = shown or str(path)
+    limit = MAX_FILE_BYTES if limit is None else limit
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise fail(f"cannot read: {exc.strerror}", Where(file=shown),
+                   hint="check that the file exists and is readable") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise fail(f"{kind_of(mode)}, not a regular file: devlane reads regular files only", Where(file=shown),
+                       hint="replace it with a regular file, or exclude it with `exclude:` in .devlane.yaml")
+        return _read_bounded(fd, shown, limit)
+    finally:
+        os.close(fd)
+
+
+def read_user_file(path: Path | str) -> bytes:
+    """A file named on the command line (a flow file, a template): its symlinks are the user's to follow,
+    the rest is `read_regular`'s."""
+    return read_regular(os.path.realpath(path), str(path))
+
+
+def _read_bounded(fd: int, shown: str, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        try:
+            chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
+        except OSError as exc:
+            raise fail(f"cannot read: {exc.strerror}", Where(file=shown)) from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise over_limit(shown, limit)
+
+
+class InputLimit(DevlaneError):
+    """Input over a size limit: it stops the whole read (lint too), since every later file would be over it."""
+
+
+def over_limit(shown: str, limit: int, what: str = "the file is", kind: type[DevlaneError] = DevlaneError
+               ) -> DevlaneError:
+    return fail(f"{what} over the {limit:,}-byte limit", Where(file=shown),
+                hint="split it, or exclude it with `exclude:` in .devlane.yaml", kind=kind)
+
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write `text` to `path` through a temporary file in the same directory and a rename."""
+    """Write `text` to `path` through a temporary file in the same directory and a rename: a reader sees
+    the old file or the new one, never a half-written one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -36,10 +36,13 @@ linear in the text, and every regular expression is compiled once, at import.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -265,6 +268,31 @@ def host_variables(env: Mapping[str, str], args: Iterable[str] = ()) -> frozense
     return frozenset(found)
 
 
+_MAX_NESTING = 32  # values inside values (brackets, quotes, `k=v`, `sh -c`) are read this deep
+_nesting = threading.local()
+
+
+def _bounded(scan: Callable[..., None]) -> Callable[..., None]:
+    """Every way a value nests another (`[[...]]`, quotes in quotes, `a=b=c`, a connection string's values,
+    `sh -c "sh -c ..."`) comes back through `_scan_value` or `_scan_shell`, so bounding their nesting
+    bounds the recursion: nothing real nests `_MAX_NESTING` levels deep, and a crafted value must not
+    exhaust the stack (what lies deeper is not read)."""
+
+    @functools.wraps(scan)
+    def bounded(*args: Any) -> None:
+        depth = getattr(_nesting, "depth", 0)
+        if depth >= _MAX_NESTING:
+            return
+        _nesting.depth = depth + 1
+        try:
+            scan(*args)
+        finally:
+            _nesting.depth = depth
+
+    return bounded
+
+
+@_bounded
 def _scan_value(text: str, base: int, key: str, targets: Targets, out: list[Reference]) -> None:
     if "\n" in text:
         _scan_lines(text, base, key, targets, out, _MODE_VALUE)
@@ -538,6 +566,7 @@ def _glued_host(w: str, b: int, targets: Targets, out: list[Reference]) -> bool:
     return True
 
 
+@_bounded
 def _scan_shell(text: str, base: int, targets: Targets, out: list[Reference]) -> None:
     """A shell script: each simple command is a command line; `VAR=value` assignments are values of VAR."""
     cmd: list[tuple[str, int]] = []

@@ -1,21 +1,57 @@
 """Where repository files come from: the working tree, or a git ref read as blobs (no checkout).
 
 `--ref` renders read blobs straight from git (GitPython); both sources list files by the same globs
-and refuse files over the size limit, so every stage above reads files the same way.
+and read them under the same rules, so every stage above reads files the same way:
+
+- regular files only (a FIFO, socket or device is an error, never a hang), at most `MAX_FILE_BYTES`
+  each and `MAX_TOTAL_BYTES` in all, counted as read;
+- a symlink is followed only while it stays inside the repository directory; one that points
+  outside, dangles or loops is an error naming the link. Symlinked directories are not descended.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import posixpath
 import re
 import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from ..errors import Where, fail
+from . import files
+from .files import InputLimit, over_limit, read_regular
 from .globs import dir_excluded, matches
 
-MAX_FILE_BYTES = 64 * 1024 * 1024
+SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv"})  # never manifests
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # every file one command reads from the repository
+MAX_LINK_HOPS = 40  # as Linux's MAXSYMLINKS
+_LINK_HINT = "point the link at a file inside the repository, replace it with the file, or exclude it"
+
+
+class _Budget:
+    """Bytes read from one source, each path counted once: the total is bounded, not just each file."""
+
+    def __init__(self) -> None:
+        self.sizes: dict[str, int] = {}
+        self.total = 0
+
+    def take(self, path: str, data: bytes) -> bytes:
+        if path not in self.sizes:
+            self.sizes[path] = len(data)
+            self.total += len(data)
+            if self.total > MAX_TOTAL_BYTES:
+                raise over_limit(path, MAX_TOTAL_BYTES, "with this file, the repository's files read are", InputLimit)
+        return data
+
+
+def listed(rel: str, includes: list[str], excludes: list[str]) -> bool:
+    """Whether a source lists the file `rel` (a posix path inside the repository) for these globs."""
+    parts = rel.split("/")
+    if any(parts[i] in SKIPPED_DIRS or dir_excluded("/".join(parts[: i + 1]), excludes) for i in range(len(parts) - 1)):
+        return False
+    return matches(rel, includes) and not matches(rel, excludes)
 
 
 class WorktreeSource:
@@ -23,6 +59,8 @@ class WorktreeSource:
 
     def __init__(self, root: Path):
         self.root = root
+        self._real_root = os.path.realpath(root)
+        self._budget = _Budget()
 
     def list_files(self, includes: list[str], excludes: list[str]) -> list[str]:
         found: list[str] = []
@@ -33,7 +71,7 @@ class WorktreeSource:
             keep = []
             for d in sorted(dirnames):
                 sub = f"{rel_dir}/{d}" if rel_dir else d
-                if d in (".git", "__pycache__", "node_modules", ".venv") or dir_excluded(sub, excludes):
+                if d in SKIPPED_DIRS or dir_excluded(sub, excludes):
                     continue
                 keep.append(d)
             dirnames[:] = keep
@@ -44,15 +82,31 @@ class WorktreeSource:
         return sorted(found)
 
     def read(self, path: str) -> bytes:
-        full = self.root / path
-        size = full.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise fail(f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit", Where(file=path),
-                       hint="split it, or exclude it with `exclude:` in .devlane.yaml")
-        return full.read_bytes()
+        return self._budget.take(path, read_regular(self._inside(path), path))
+
+    def _inside(self, path: str) -> str:
+        """The real path of `path`, which must stay inside the repository through every symlink."""
+        full = os.path.join(self._real_root, path)
+        try:
+            real = os.path.realpath(full, strict=True)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT and os.path.lexists(full):
+                target = os.readlink(full) if os.path.islink(full) else exc.filename
+                raise fail(f"dangling symlink: its target {target} does not exist", Where(file=path),
+                           hint=_LINK_HINT) from None
+            if exc.errno == errno.ELOOP:
+                raise fail("symlink loop: following the link leads back to it", Where(file=path),
+                           hint=_LINK_HINT) from None
+            raise fail(f"cannot read: {exc.strerror}", Where(file=path)) from None
+        if os.path.commonpath([real, self._real_root]) != self._real_root:
+            raise fail(f"symlink points outside the repository, to {real}", Where(file=path),
+                       hint=_LINK_HINT) from None
+        return real
 
     def exists(self, path: str) -> bool:
-        return (self.root / path).is_file()
+        """Whether `path` is there and not a directory (a link or a FIFO counts: reading it says what is wrong)."""
+        full = self.root / path
+        return os.path.lexists(full) and not full.is_dir()
 
     def revision(self) -> str | None:
         """The commit checked out, read from `.git` (no git process on the render path); git itself for
@@ -136,29 +190,43 @@ class GitRefSource:
             raise fail(f"{self.prefix} does not exist at {ref}") from None
         self.ref = ref
         self._blobs: dict[str, Any] = {}
+        self._dirs: set[str] = set()
+        self._budget = _Budget()
         for item in self.tree.traverse():
+            rel = str(PurePosixPath(item.path).relative_to(self.prefix)) if self.prefix else item.path
             if item.type == "blob":
-                rel = str(PurePosixPath(item.path).relative_to(self.prefix)) if self.prefix else item.path
                 self._blobs[rel] = item
+            else:
+                self._dirs.add(rel)
 
     def list_files(self, includes: list[str], excludes: list[str]) -> list[str]:
-        out = []
-        for rel in self._blobs:
-            parts = rel.split("/")
-            if any(
-                dir_excluded("/".join(parts[: i + 1]), excludes) or parts[i] in (".git", "node_modules")
-                for i in range(len(parts) - 1)
-            ):
-                continue
-            if matches(rel, includes) and not matches(rel, excludes):
-                out.append(rel)
-        return sorted(out)
+        return sorted(rel for rel in self._blobs if listed(rel, includes, excludes))
 
     def read(self, path: str) -> bytes:
-        blob = self._blobs[path]
-        if blob.size > MAX_FILE_BYTES:
-            raise fail(f"file is {blob.size:,} bytes at {self.ref}, over the limit", Where(file=path))
-        return blob.data_stream.read()
+        blob = self._blobs[self._target(path)]
+        if blob.size > files.MAX_FILE_BYTES:
+            raise over_limit(path, files.MAX_FILE_BYTES, f"the file at {self.ref} is")
+        return self._budget.take(path, blob.data_stream.read())
+
+    def _target(self, path: str) -> str:
+        """The regular blob `path` names at the ref, through symlink blobs that stay inside the repository."""
+        current = path
+        for _ in range(MAX_LINK_HOPS):
+            blob = self._blobs.get(current)
+            if blob is None:
+                what = "a directory" if current in self._dirs else "missing"
+                raise fail(f"symlink target {current} is {what} at {self.ref}", Where(file=path), hint=_LINK_HINT)
+            if blob.mode & 0o170000 != 0o120000:  # not a symlink
+                if blob.mode & 0o170000 != 0o100000:
+                    raise fail(f"not a regular file at {self.ref}", Where(file=path), hint=_LINK_HINT)
+                return current
+            link = blob.data_stream.read(4096).decode("utf-8", "replace")
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(current), link))
+            if posixpath.isabs(link) or resolved == ".." or resolved.startswith("../"):
+                raise fail(f"symlink points outside the repository, to {link} (at {self.ref})", Where(file=path),
+                           hint=_LINK_HINT)
+            current = resolved
+        raise fail(f"symlink loop at {self.ref}: more than {MAX_LINK_HOPS} links", Where(file=path), hint=_LINK_HINT)
 
     def exists(self, path: str) -> bool:
         return path in self._blobs

@@ -7,29 +7,150 @@ text, no line folding) so that the same objects always give the same bytes.
 
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any
 
 import yaml
+from yaml.nodes import MappingNode
 
 try:  # pragma: no cover - the C loader is required in practice, the fallback keeps dev setups working
-    _Loader = yaml.CSafeLoader
+    _SafeBase = yaml.CSafeLoader
+    _PlainBase = yaml.CBaseLoader
     _Dumper = yaml.CSafeDumper
 except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader  # type: ignore[misc]
+    _SafeBase = yaml.SafeLoader  # type: ignore[misc]
+    _PlainBase = yaml.BaseLoader  # type: ignore[misc]
     _Dumper = yaml.SafeDumper  # type: ignore[misc]
 
-from ..errors import Where, fail
+from ..errors import DevlaneError, Where, fail
+from .yamlbounds import MAX_NODES, check_aliases, check_shape
 
-# An anchor definition (`&name`) is the precondition for an alias bomb; files without one skip the check.
-_ANCHOR = re.compile(rb"(?:^|[\s,\[{:-])&[^\s,\[\]{}]")
-MAX_EXPANDED_NODES = 1_000_000
+# An anchor definition (`&name`) is the precondition for an alias bomb; files without one skip the check. It
+# follows a blank, a line break (NEL, LS, PS: their last UTF-8 byte), a byte order mark or an indicator.
+_ANCHOR = re.compile(rb"(?:^|[\s,\[{:?\-\x85\xa8\xa9\xbf])&[^\s,\[\]{}]")
+_MERGE = "tag:yaml.org,2002:merge"
+_VALUE = "tag:yaml.org,2002:value"
+_STR = "tag:yaml.org,2002:str"
+_UTF16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
-def parse_documents(data: bytes, file: str) -> list[Any]:
-    """Parse a multi-document YAML file; errors name the file and line."""
+class _StrictMappings:
+    """Constructor behaviour shared by both loaders: a key repeated in one mapping is an error (kubectl
+    refuses it too, where PyYAML keeps the last value), and merge keys (`<<: *base`) are flattened once
+    per mapping, without recursion, within `MAX_NODES` merged keys."""
+
+    file = ""
+    merge_tags = True
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
+        if not isinstance(node, MappingNode):
+            raise yaml.constructor.ConstructorError(None, None, f"expected a mapping node, but found {node.id}",
+                                                    node.start_mark)
+        mapping: dict = {}
+        merges = None
+        construct = self.construct_object  # type: ignore[attr-defined]
+        for key_node, value_node in node.value:
+            tag = key_node.tag
+            if tag != _STR and self.merge_tags:
+                if tag == _MERGE:
+                    merges = value_node
+                    continue
+                if tag == _VALUE:
+                    key_node.tag = _STR
+            key = construct(key_node, deep=deep)
+            try:
+                seen = key in mapping
+            except TypeError:
+                raise fail("a mapping key is a list or mapping, which cannot be a key", self._where(key_node),
+                           code="yaml") from None
+            if seen:
+                raise self._duplicate(node, key, key_node)
+            mapping[key] = construct(value_node, deep=deep)
+        if merges is None:
+            return mapping
+        return {**self._merged(merges), **mapping}
+
+    def _merged(self, value_node: Any) -> dict:
+        """The keys a `<<` merges in: of one mapping, or of a list of them (the first wins)."""
+        sources = value_node.value if not isinstance(value_node, MappingNode) else [value_node]
+        if not isinstance(sources, list) or not all(isinstance(s, MappingNode) for s in sources):
+            raise fail("a merge key (<<) takes a mapping or a list of mappings", self._where(value_node), code="yaml")
+        out: dict = {}
+        for source in reversed(sources):
+            flat = self._flatten(source)
+            self._merged_keys += len(flat)
+            if self._merged_keys > MAX_NODES:
+                raise fail(f"merge keys (<<) copy more than {MAX_NODES:,} keys", self._where(source), code="yaml")
+            out.update(flat)
+        return out
+
+    def _flatten(self, root: MappingNode) -> dict:
+        """The keys of `root` with its merges, built innermost first with an explicit stack (memoised)."""
+        if not hasattr(self, "_flat"):
+            self._flat: dict[int, dict] = {}
+            self._merged_keys = 0
+        active: set[int] = set()
+        stack = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if ready:
+                active.discard(id(node))
+                self._flat[id(node)] = self.construct_mapping(node)
+                continue
+            if id(node) in self._flat:
+                continue
+            if id(node) in active:
+                raise fail("a merge key (<<) merges a mapping into itself", self._where(node), code="yaml")
+            active.add(id(node))
+            stack.append((node, True))
+            for key_node, value_node in node.value:
+                if key_node.tag == _MERGE:
+                    inner = value_node.value if not isinstance(value_node, MappingNode) else [value_node]
+                    stack.extend((n, False) for n in inner if isinstance(n, MappingNode) and id(n) not in self._flat)
+        return self._flat[id(root)]
+
+    def _duplicate(self, node: MappingNode, key: Any, key_node: Any) -> DevlaneError:
+        first = next(k for k, _ in node.value if k.tag != _MERGE
+                     and self.construct_object(k) == key)  # type: ignore[attr-defined]
+        return fail(f"duplicate key {key!r} in a mapping (first on line {first.start_mark.line + 1})",
+                    self._where(key_node), hint="remove one of them: kubectl refuses duplicate keys too", code="yaml")
+
+    def _where(self, node: Any) -> Where:
+        return Where(file=self.file, line=node.start_mark.line + 1 if node.start_mark else None)
+
+
+class _Loader(_StrictMappings, _SafeBase):  # type: ignore[misc,valid-type]
+    """PyYAML's C safe loader with strict mappings."""
+
+
+class _PlainLoader(_StrictMappings, _PlainBase):  # type: ignore[misc,valid-type]
+    """Every scalar kept as its text (as Kardinal's map[string]string decode does), with strict mappings."""
+
+    merge_tags = False  # the base resolver tags every key a string
+
+
+def parse_documents(data: bytes, file: str, plain: bool = False) -> list[Any]:
+    """Parse a multi-document YAML file within the bounds of `yamlbounds`; errors name the file and line.
+
+    `plain`: keep every scalar as its text (no numbers, booleans or nulls)."""
+    if data.startswith(_UTF16):  # libyaml reads UTF-16 too; the bounds scan UTF-8
+        try:
+            data = data.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError:
+            raise fail("invalid YAML: not valid UTF-16 after a UTF-16 byte order mark", Where(file=file),
+                       code="yaml") from None
+    loader_class = _PlainLoader if plain else _Loader
     try:
-        docs = list(yaml.load_all(data, Loader=_Loader))
+        check_shape(data, file, loader_class)
+        loader = loader_class(data)
+        loader.file = file
+        try:
+            docs = []
+            while loader.check_data():
+                docs.append(loader.get_data())
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -39,44 +160,10 @@ def parse_documents(data: bytes, file: str) -> list[Any]:
                    code="yaml") from None
     except yaml.YAMLError as exc:
         raise fail(f"invalid YAML: {exc}", Where(file=file), code="yaml") from None
-    except RecursionError:
-        raise fail("YAML nesting is too deep", Where(file=file), code="yaml") from None
     if b"&" in data and _ANCHOR.search(data):
         for index, doc in enumerate(docs):
-            check_expansion(doc, Where(file=file, document=index))
+            check_aliases(doc, Where(file=file, document=index))
     return docs
-
-
-def check_expansion(doc: Any, where: Where, limit: int = MAX_EXPANDED_NODES) -> None:
-    """Refuse documents whose aliases expand past `limit` nodes (the "billion laughs" attack).
-
-    PyYAML shares aliased nodes, so parsing is cheap; copying or dumping would not be.
-    Sizes are memoised per object identity, so the walk is linear in the unique nodes.
-    """
-    sizes: dict[int, int] = {}
-
-    def size(node: Any, depth: int = 0) -> int:
-        if depth > 200:
-            raise fail("YAML document is nested too deeply", where, code="yaml")
-        if isinstance(node, dict):
-            items: Any = node.items()
-        elif isinstance(node, list):
-            items = ((None, v) for v in node)
-        else:
-            return 1
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        total = 1
-        for k, v in items:
-            total += size(k, depth + 1) + size(v, depth + 1)
-            if total > limit:
-                raise fail(f"YAML document expands to more than {limit:,} nodes through aliases (an alias bomb?)",
-                           where, hint="remove the repeated aliases or exclude the file", code="yaml")
-        sizes[key] = total
-        return total
-
-    size(doc)
 
 
 def load_one(data: bytes | str, file: str) -> Any:

@@ -80,7 +80,7 @@ def read_record(source: Source, flow_id: str, instance: str) -> Record | None:
     except ReplyLimit as exc:
         raise fail(f"provision record {exc.message}", where, f"re-provision: devlane provision --flow {flow_id}",
                    code="state-record") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise fail(f"provision record is unreadable ({type(exc).__name__}: {exc})", where,
                    f"re-provision: devlane provision --flow {flow_id}", code="state-record") from None
 

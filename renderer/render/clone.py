@@ -390,7 +390,7 @@ class _Cloner:
         slot = ("PersistentVolumeClaim", dw.namespace, doc.name, dw.version)
         if slot not in self._made:
             obj = _copy_of(doc, dw.version, dw.namespace)
-            spec = obj.setdefault("spec", {})
+            spec = obj["spec"] = obj.get("spec") or {}
             spec.pop("volumeName", None)  # a fresh volume, never the baseline's bound one
             ann = obj["metadata"].get("annotations") or {}
             for key in [k for k in ann if k.startswith(("pv.kubernetes.io/", "volume.beta.kubernetes.io/",

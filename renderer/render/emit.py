@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.files import read_user_file
 from ..core.k8s import CLUSTER_SCOPED
 from ..core.names import SHARED, flow_labels, flow_uuid, suffixed
 from ..core.version import VERSION
@@ -64,6 +65,7 @@ class RenderedFlow:
     readme: str
     objects: list[dict] = field(default_factory=list)
 
+    EXTRA_FILES = ("kustomization.yaml", "flow.metadata", "README.md")  # written next to the objects
     def stream(self) -> str:
         return "".join(f"---\n{self.files[f]}" for f in sorted(self.files))
 
@@ -77,7 +79,7 @@ class RenderedFlow:
 
 def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, str]) -> str:
     """A hash of every input of the render: files, config, flow and template, routing, plugin code."""
-    template = hashlib.sha256(Path(flow.template_file).read_bytes()).hexdigest() if flow.template_file else None
+    template = hashlib.sha256(read_user_file(flow.template_file)).hexdigest() if flow.template_file else None
     doc = {
         "devlane": VERSION,
         "files": loaded.files,

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.files import read_user_file
 from ..core.schemas import schema_problems
 from ..core.yamlio import load_one, parse_documents
 from ..errors import DevlaneError, Problem, Where, fail
+from . import shapes
 from .load import Document
 
 FLOW_ID = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # fullmatch: `$` would accept a trailing newline
@@ -130,11 +132,7 @@ def build_flow(
 def load_flow_file(path: Path) -> FlowSpec:
     """Read a `kind: Flow` file (devlane's or Kardinal operator's), validated by its schema."""
     file = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise fail(f"cannot read flow file: {exc.strerror}", Where(file=file)) from None
-    raw = load_one(data, file)
+    raw = load_one(read_user_file(path), file)
     problems = schema_problems(raw, "flow.schema.json", file)
     if problems:
         raise DevlaneError(problems)
@@ -178,7 +176,7 @@ def substitute(text: str, args: dict[str, Any]) -> str:
 
 
 def load_template_args(path: Path) -> dict[str, Any]:
-    raw = load_one(path.read_bytes(), str(path))
+    raw = load_one(read_user_file(path), str(path))
     if not isinstance(raw, dict):
         raise fail("template arguments must be a mapping", Where(file=str(path)))
     return raw
@@ -193,10 +191,7 @@ def apply_template(documents: list[Document], template_file: str | None, args: d
     if template_file is None:
         return documents
     file = template_file
-    try:
-        data = Path(template_file).read_bytes()
-    except OSError as exc:
-        raise fail(f"cannot read template: {exc.strerror}", Where(file=file)) from None
+    data = read_user_file(template_file)
     overrides: dict[str, dict[str, str]] = {}
     for index, doc in enumerate(parse_documents(data, file)):
         if doc is None:
@@ -205,6 +200,9 @@ def apply_template(documents: list[Document], template_file: str | None, args: d
             raise fail(
                 "a template may only contain Service objects", Where(file=file, document=index), code="template"
             )
+        wrong = shapes.check(doc, Where(file=file, document=index))
+        if wrong is not None:
+            raise DevlaneError(wrong)
         meta = doc.get("metadata") or {}
         ann = {k: substitute(str(v), args) for k, v in (meta.get("annotations") or {}).items() if k.startswith(_K)}
         overrides[str(meta.get("name"))] = ann
@@ -213,7 +211,7 @@ def apply_template(documents: list[Document], template_file: str | None, args: d
         ann = overrides.get(doc.name) if doc.kind == "Service" else None
         if ann:
             obj = copy.deepcopy(doc.obj)
-            obj.setdefault("metadata", {}).setdefault("annotations", {}).update(ann)
+            obj["metadata"]["annotations"] = {**doc.annotations, **ann}
             doc = Document(obj, doc.file, doc.index)
         out.append(doc)
     return out

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from ..core.source import Source
+from ..core.files import InputLimit
+from ..core.source import Source, listed
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Diagnostics, Problem, Where
+from . import shapes
 from .config import CONFIG_FILE, RepoConfig, parse_config
 
 ALWAYS_EXCLUDED = (".git/**", ".github/**", ".devlane.yaml", ".devlane/**")
@@ -98,11 +102,30 @@ def read(source: Source, collect: bool = False) -> Loaded:
             raise
         problems += exc.problems
         config = RepoConfig()
-    excludes = [*config.exclude, f"{config.output.strip('/')}/**"]
-    documents, files, diags = load_documents(source, config.manifests, excludes)
+    documents, files, diags = load_documents(source, config.manifests, _excludes(config))
     if not collect:
         diags.raise_if_errors()
     return Loaded(source, config, config_bytes, documents, files, source.revision(), problems + diags.problems)
+
+
+def _excludes(config: RepoConfig) -> list[str]:
+    """What the config excludes from the manifests, its own output directory included."""
+    return [*config.exclude, f"{config.output.strip('/')}/**"]
+
+
+def read_back(root: Path, config: RepoConfig, directory: Path, names: list[str]) -> str | None:
+    """The first of `names` (files to be written under `directory`) that a later command would read from
+    the repository at `root` as a manifest; None when every one stays out of the inputs."""
+    try:
+        rel = Path(os.path.realpath(directory)).relative_to(os.path.realpath(root)).as_posix()
+    except ValueError:
+        return None  # outside the repository
+    excludes = list(ALWAYS_EXCLUDED) + _excludes(config)
+    for name in names:
+        path = name if rel == "." else f"{rel}/{name}"
+        if listed(path, config.manifests, excludes):
+            return path
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,6 +177,8 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str]) ->
             data = source.read(path)
             files[path] = hashlib.sha256(data).hexdigest()
             parsed = parse_documents(data, path)
+        except InputLimit:
+            raise  # over the total: every later file would be too
         except DevlaneError as exc:  # keep going: lint reports every broken file at once
             diags.problems += exc.problems
             continue
@@ -178,5 +203,10 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str]) ->
                     code="no-name",
                 )
                 continue
-            documents.append(Document(doc, path, index))
+            document = Document(doc, path, index)
+            wrong = shapes.check(doc, document.where())
+            if wrong is not None:
+                diags.problems.append(wrong)
+                continue
+            documents.append(document)
     return documents, files, diags

@@ -11,9 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-import yaml
-
-from ..errors import Diagnostics, Where
+from ..core.yamlio import parse_documents
+from ..errors import DevlaneError, Diagnostics, Where
 from ..host.manifest import SideEffects
 from .load import Document
 
@@ -54,13 +53,15 @@ def parse_plugin_definition(
 ) -> list[PluginDef]:
     where = doc.where()
     try:
-        # BaseLoader keeps every scalar as its literal text, as Kardinal's map[string]string decode does.
-        items = yaml.load(str(value), Loader=getattr(yaml, "CBaseLoader", yaml.BaseLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 1} of the annotation)" if mark else ""
-        diags.error(f"plugin definition is not valid YAML{line}", where, code="bad-plugin-definition")
+        # every scalar kept as its literal text, as Kardinal's map[string]string decode does
+        docs = parse_documents(str(value).encode(), "", plain=True)
+    except DevlaneError as exc:
+        problem = exc.problems[0]
+        line = f" (line {problem.where.line} of the annotation)" if problem.where.line else ""
+        diags.error(f"plugin definition is not valid YAML{line}: {problem.message.removeprefix('invalid YAML: ')}",
+                    where, code="bad-plugin-definition")
         return []
+    items = docs[0] if len(docs) == 1 else None
     if not isinstance(items, list):
         diags.error("plugin definition must be a YAML list of {name, type, servicename, args}", where,
                     code="bad-plugin-definition")

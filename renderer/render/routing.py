@@ -121,7 +121,7 @@ def _entry_copy(entry: Entry, flow_id: str, namespace: str | None) -> dict:
 
 def _ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Where, namespace: str | None) -> dict:
     obj = _entry_copy(entry, flow_id, entry.doc.namespace or None)
-    spec = obj.setdefault("spec", {})
+    spec = obj["spec"] = obj.get("spec") or {}
     rules = spec.get("rules") or []
     if not rules and spec.get("defaultBackend"):  # a catch-all Ingress becomes a host rule per flow
         rules = [{"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": spec.pop("defaultBackend")}]}}]
@@ -144,7 +144,7 @@ def _ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Whe
 def _httproute(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Where,
                namespace: str | None) -> dict:
     obj = _entry_copy(entry, flow_id, entry.doc.namespace or None)
-    spec = obj.setdefault("spec", {})
+    spec = obj["spec"] = obj.get("spec") or {}
     spec["hostnames"] = [hosts.get(h, where) for h in spec.get("hostnames") or [None]]
     for rule in spec.get("rules") or []:
         for ref in rule.get("backendRefs") or []:

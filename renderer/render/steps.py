@@ -25,10 +25,11 @@ from ..errors import DevlaneError, Problem, Where, fail
 from ..host.choose import Candidate, Choice, PluginUse
 from ..host.invoke import Invocation
 from ..host.plugin_host import PluginHost
+from . import shapes
 from .apply_plugins import Work
 from .clone import DevSet
 from .config import CONFIG_FILE, PipelineStep
-from .load import Document, Loaded
+from .load import Document, Loaded, is_kubernetes_object
 from .plan import Plan, PluginInstance
 from .plugin_policy import OutputPolicy
 
@@ -115,8 +116,21 @@ def pre_render(host: PluginHost, steps: list[PipelineStep], loaded: Loaded, flow
         choice = run.choice(step)
         new = run.guarded(step, lambda c=choice, s=step, o=objects: run.transform(c, s, o), objects)
         if new is not objects:
-            documents = [Document(obj, f"<pipeline {step.name}>", i) for i, obj in enumerate(new)]
+            documents = [_replaced(obj, step, i) for i, obj in enumerate(new)]
     return loaded.with_documents(documents), run.messages
+
+
+def _replaced(obj: object, step: PipelineStep, index: int) -> Document:
+    """An object a pre-render step returned, held to what the repository's own objects are (see `load`)."""
+    doc = Document(obj, f"<pipeline {step.name}>", index)  # type: ignore[arg-type]
+    if not is_kubernetes_object(obj) or not doc.name:
+        raise fail(f"pipeline step {step.name} returned item {index + 1}, which is not a Kubernetes object with "
+                   "apiVersion, kind and metadata.name", Where(file=CONFIG_FILE, plugin=step.name),
+                   code="pipeline-output")
+    wrong = shapes.check(doc.obj, Where(object=doc.ref, plugin=step.name))
+    if wrong is not None:
+        raise DevlaneError(wrong)
+    return doc
 
 
 def per_flow_work(host: PluginHost, steps: list[PipelineStep], plan: Plan, dev: DevSet) -> list[Work]:

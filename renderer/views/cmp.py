@@ -18,9 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from .. import api
+from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Problem
 from ..render.flow import FlowRequest
 
@@ -52,6 +51,9 @@ def parameters(env: Mapping[str, str]) -> dict[str, object]:
             items = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise DevlaneError(Problem(f"ARGOCD_APP_PARAMETERS is not JSON: {exc}")) from None
+        except RecursionError:  # Python's JSON decoder recurses once per level
+            raise DevlaneError(Problem("ARGOCD_APP_PARAMETERS is nested too deeply",
+                                       hint="pass a flat list of {name, string|array|map}")) from None
         if not isinstance(items, list):
             raise DevlaneError(Problem("ARGOCD_APP_PARAMETERS must be a JSON list of {name, string|array|map}"))
         out: dict[str, object] = {}
@@ -141,8 +143,8 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
     result = api.render(api.Options(repo=app_dir, timeout=req.timeout), flow)
     stream = result.stream()
     try:
-        objects = [d for d in yaml.safe_load_all(stream) if d]
-    except yaml.YAMLError as exc:  # a bug: never hand Argo CD a stream it cannot split
+        objects = [d for d in parse_documents(stream.encode(), "the rendered stream") if d]
+    except DevlaneError as exc:  # a bug: never hand Argo CD a stream it cannot split
         raise DevlaneError(Problem(f"the rendered stream is not valid YAML: {exc}")) from None
     if not objects:
         raise DevlaneError(Problem(f"flow {req.flow_id} rendered no objects; refusing an empty result, which "

@@ -146,24 +146,28 @@ def print_terminal(view: View, out) -> None:
 
     tree = Tree(f"flow [bold]{escape(view.flow_id)}[/] (routing {escape(view.routing)})")
 
-    def add(node, name: str, seen: frozenset) -> None:
-        branch = node.add(label(name))
-        for p in plugins_of.get(name, []):
-            leaf = branch.add(f"plugin {escape(p['instance'])}: {escape(p['plugin'])} ({escape(p['runtime'])})")
-            for act in p["actions"]:
-                leaf.add(escape(act))
-        for child in children.get(name, []):
-            if child not in seen:
-                add(branch, child, seen | {child})
+    def add(node, name: str) -> None:
+        """`name` and what it calls under `node`, each path stopping where it would repeat itself (a cycle);
+        an explicit stack, so a dependency chain of any length is fine."""
+        stack = [(node, name, frozenset({name}))]
+        while stack:
+            parent, current, seen = stack.pop()
+            branch = parent.add(label(current))
+            for p in plugins_of.get(current, []):
+                leaf = branch.add(f"plugin {escape(p['instance'])}: {escape(p['plugin'])} ({escape(p['runtime'])})")
+                for act in p["actions"]:
+                    leaf.add(escape(act))
+            stack.extend((branch, child, seen | {child}) for child in reversed(children.get(current, []))
+                         if child not in seen)
 
     for root in _roots(view):
         if root.startswith(ENTRY):
             e = next(e for e in view.entries if ENTRY + e["name"] == root)
             node = tree.add(f"entry {escape(e['kind'])}/{escape(e['name'])} {escape(' '.join(e['urls']))}")
             for child in children.get(root, []):
-                add(node, child, frozenset({child}))
+                add(node, child)
         else:
-            add(tree, root, frozenset({root}))
+            add(tree, root)
     out.print(tree)
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import yaml
 
 from ..api import RenderResult
+from ..core.files import read_user_file
+from ..core.yamlio import parse_documents
 from ..errors import Problem, UsageError, Where
 from ..render.load import Document
 
@@ -35,7 +37,7 @@ def crd_schemas(documents: list[Document], crd_dirs: list[Path]) -> dict[tuple[s
             raise UsageError(Problem(f"--crds {directory}: not a directory",
                                      hint="point --crds at a directory of CustomResourceDefinition YAML files"))
         for f in sorted(Path(directory).rglob("*.y*ml")):
-            objects += [o for o in yaml.load_all(f.read_bytes(), Loader=yaml.CSafeLoader) if isinstance(o, dict)]
+            objects += [o for o in parse_documents(read_user_file(f), str(f)) if isinstance(o, dict)]
     out = {}
     for obj in objects:
         if obj.get("kind") != "CustomResourceDefinition":

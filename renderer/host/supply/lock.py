@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from ...core.files import write_atomic
+from ...core.yamlio import parse_documents
 from ...errors import DevlaneError, Problem, UsageError, Where, fail
 from . import cache
 from .gitspec import GitSpec
@@ -84,10 +85,14 @@ def parse_lock(data: bytes | None, file: str = LOCK_FILE) -> Lock:
     if data is None:
         return Lock()
     try:
-        raw = yaml.safe_load(data) if data.strip() else {}
-    except yaml.YAMLError as exc:
-        raise _lock_error(f"not valid YAML: {exc}", file) from None
-    raw = raw or {}
+        docs = [d for d in parse_documents(data, file) if d is not None]  # bounded, duplicate keys refused
+    except DevlaneError as exc:
+        problem = exc.problems[0]
+        line = f" (line {problem.where.line})" if problem.where.line else ""
+        raise _lock_error(f"not valid YAML{line}: {problem.message.removeprefix('invalid YAML: ')}", file) from None
+    if len(docs) > 1:
+        raise _lock_error("expected one YAML document", file)
+    raw = docs[0] if docs else {}
     if not isinstance(raw, dict):
         raise _lock_error("the lock must be a mapping", file)
     if raw.get("apiVersion", API_VERSION) != API_VERSION or raw.get("kind", KIND) != KIND:
