@@ -1,15 +1,15 @@
 """A plugin's reply, parsed within limits: the bytes are untrusted, like every input devlane reads.
 
-- A YAML reply is first read as libyaml events (an iterative parser) to bound its nesting depth, its
-  size after alias expansion (nodes and bytes) and to refuse duplicate mapping keys, *before* the
-  recursive composer sees it: an alias bomb or a 100,000-deep reply is one clear error, never a
-  segfault, a `RecursionError` or gigabytes of copies later on.
+- A YAML reply is parsed exactly as an input file is (`core.yamlio.parse_documents`, bounded by
+  `core.yamlbounds` before the C parser sees it: depth, node count after alias expansion, duplicate
+  keys): an alias bomb or a 100,000-deep reply is one clear error, never a segfault, a
+  `RecursionError` or gigabytes of copies later on.
 - A JSON reply (what the SDKs write) goes to the C decoder, whose recursion is guarded; its duplicate
   keys are refused too; the tree is then walked once, iteratively, for depth, node count and string size.
 - `object_bytes` measures one returned object as it will be written, for the per-object limit.
 
 The whole reply is already capped at `MAX_MESSAGE_BYTES` by every transport. These limits are the
-reply's counterpart of the input limits of `core.yamlio` (to be unified with them).
+reply's own additions to the input limits (field, object and object-count sizes).
 """
 
 from __future__ import annotations
@@ -17,19 +17,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import yaml
-
+from ..core.yamlbounds import MAX_DEPTH, MAX_NODES
+from ..core.yamlio import parse_documents
+from ..errors import DevlaneError
 from ..protocol.krm import MAX_MESSAGE_BYTES
 
-MAX_DEPTH = 200  # nested mappings and lists; Kubernetes objects stay far below
-MAX_NODES = 1_000_000  # nodes after alias expansion
 MAX_FIELD_BYTES = 1024 * 1024  # one string (key or value): a ConfigMap's whole data may not exceed 1 MiB
 MAX_OBJECT_BYTES = 3 * 512 * 1024  # one returned object, as JSON: 1.5 MiB, the largest object etcd stores
 MAX_NEW_OBJECTS = 1000  # objects one reply may add
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_RESOLVER = yaml.resolver.Resolver()
-_MERGE = "tag:yaml.org,2002:merge"
 _DEPTH_HINT = f"return objects nested at most {MAX_DEPTH} levels"
 
 
@@ -58,12 +54,18 @@ def load_reply(data: bytes) -> Any:
         except json.JSONDecodeError:
             pass
     try:
-        _scan_yaml(data)
-        doc = yaml.load(data, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        raise ValueError(str(exc)) from None
-    check_tree(doc)
-    return doc
+        docs = parse_documents(data, "the reply")  # the same bounds as every input file, before the C parser
+    except DevlaneError as exc:
+        p = exc.problems[0]
+        if p.code == "yaml" and p.message.startswith("invalid YAML"):
+            raise ValueError(p.message.removeprefix("invalid YAML: ") + (f" (line {p.where.line})" if p.where.line
+                                                                        else "")) from None
+        raise ReplyLimit("is refused: " + p.message + (f" (line {p.where.line})" if p.where.line else ""),
+                         p.hint or "") from None
+    if len(docs) != 1:
+        raise ValueError(f"one document expected, found {len(docs)}")
+    check_tree(docs[0])
+    return docs[0]
 
 
 def load_json(text: str) -> Any:
@@ -88,70 +90,9 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
-class _Frame:
-    """One open mapping or list while scanning YAML events: its expanded size so far, and its keys."""
-
-    __slots__ = ("anchor", "at_key", "keys", "nodes", "size")
-
-    def __init__(self, anchor: str | None, mapping: bool):
-        self.nodes, self.size, self.anchor = 1, 0, anchor
-        self.keys: set | None = set() if mapping else None
-        self.at_key = mapping
-
-
-def _scan_yaml(data: bytes) -> None:
-    """Depth, expanded size and duplicate keys from the event stream (no tree is built)."""
-    frames: list[_Frame] = []
-    anchors: dict[str, tuple[int, int]] = {}
-    total = [0, 0]
-
-    def add(nodes: int, size: int, line: int) -> None:
-        target = frames[-1] if frames else None
-        if target is None:
-            total[0] += nodes
-            total[1] += size
-            counted = total
-        else:
-            target.nodes += nodes
-            target.size += size
-            if target.keys is not None:
-                target.at_key = not target.at_key
-            counted = [target.nodes, target.size]
-        if counted[0] > MAX_NODES or counted[1] > MAX_MESSAGE_BYTES:
-            raise ReplyLimit(f"expands past {MAX_NODES:,} nodes or {MAX_MESSAGE_BYTES // 2**20} MiB through "
-                             f"YAML aliases (line {line}; an alias bomb?)",
-                             "return plain data, without repeated aliases")
-
-    for event in yaml.parse(data, Loader=_Loader):
-        line = event.start_mark.line + 1 if event.start_mark else 0
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            if len(frames) >= MAX_DEPTH:
-                raise ReplyLimit(f"is nested more than {MAX_DEPTH} levels deep (line {line})", _DEPTH_HINT)
-            frames.append(_Frame(event.anchor, isinstance(event, yaml.MappingStartEvent)))
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            frame = frames.pop()
-            if frame.anchor:
-                anchors[frame.anchor] = (frame.nodes, frame.size)
-            add(frame.nodes, frame.size, line)
-        elif isinstance(event, yaml.ScalarEvent):
-            parent = frames[-1] if frames else None
-            if parent is not None and parent.keys is not None and parent.at_key:
-                tag = event.tag or _RESOLVER.resolve(yaml.ScalarNode, event.value, event.implicit)
-                if tag != _MERGE:
-                    if (tag, event.value) in parent.keys:
-                        raise ReplyLimit(f"repeats the key {event.value!r} in one mapping (line {line})",
-                                         "write each key once (kubectl refuses duplicate keys)")
-                    parent.keys.add((tag, event.value))
-            if event.anchor:
-                anchors[event.anchor] = (1, len(event.value))
-            add(1, len(event.value), line)
-        elif isinstance(event, yaml.AliasEvent):
-            add(*anchors.get(event.anchor, (1, 0)), line)
-
-
 def check_tree(doc: Any) -> None:
     """Depth, node count and string sizes of parsed data, walked iteratively (shared nodes counted each time)."""
-    nodes = 0
+    nodes = text = 0
     stack: list[tuple[Any, int, tuple | None]] = [(doc, 0, None)]  # (value, depth, path as (parent, key))
     while stack:
         value, depth, path = stack.pop()
@@ -159,6 +100,10 @@ def check_tree(doc: Any) -> None:
         if nodes > MAX_NODES:
             raise ReplyLimit(f"holds more than {MAX_NODES:,} values", "return fewer or smaller objects")
         if isinstance(value, str):
+            text += len(value)
+            if text > MAX_MESSAGE_BYTES:  # only aliases repeating one long string get here (the reply is capped)
+                raise ReplyLimit(f"expands past {MAX_MESSAGE_BYTES // 2**20} MiB of text through YAML aliases",
+                                 "return plain data, without repeated aliases")
             if len(value) > MAX_FIELD_BYTES // 4 and len(value.encode("utf-8")) > MAX_FIELD_BYTES:
                 raise ReplyLimit(f"has a field of {len(value.encode('utf-8')):,} bytes at {path_text(path)}, more "
                                  f"than the {MAX_FIELD_BYTES // 1024:,} KiB a field may hold",
