@@ -99,8 +99,7 @@ class WorktreeSource:
                            hint=_LINK_HINT) from None
             raise fail(f"cannot read: {exc.strerror}", Where(file=path)) from None
         if os.path.commonpath([real, self._real_root]) != self._real_root:
-            raise fail(f"symlink points outside the repository, to {real}", Where(file=path),
-                       hint=_LINK_HINT) from None
+            raise fail(f"symlink points outside the repository, to {real}", Where(file=path), hint=_LINK_HINT)
         return real
 
     def exists(self, path: str) -> bool:

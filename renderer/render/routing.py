@@ -67,15 +67,15 @@ class HostMap:
         self.used: set[str] = set()
 
     def get(self, host: str | None, where: Where) -> str:
-        key = host or ""
+        key = "" if host is None else str(host)  # an annotation's host may be a YAML number
         if key in self.assigned:
             return self.assigned[key]
-        new = flow_host(host, self.flow_id, self.domain)
+        new = flow_host(key or None, self.flow_id, self.domain)
         if new is None:
             raise fail("entry has no host, so the flow host cannot be derived", where,
                        hint="set `domain:` in .devlane.yaml (flows get <flowId>.<domain>)", code="no-domain")
         if new in self.used:  # two entry hosts on one domain: keep them apart
-            first = (host or "default").split(".")[0].lstrip("*") or "default"
+            first = (key or "default").split(".")[0].lstrip("*") or "default"
             new = new.replace(f"{self.flow_id}.", f"{self.flow_id}-{first}.", 1)
         self.assigned[key] = new
         self.used.add(new)
