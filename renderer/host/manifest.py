@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from ..core.files import read_regular
 from ..core.schemas import schema_problems
 from ..core.yamlio import load_one
 from ..errors import DevlaneError, Problem, Where
@@ -86,8 +87,8 @@ class Manifest:
 
 def _defined_functions(main_py: Path) -> list[str]:
     try:
-        tree = ast.parse(main_py.read_bytes(), filename=str(main_py))
-    except (SyntaxError, ValueError):
+        tree = ast.parse(read_regular(main_py), filename=str(main_py))
+    except (SyntaxError, ValueError, DevlaneError):
         return ["create_flow", "delete_flow"]  # the import error is reported when it is called
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
@@ -105,7 +106,7 @@ def load_manifest(path: Path, name: str) -> Manifest:
     if not file.is_file():
         return _synthesize(path, name)
     where = Where(file=str(file), plugin=name)
-    raw = load_one(file.read_bytes(), str(file))
+    raw = load_one(read_regular(file), str(file))
     if not isinstance(raw, dict):
         raise DevlaneError(Problem("plugin.yaml must be a mapping (apiVersion, kind, metadata, spec)", where,
                                    "see schemas/plugin.schema.json", code="plugin-manifest"))
