@@ -233,6 +233,26 @@ class GitRefSource:
     def revision(self) -> str | None:
         return self.commit.hexsha
 
+    def write_tree(self, dest: Path) -> None:
+        """Write the whole repository at this ref into `dest` (not only the directory rendered: an overlay's
+        bases live beside it), for tools that build from a directory (kustomize, helm). Symlinks are kept
+        when they stay inside the repository, and every byte counts against the same total as `read`."""
+        for item in self.commit.tree.traverse():
+            if item.type != "blob":
+                continue
+            target = dest / item.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            kind = item.mode & 0o170000
+            if kind == 0o120000:
+                link = item.data_stream.read(4096).decode("utf-8", "replace")
+                resolved = posixpath.normpath(posixpath.join(posixpath.dirname(item.path), link))
+                if not posixpath.isabs(link) and resolved != ".." and not resolved.startswith("../"):
+                    os.symlink(link, target)
+            elif kind == 0o100000:
+                if item.size > files.MAX_FILE_BYTES:
+                    continue  # the tool reports a missing file if the input needs it
+                target.write_bytes(self._budget.take(f":{item.path}", item.data_stream.read()))
+
     def export(self, directory: str, dest: Path) -> bool:
         """Write the files under `directory` at this ref into `dest`; False if there are none."""
         prefix = directory.strip("/") + "/"

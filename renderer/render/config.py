@@ -33,8 +33,53 @@ class PluginAllow:
         return PluginAllow(self.allow | other.allow, self.kinds + other.kinds, self.namespaces + other.namespaces)
 
 
+InputKind = Literal["path", "kustomize", "helm"]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One entry of `inputs:`: plain YAML globs, a kustomization directory, or a Helm chart and its options."""
+
+    kind: InputKind
+    path: str = ""  # the kustomization or chart directory (not for kind path)
+    globs: tuple[str, ...] = ()  # kind path
+    values: tuple[str, ...] = ()
+    set: tuple[tuple[str, str], ...] = ()
+    release_name: str = ""
+    namespace: str | None = None
+    kube_version: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How errors and documents name this input."""
+        if self.kind == "path":
+            return ", ".join(self.globs)
+        return f"{self.path.rstrip('/') or '.'} ({'kustomize build' if self.kind == 'kustomize' else 'helm template'})"
+
+
+def _inputs(raw: list[dict] | None) -> tuple[InputSpec, ...]:
+    out = []
+    for item in raw or []:
+        if "path" in item:
+            globs = item["path"] if isinstance(item["path"], list) else [item["path"]]
+            out.append(InputSpec("path", globs=tuple(globs)))
+        elif "kustomize" in item:
+            out.append(InputSpec("kustomize", path=item["kustomize"].strip("/") or "."))
+        else:
+            out.append(InputSpec("helm", path=item["helm"].strip("/") or ".", values=tuple(item.get("values") or ()),
+                                 set=tuple((str(k), _set_text(v)) for k, v in (item.get("set") or {}).items()),
+                                 release_name=item.get("releaseName", ""), namespace=item.get("namespace"),
+                                 kube_version=item.get("kubeVersion")))
+    return tuple(out)
+
+
+def _set_text(value: object) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 @dataclass(frozen=True)
 class RepoConfig:
+    inputs: tuple[InputSpec, ...] = ()  # empty: detected at the root (`render.build.detect`)
     manifests: list[str] = field(default_factory=lambda: list(DEFAULT_MANIFESTS))
     exclude: list[str] = field(default_factory=list)
     routing: Routing = "none"
@@ -77,7 +122,8 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
         raise DevlaneError(problems)
     plugins = raw.get("plugins") or {}
     policy = raw.get("policy") or {}
-    return RepoConfig(manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS), exclude=list(raw.get("exclude") or []),
+    return RepoConfig(inputs=_inputs(raw.get("inputs")), manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS),
+                      exclude=list(raw.get("exclude") or []),
                       routing=raw.get("routing", "none"), domain=raw.get("domain"), namespace=raw.get("namespace"),
                       output=raw.get("output", "rendered"), replicas=raw.get("replicas", 1),
                       plugin_sources=dict(plugins.get("sources") or {}), plugin_timeout=plugins.get("timeoutSeconds"),

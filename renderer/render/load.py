@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,12 @@ from ..core.files import InputLimit
 from ..core.source import Source, listed
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Diagnostics, Problem, Where
-from . import shapes
-from .config import CONFIG_FILE, RepoConfig, parse_config
+from ..host.confine import temp_prefix
+from . import build, shapes
+from .config import CONFIG_FILE, InputSpec, RepoConfig, parse_config
 
-ALWAYS_EXCLUDED = (".git/**", ".github/**", ".devlane.yaml", ".devlane/**")
+_ALWAYS_EXCLUDED_DIRS = (".git/**", ".github/**", ".devlane/**")
+ALWAYS_EXCLUDED = (*_ALWAYS_EXCLUDED_DIRS, ".devlane.yaml", "**/.devlane.yaml")  # config is never a manifest
 _KUSTOMIZE_GROUP = "kustomize.config.k8s.io"
 
 
@@ -92,7 +95,7 @@ class Loaded:
 
 
 def read(source: Source, collect: bool = False) -> Loaded:
-    """Read `.devlane.yaml` and parse every manifest file of `source`."""
+    """Read `.devlane.yaml` and every input of `source`: plain YAML parsed, kustomize and Helm inputs built."""
     config_bytes = source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None
     problems: list[Problem] = []
     try:
@@ -102,10 +105,49 @@ def read(source: Source, collect: bool = False) -> Loaded:
             raise
         problems += exc.problems
         config = RepoConfig()
-    documents, files, diags = load_documents(source, config.manifests, _excludes(config))
+    inputs = config.inputs or build.detect(source) or (InputSpec("path", globs=tuple(config.manifests)),)
+    documents: list[Document] = []
+    files: dict[str, str] = {}
+    diags = Diagnostics()
+    plain = [spec for spec in inputs if spec.kind == "path"]
+    for spec in plain:
+        more, more_files, more_diags = load_documents(source, list(spec.globs), _excludes(config))
+        documents += more
+        files.update(more_files)
+        diags.problems += more_diags.problems
+    built = [spec for spec in inputs if spec.kind != "path"]
+    if built:
+        _read_built(source, built, documents, files, diags, collect)
     if not collect:
         diags.raise_if_errors()
     return Loaded(source, config, config_bytes, documents, files, source.revision(), problems + diags.problems)
+
+
+def _read_built(source: Source, specs: list[InputSpec], documents: list[Document], files: dict[str, str],
+                diags: Diagnostics, collect: bool) -> None:
+    """Build each kustomize or Helm input (from a copy of the ref's tree with `--ref`) and parse its objects."""
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("devlane-build-")) as tmp:
+        tree, base = build.materialize(source, Path(tmp))
+        for spec in specs:
+            try:
+                parts = build.build(spec, tree, base)
+            except DevlaneError as exc:
+                if not collect:
+                    raise
+                diags.problems += exc.problems
+                continue
+            files[spec.label] = hashlib.sha256(b"".join(text for _, text in parts)).hexdigest()
+            counts: dict[str, int] = {}
+            for origin, text in parts:
+                index = counts.get(origin, 0)
+                counts[origin] = index + 1
+                try:
+                    parsed = parse_documents(text, origin)
+                except DevlaneError as exc:
+                    diags.problems += exc.problems
+                    continue
+                for doc in parsed:
+                    _add(doc, origin, index, documents, diags)
 
 
 def _excludes(config: RepoConfig) -> list[str]:
@@ -163,12 +205,66 @@ def load_documents(source: Source, includes: list[str], excludes: list[str]) -> 
             gc.enable()
 
 
+def _outside_other_inputs(source: Source, paths: list[str], excludes: list[str], diags: Diagnostics) -> list[str]:
+    """`paths` without the files of kustomize and Helm inputs and of nested apps (said once, with the fix)."""
+    skip = build.marker_dirs(source, list(_ALWAYS_EXCLUDED_DIRS) + excludes)
+    if not skip:
+        return paths
+    kept, skipped = [], set()
+    for path in paths:
+        inside = next((d for d in skip if path.startswith(d)), None)
+        if inside is None:
+            kept.append(path)
+        else:
+            skipped.add(inside)
+    if skipped:
+        shown = sorted(skipped)
+        more = f" and {len(shown) - 5} more" if len(shown) > 5 else ""
+        diags.warn(f"skipped {len(shown)} plain-YAML director{'y' if len(shown) == 1 else 'ies'} (kustomize or Helm "
+                   f"inputs, or apps with their own .devlane.yaml): {', '.join(shown[:5])}{more}",
+                   Where(file=".devlane.yaml"),
+                   hint="to model them, list them under `inputs:` in .devlane.yaml ({kustomize: DIR} or {helm: DIR}), "
+                        "or render the app's own directory", code="skipped-inputs")
+    return kept
+
+
+def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diagnostics) -> None:
+    """One parsed document: kept when it is a named Kubernetes object of the right shape, else a warning."""
+    if doc is None:
+        return
+    if not is_kubernetes_object(doc):
+        diags.warn(
+            "document is not a Kubernetes object (no apiVersion/kind); skipped",
+            Where(file=path, document=index),
+            hint="exclude non-manifest YAML with `exclude:` in .devlane.yaml",
+            code="not-an-object",
+        )
+        return
+    if str(doc["apiVersion"]).startswith(_KUSTOMIZE_GROUP):
+        return  # kustomization files describe builds, not objects
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        diags.warn(
+            f"{doc['kind']} has no metadata.name; skipped",
+            Where(file=path, document=index),
+            code="no-name",
+        )
+        return
+    document = Document(doc, path, index)
+    wrong = shapes.check(doc, document.where())
+    if wrong is not None:
+        diags.problems.append(wrong)
+        return
+    documents.append(document)
+
+
 def _load_documents(source: Source, includes: list[str], excludes: list[str]) -> tuple[list[Document],
                                                                                     dict[str, str], Diagnostics]:
     diags = Diagnostics()
     documents: list[Document] = []
     files: dict[str, str] = {}
     paths = source.list_files(includes, list(ALWAYS_EXCLUDED) + excludes)
+    paths = _outside_other_inputs(source, paths, excludes, diags)
     plugin_dirs = _plugin_dirs(source, paths)
     for path in paths:
         if any(path.startswith(d) for d in plugin_dirs):
@@ -183,30 +279,5 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str]) ->
             diags.problems += exc.problems
             continue
         for index, doc in enumerate(parsed):
-            if doc is None:
-                continue
-            if not is_kubernetes_object(doc):
-                diags.warn(
-                    "document is not a Kubernetes object (no apiVersion/kind); skipped",
-                    Where(file=path, document=index),
-                    hint="exclude non-manifest YAML with `exclude:` in .devlane.yaml",
-                    code="not-an-object",
-                )
-                continue
-            if str(doc["apiVersion"]).startswith(_KUSTOMIZE_GROUP):
-                continue  # kustomization files describe builds, not objects
-            meta = doc.get("metadata")
-            if not isinstance(meta, dict) or not meta.get("name"):
-                diags.warn(
-                    f"{doc['kind']} has no metadata.name; skipped",
-                    Where(file=path, document=index),
-                    code="no-name",
-                )
-                continue
-            document = Document(doc, path, index)
-            wrong = shapes.check(doc, document.where())
-            if wrong is not None:
-                diags.problems.append(wrong)
-                continue
-            documents.append(document)
+            _add(doc, path, index, documents, diags)
     return documents, files, diags

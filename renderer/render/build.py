@@ -1,0 +1,225 @@
+"""Built inputs: kustomize directories and Helm charts, built by the real tools, offline, in the sandbox.
+
+devlane models what Argo CD or Flux would apply, so a kustomization is built with `kustomize build`
+(or `kubectl kustomize`) and a chart with `helm template`, never read as raw files: final names,
+namespaces, labels and generated ConfigMap/Secret names come from the tool. The tools run in the
+plugin sandbox (`host.confine`: no network, read-only filesystem, hidden credentials), since the
+kustomization or chart comes from the pull request too. The commands are the operator's choice
+(`$DEVLANE_KUSTOMIZE`, `$DEVLANE_HELM`), never the repository's.
+
+A `--ref` render builds the tree at the ref, written from git objects into a temporary directory
+(`materialize`); the work tree is built in place.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import shlex
+import shutil
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
+
+from ..core.files import read_regular
+from ..core.source import Source, WorktreeSource
+from ..core.yamlio import load_one
+from ..errors import DevlaneError, Where, fail
+from ..host import process
+from .config import InputSpec
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+CHART_FILE = "Chart.yaml"
+BUILD_TIMEOUT = 300.0
+KUSTOMIZE_ENV, HELM_ENV = "DEVLANE_KUSTOMIZE", "DEVLANE_HELM"
+# Entries that kustomize fetches over the network: URLs, scp-like git addresses, hosted-git shorthands.
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://|git@|(?:github|gitlab)\.com/|bitbucket\.org/)|[?&]ref=|\.git(?:/|$)")
+_SOURCE = re.compile(r"^# Source: (.+)$", re.M)
+_DOC_SPLIT = re.compile(r"^---[ \t]*(?:#.*)?$", re.M)
+
+
+def detect(source: Source) -> tuple[InputSpec, ...]:
+    """What the root given is, without config: a kustomization, a chart, or () for plain YAML."""
+    if any(source.exists(f) for f in KUSTOMIZATION_FILES):
+        return (InputSpec("kustomize", path="."),)
+    if source.exists(CHART_FILE):
+        return (InputSpec("helm", path="."),)
+    return ()
+
+
+def marker_dirs(source: Source, excludes: list[str]) -> list[str]:
+    """Sub-directories (`dir/`) a plain-YAML scan must leave alone: kustomize and Helm inputs (their files are
+    not objects until built) and nested apps with their own `.devlane.yaml`."""
+    markers = [f"**/{name}" for name in (*KUSTOMIZATION_FILES, CHART_FILE, ".devlane.yaml")]
+    dirs = {path.rpartition("/")[0] for path in source.list_files(markers, excludes)}
+    return sorted(f"{d}/" for d in dirs if d)
+
+
+# --------------------------------------------------------------------------------------------------
+# Tools
+
+
+def _tool(env: str, candidates: list[list[str]], spec: InputSpec, install: str) -> list[str]:
+    chosen = os.environ.get(env, "").strip()
+    if chosen:
+        argv = shlex.split(chosen)
+        if shutil.which(argv[0]):
+            return argv
+        raise fail(f"${env} names {argv[0]!r}, which is not installed", Where(file=spec.path),
+                   hint=f"fix ${env}, or unset it to use {' or '.join(' '.join(c) for c in candidates)}")
+    for argv in candidates:
+        if shutil.which(argv[0]):
+            return list(argv)
+    raise fail(f"{spec.label}: no {' or '.join(c[0] for c in candidates)} to build this input with",
+               Where(file=spec.path), hint=f"{install}, or set ${env} to the command", code="build-tool")
+
+
+def kustomize_command(spec: InputSpec) -> list[str]:
+    return _tool(KUSTOMIZE_ENV, [["kustomize", "build"], ["kubectl", "kustomize"]], spec,
+                 "install kubectl (it includes kustomize: https://kubernetes.io/docs/tasks/tools/) or kustomize")
+
+
+def helm_command(spec: InputSpec) -> list[str]:
+    return _tool(HELM_ENV, [["helm", "template"]], spec, "install Helm 3 (https://helm.sh/docs/intro/install/)")
+
+
+# --------------------------------------------------------------------------------------------------
+# Checks before building
+
+
+def remote_bases(tree: Path, directory: str) -> list[tuple[str, str]]:
+    """(kustomization file, entry) of every remote resource, base or component reachable from `directory`."""
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    stack = [PurePosixPath(directory)]
+    while stack:
+        rel = stack.pop()
+        key = os.path.normpath(rel.as_posix())
+        if key in seen or key.startswith(".."):
+            continue
+        seen.add(key)
+        kfile = next((rel / n for n in KUSTOMIZATION_FILES if (tree / rel / n).is_file()), None)
+        if kfile is None:
+            continue
+        try:
+            doc = load_one(read_regular(tree / kfile, kfile.as_posix()), kfile.as_posix())
+        except DevlaneError:
+            continue  # the build reports it, naming the file
+        if not isinstance(doc, dict):
+            continue
+        for field in ("resources", "bases", "components"):
+            entries = doc.get(field)
+            for entry in entries if isinstance(entries, list) else []:
+                if not isinstance(entry, str):
+                    continue
+                if _REMOTE.search(entry):
+                    found.append((kfile.as_posix(), entry))
+                elif (tree / rel / entry).is_dir():
+                    stack.append(PurePosixPath(os.path.normpath((rel / entry).as_posix())))
+    return found
+
+
+# --------------------------------------------------------------------------------------------------
+# Building
+
+
+def build(spec: InputSpec, tree: Path, base: str = "") -> list[tuple[str, bytes]]:
+    """The objects of one built input as (where they came from, YAML text of one document), in order.
+
+    `tree` is the whole repository (bases and charts may sit beside the directory rendered) and `base`
+    the rendered directory inside it; input paths are relative to `base`."""
+    if base:
+        spec = replace(spec, path=posixpath.normpath(posixpath.join(base, spec.path)),
+                       values=tuple(posixpath.normpath(posixpath.join(base, v)) for v in spec.values))
+    if not (tree / spec.path).is_dir():
+        raise fail(f"{spec.label}: {spec.path} is not a directory of the repository", Where(file=".devlane.yaml"),
+                   hint="fix the path under `inputs:` (relative to the repository root)", code="build-input")
+    if spec.kind == "kustomize":
+        return _kustomize(spec, tree)
+    return _helm(spec, tree)
+
+
+def _kustomize(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:
+    if not any((tree / spec.path / n).is_file() for n in KUSTOMIZATION_FILES):
+        raise fail(f"{spec.label}: no kustomization.yaml in {spec.path}", Where(file=spec.path),
+                   hint="point `kustomize:` at a directory holding a kustomization", code="build-input")
+    remote = remote_bases(tree, spec.path)
+    if remote:
+        kfile, entry = remote[0]
+        raise fail(f"{spec.label}: remote base {entry!r} (in {kfile}): devlane renders offline and never fetches",
+                   Where(file=kfile), hint="vendor the base into the repository and point at its directory, or "
+                   "list its objects' annotations in .devlane.yaml", code="build-remote")
+    out = _run([*kustomize_command(spec), str(tree / spec.path)], tree, spec)
+    return [(spec.label, doc) for doc in _documents(out)]
+
+
+def _helm(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:
+    chart = tree / spec.path
+    if not (chart / CHART_FILE).is_file():
+        raise fail(f"{spec.label}: no Chart.yaml in {spec.path}", Where(file=spec.path),
+                   hint="point `helm:` at a chart directory", code="build-input")
+    release = spec.release_name or (Path(spec.path).name if spec.path != "." else "release").lower()
+    argv = [*helm_command(spec), release, str(chart), "--include-crds"]
+    if spec.namespace:
+        argv += ["--namespace", spec.namespace]
+    if spec.kube_version:
+        argv += ["--kube-version", spec.kube_version]
+    for values in spec.values:
+        if not (tree / values).is_file():
+            raise fail(f"{spec.label}: values file {values} does not exist", Where(file=".devlane.yaml"),
+                       hint="fix `values:` (paths are relative to the repository root)", code="build-input")
+        argv += ["--values", str(tree / values)]
+    for key, value in spec.set:
+        argv += ["--set", f"{key}={value}"]
+    out = _run(argv, tree, spec)
+    prefix = PurePosixPath(spec.path).parent.as_posix()
+    docs = []
+    for text in _DOC_SPLIT.split(out.decode("utf-8", "replace")):
+        m = _SOURCE.search(text)
+        if m is None and not text.strip():
+            continue
+        origin = m.group(1).strip() if m else spec.label
+        docs.append((f"{prefix}/{origin}" if m and prefix != "." else origin, text.encode("utf-8")))
+    return docs
+
+
+def _documents(out: bytes) -> list[bytes]:
+    return [t.encode("utf-8") for t in _DOC_SPLIT.split(out.decode("utf-8", "replace")) if t.strip()]
+
+
+_MISSING_DEPENDENCY = re.compile(r"found in (?:Chart|requirements)\.yaml, but missing in charts/ directory: (.+)")
+
+
+def _run(argv: list[str], tree: Path, spec: InputSpec) -> bytes:
+    """Run a build tool in the sandbox (no network, the repository read-only); its error names the input."""
+    try:
+        done = process.spawn(argv, b"", BUILD_TIMEOUT, readable=[str(tree)], limit=256 * 1024 * 1024)
+    except OSError as exc:
+        raise fail(f"{spec.label}: could not run {argv[0]}: {exc.strerror}", Where(file=spec.path),
+                   code="build-tool") from None
+    if done.returncode == 0 and not done.timed_out:
+        return done.stdout
+    text = done.stderr.strip().replace(str(tree) + "/", "")
+    lines = [line for line in text.splitlines() if line.strip()][-8:]
+    hint = "fix the input so that the tool builds it (the message above is the tool's own)"
+    missing = _MISSING_DEPENDENCY.search(text)
+    if missing:
+        hint = (f"vendor the chart's dependencies: helm dependency build {spec.path}, and commit its charts/ "
+                "directory (devlane never downloads during render)")
+    elif done.timed_out:
+        lines.append(f"timed out after {BUILD_TIMEOUT:g} s")
+    what = " ".join(argv[:2])
+    raise fail(f"{spec.label}: {what} failed:\n  " + "\n  ".join(lines or [f"exit status {done.returncode}"]),
+               Where(file=spec.path), hint=hint, code="build-failed")
+
+
+def materialize(source: Source, dest: Path) -> tuple[Path, str]:
+    """(the repository's directory, the rendered directory inside it): the work tree's enclosing git
+    repository (or the directory itself outside git), or the ref's whole tree written into `dest`."""
+    if isinstance(source, WorktreeSource):
+        root = Path(os.path.realpath(source.root))
+        top = next((d for d in (root, *root.parents) if (d / ".git").exists()), root)
+        rel = root.relative_to(top).as_posix()
+        return top, "" if rel == "." else rel
+    source.write_tree(dest)
+    return dest, source.prefix

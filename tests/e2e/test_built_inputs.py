@@ -1,0 +1,225 @@
+"""Kustomize and Helm inputs built by the real tools (`renderer/render/build.py`): devlane models exactly the
+objects `kubectl kustomize` builds (names with prefixes and suffixes, namespaces, generated ConfigMap names),
+a flow renders from them and its dev pods read the generated names that exist in the build; detection at
+the root, `inputs:` in .devlane.yaml, remote bases refused, missing tools named, nested apps and their
+`.devlane.yaml` left out of plain scans, and `--ref` building the tree at the ref.
+
+Real-world kustomize apps are used in place from ../shared/realworld (skipped when absent).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from support import Harness, git, kubectl_kustomize
+from support.paths import SHARED
+
+from renderer.core.source import open_source
+from renderer.render import load
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (kustomize) not installed")]
+
+REALWORLD = SHARED / "realworld"
+
+BASE = {
+    "kustomization.yaml": """
+resources: [app.yaml]
+configMapGenerator:
+  - name: redis-config
+    literals: [REDIS_URL=redis://redis:6379]
+""",
+    "app.yaml": """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+        - name: api
+          image: api:1
+          envFrom: [{configMapRef: {name: redis-config}}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: api
+spec:
+  selector: {app: api}
+  ports: [{name: http, port: 80}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: redis}
+spec:
+  selector: {matchLabels: {app: redis}}
+  template:
+    metadata: {labels: {app: redis}}
+    spec: {containers: [{name: redis, image: "redis:7"}]}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: redis
+  annotations: {kardinal.dev.service/stateful: "true"}
+spec:
+  selector: {app: redis}
+  ports: [{name: tcp, port: 6379}]
+""",
+}
+OVERLAY = """
+resources: [../../base]
+namePrefix: shop-
+namespace: shop
+patches:
+  - target: {kind: Deployment, name: api}
+    patch: |
+      - op: add
+        path: /spec/replicas
+        value: 3
+"""
+
+
+def kustomize_repo(harness: Harness) -> Path:
+    for name, text in BASE.items():
+        harness.write(f"base/{name}", text)
+    harness.write("overlays/dev/kustomization.yaml", OVERLAY)
+    git(harness.root, "init", "-q")  # an overlay's base lies outside the directory rendered, inside its repository
+    return harness.root
+
+
+def objects_of(stream: str) -> set[tuple[str, str | None, str]]:
+    docs = [d for d in yaml.safe_load_all(stream) if d]
+    return {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in docs}
+
+
+def modelled(root: Path, ref: str | None = None) -> set[tuple[str, str | None, str]]:
+    loaded = load.read(open_source(root, ref))
+    return {(d.kind, d.namespace, d.name) for d in loaded.documents}
+
+
+def built(directory: Path) -> set[tuple[str, str | None, str]]:
+    out = subprocess.run(["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=True)
+    return objects_of(out.stdout)
+
+
+# --------------------------------------------------------------------------------------------------
+# Our own inputs: base, overlay, prefix, namespace, generator, patch
+
+
+def test_the_model_is_what_kubectl_kustomize_builds(harness):
+    root = kustomize_repo(harness)
+    overlay = root / "overlays" / "dev"
+    assert modelled(overlay) == built(overlay)
+    names = {n for _, _, n in modelled(overlay)}
+    assert "shop-api" in names and any(n.startswith("shop-redis-config-") for n in names)
+
+
+def test_a_flow_on_an_overlay_reads_the_generated_names(harness, tmp_path):
+    overlay = kustomize_repo(harness) / "overlays" / "dev"
+    out = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2",
+                      "--out", str(tmp_path / "out"))
+    assert out.returncode == 0, out.stderr
+    flow = tmp_path / "out" / "flows" / "pr-1"
+    objs = [d for f in sorted(flow.glob("*.yaml")) if f.name != "kustomization.yaml"
+            for d in yaml.safe_load_all(f.read_text()) if d]
+    dev = next(d for d in objs if d["kind"] == "Deployment" and d["metadata"]["name"] == "shop-api-pr-1")
+    assert dev["metadata"]["namespace"] == "shop" and dev["spec"]["replicas"] == 1
+    generated = {n for k, _, n in built(overlay) if k == "ConfigMap"}
+    [ref] = [e["configMapRef"]["name"] for e in dev["spec"]["template"]["spec"]["containers"][0]["envFrom"]]
+    assert ref in generated or ref.removesuffix("-pr-1") in generated  # the built name, or the flow's copy of it
+    copies = {d["metadata"]["name"] for d in objs if d["kind"] == "ConfigMap"}
+    assert ref in generated | copies
+    kubectl_kustomize(flow)
+
+
+def test_config_inputs_and_detection(harness):
+    root = kustomize_repo(harness)
+    harness.config({"inputs": [{"kustomize": "overlays/dev"}]})
+    assert modelled(root) == built(root / "overlays" / "dev")
+    (root / ".devlane.yaml").unlink()
+    loaded = load.read(open_source(root, None))  # plain scan of the root: the kustomize dirs are skipped, said once
+    assert loaded.documents == []
+    [warning] = [p for p in loaded.problems if p.code == "skipped-inputs"]
+    assert "base/" in warning.message and "overlays/dev/" in warning.message and "inputs:" in warning.hint
+
+
+def test_a_nested_apps_config_is_never_a_manifest(harness):
+    harness.app("api")
+    harness.write("apps/shop/.devlane.yaml", "apiVersion: devlane.dev/v1alpha1\nkind: Config\n")
+    harness.write("apps/shop/app.yaml", BASE["app.yaml"])
+    loaded = load.read(open_source(harness.root, None))
+    assert {d.file for d in loaded.documents} == {"app.yaml"}
+    nested = load.read(open_source(harness.root / "apps" / "shop", None))
+    assert {d.name for d in nested.documents} == {"api", "redis"}
+
+
+def test_remote_bases_are_refused(harness):
+    harness.write("kustomization.yaml", "resources:\n  - github.com/org/repo//base?ref=v1\n")
+    out = harness.cli("lint")
+    said = out.stdout + out.stderr
+    assert out.returncode == 1
+    assert "remote base 'github.com/org/repo//base?ref=v1'" in said and "offline" in said
+
+
+def test_a_missing_tool_is_one_clear_error(harness, monkeypatch):
+    harness.write("Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    monkeypatch.setenv("DEVLANE_HELM", "devlane-no-such-helm")
+    out = harness.cli("render", "--flow", "pr-1", "--service", "x=x:1", "--stdout")
+    assert out.returncode == 1 and "DEVLANE_HELM names 'devlane-no-such-helm', which is not installed" in out.stderr
+    monkeypatch.delenv("DEVLANE_HELM")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    out = harness.cli("render", "--flow", "pr-1", "--service", "x=x:1", "--stdout")
+    assert out.returncode == 1 and ". (helm template): no helm to build this input with" in out.stderr
+    assert "install Helm 3" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_build_error_names_the_input_and_the_tools_message(harness):
+    harness.write("kustomization.yaml", "resources: [missing.yaml]\n")
+    out = harness.cli("lint")
+    said = out.stdout + out.stderr
+    assert out.returncode == 1 and ". (kustomize build): kubectl kustomize failed" in said
+    assert "missing.yaml" in said and "Traceback" not in said
+
+
+def test_ref_builds_the_tree_at_the_ref(harness):
+    root = kustomize_repo(harness)
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one")
+    (root / "overlays" / "dev" / "kustomization.yaml").write_text(OVERLAY.replace("shop-", "store-"))
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "rename")
+    overlay = root / "overlays" / "dev"
+    assert {n for _, _, n in modelled(overlay, "HEAD~1")} >= {"shop-api", "shop-redis"}
+    assert {n for _, _, n in modelled(overlay, "HEAD")} >= {"store-api", "store-redis"}
+
+
+# --------------------------------------------------------------------------------------------------
+# Real-world kustomize apps, in place
+
+
+def _realworld(rel: str) -> Path:
+    path = REALWORLD / rel
+    if not path.is_dir():
+        pytest.skip(f"real-world input not available ({path})")
+    return path
+
+
+@pytest.mark.parametrize("rel", [
+    "skaffold-kustomize/examples/getting-started-kustomize/overlays/dev",
+    "skaffold-kustomize/examples/getting-started-kustomize/overlays/prod",
+    "gke-whereami/quickstarts/whereami/k8s-backend-overlay-example",
+    "gke-whereami/quickstarts/whereami/k8s-frontend-overlay-example",
+    "bank-of-anthos/src/frontend/k8s/overlays/development",
+    "bank-of-anthos/src/ledger/balancereader/k8s/overlays/production",
+])  # fmt: skip
+def test_realworld_overlays_model_exactly_the_build(rel):
+    directory = _realworld(rel)
+    assert modelled(directory) == built(directory)
