@@ -158,7 +158,7 @@ def _helm(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:
     if not (chart / CHART_FILE).is_file():
         raise fail(f"{spec.label}: no Chart.yaml in {spec.path}", Where(file=spec.path),
                    hint="point `helm:` at a chart directory", code="build-input")
-    release = spec.release_name or (Path(spec.path).name if spec.path != "." else "release").lower()
+    release = spec.release_name or _label(Path(os.path.realpath(chart)).name)  # as `helm template` of the dir
     argv = [*helm_command(spec), release, str(chart), "--include-crds"]
     if spec.namespace:
         argv += ["--namespace", spec.namespace]
@@ -181,6 +181,12 @@ def _helm(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:
         origin = m.group(1).strip() if m else spec.label
         docs.append((f"{prefix}/{origin}" if m and prefix != "." else origin, text.encode("utf-8")))
     return docs
+
+
+def _label(name: str) -> str:
+    """A release name from a directory name: lower-case DNS label characters, at most 53 of them."""
+    text = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:53].strip("-")
+    return text or "release"
 
 
 def _documents(out: bytes) -> list[bytes]:

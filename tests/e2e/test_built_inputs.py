@@ -223,3 +223,81 @@ def _realworld(rel: str) -> Path:
 def test_realworld_overlays_model_exactly_the_build(rel):
     directory = _realworld(rel)
     assert modelled(directory) == built(directory)
+
+
+# --------------------------------------------------------------------------------------------------
+# Helm charts (tests/setup_helm.sh installs a pinned helm when the machine has none)
+
+needs_helm = pytest.mark.skipif(shutil.which("helm") is None, reason="helm not installed (run tests/setup_helm.sh)")
+
+CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
+    "values.yaml": "image: api:1\nreplicas: 1\n",
+    "templates/api.yaml": """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}-api}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Release.Name }}-api}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}-api}}
+    spec: {containers: [{name: api, image: {{ .Values.image | quote }}}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: {{ .Release.Name }}-api}
+spec:
+  selector: {app: {{ .Release.Name }}-api}
+  ports: [{name: http, port: 80}]
+""",
+}
+
+
+def helm_objects(chart: Path, *args: str) -> set[tuple[str, str | None, str]]:
+    out = subprocess.run(["helm", "template", *args, str(chart), "--include-crds"], capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    return objects_of(out.stdout)
+
+
+@needs_helm
+def test_a_chart_is_modelled_as_helm_template_renders_it(harness):
+    for name, text in CHART.items():
+        harness.write(f"charts/shop/{name}", text)
+    harness.write("env/prod.yaml", "replicas: 3\n")
+    harness.config({"inputs": [{"helm": "charts/shop", "values": ["env/prod.yaml"], "releaseName": "prod",
+                                "namespace": "shop", "set": {"image": "api:9"}}]})
+    loaded = load.read(open_source(harness.root, None))
+    names = {(d.kind, d.name) for d in loaded.documents}
+    assert names == {(k, n) for k, _, n in helm_objects(harness.root / "charts" / "shop", "prod")}
+    assert names == {("Deployment", "prod-api"), ("Service", "prod-api")}
+    dep = next(d for d in loaded.documents if d.kind == "Deployment")
+    assert dep.obj["spec"]["replicas"] == 3 and dep.obj["spec"]["template"]["spec"]["containers"][0]["image"] == "api:9"
+    assert dep.file == "charts/shop/templates/api.yaml"  # errors name the template
+    out = harness.cli("render", "--flow", "pr-1", "--service", "prod-api=api:2", "--stdout")
+    assert out.returncode == 0, out.stderr
+    assert "name: prod-api-pr-1" in out.stdout and "{{" not in out.stdout
+
+
+@needs_helm
+def test_a_chart_whose_dependencies_are_not_vendored_says_helm_dependency_build(harness):
+    for name, text in CHART.items():
+        harness.write(name, text)
+    harness.append("Chart.yaml", "dependencies:\n  - {name: redis, version: 1.0.0, repository: https://example.com}\n")
+    out = harness.cli("render", "--flow", "pr-1", "--service", "release-api=api:2", "--stdout")
+    assert out.returncode == 1
+    assert "helm dependency build ." in out.stderr and "never downloads" in out.stderr
+
+
+@needs_helm
+@pytest.mark.parametrize("rel", [
+    "robot-shop/K8s/helm",
+    "gke-whereami/quickstarts/whereami/helm-chart",
+    "skaffold-helm-dependencies/examples/helm-deployment-dependencies/skaffold-helm",
+    "retail-store-sample-app/src/catalog/chart",
+    "retail-store-sample-app/src/ui/chart",
+])  # fmt: skip
+def test_realworld_charts_model_exactly_what_helm_template_renders(rel):
+    chart = _realworld(rel)
+    release = chart.name.lower()
+    assert modelled(chart) == helm_objects(chart, release)
