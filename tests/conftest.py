@@ -4,12 +4,18 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
-from support import Harness, demo_file
+from support import ROOT, Harness, demo_file
 
 E2E_DIRS = {"e2e", "contract", "security"}
+
+# Tools that tests/setup_*.sh install inside the checkout (helm): found by shutil.which and by subprocesses.
+TOOLS_BIN = ROOT / ".tools" / "bin"
+if TOOLS_BIN.is_dir():
+    os.environ["PATH"] = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 def pytest_report_header(config):
