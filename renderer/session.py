@@ -36,6 +36,7 @@ class Options:
     timeout: float | None = None  # the whole command (--timeout)
     jobs: int | None = None
     strict: bool = False  # --strict: unwired edges and Secret-held addresses are errors
+    top: Path | None = None  # the whole repository, when `repo` is a directory inside it that git cannot tell
 
 
 class Session:
@@ -46,7 +47,7 @@ class Session:
         self.options = options
         self.root = Path(options.repo)
         self.source = open_source(self.root, options.ref)
-        self.loaded = load.read(self.source, collect)
+        self.loaded = load.read(self.source, collect, options.top)
         self.config = self.loaded.config
         self.diagnostics = Diagnostics(self.loaded.problems)
         budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started)

@@ -271,7 +271,8 @@ def _bwrap(argv: list[str], writable: Sequence[str], readable: Sequence[str], ne
     out += [x for w in writable for x in ("--bind", w, w)]
     # The scratch tmpfs over /tmp and HOME would take writes that vanish with the call; refuse them instead
     # (the binds inside keep their own flags), so a plugin learns at once that only its directory is writable.
-    out += [x for h in hidden for x in ("--remount-ro", h)]
+    # A hidden directory inside a kept one (HOME inside the repository read) is covered by that bind already.
+    out += [x for h in hidden if not any(_under(h, k) and h != k for k in keep) for x in ("--remount-ro", h)]
     if writable:
         out += ["--chdir", writable[0]]
     return [*out, "--", *argv]

@@ -219,12 +219,16 @@ def _run(argv: list[str], tree: Path, spec: InputSpec) -> bytes:
                Where(file=spec.path), hint=hint, code="build-failed")
 
 
-def materialize(source: Source, dest: Path) -> tuple[Path, str]:
-    """(the repository's directory, the rendered directory inside it): the work tree's enclosing git
-    repository (or the directory itself outside git), or the ref's whole tree written into `dest`."""
+def materialize(source: Source, dest: Path, top: Path | None = None) -> tuple[Path, str]:
+    """(the repository's directory, the rendered directory inside it): `top` when the caller knows it (the
+    Argo CD CMP gets the repository without .git), else the work tree's enclosing git repository (or the
+    directory itself outside git), or the ref's whole tree written into `dest`."""
     if isinstance(source, WorktreeSource):
         root = Path(os.path.realpath(source.root))
-        top = next((d for d in (root, *root.parents) if (d / ".git").exists()), root)
+        given = Path(os.path.realpath(top)) if top is not None else None
+        if given is None or (given != root and given not in root.parents):  # only a directory holding the root
+            given = next((d for d in (root, *root.parents) if (d / ".git").exists()), root)
+        top = given
         rel = root.relative_to(top).as_posix()
         return top, "" if rel == "." else rel
     source.write_tree(dest)

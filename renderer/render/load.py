@@ -94,7 +94,7 @@ class Loaded:
         return replace(self, documents=documents)
 
 
-def read(source: Source, collect: bool = False) -> Loaded:
+def read(source: Source, collect: bool = False, top: Path | None = None) -> Loaded:
     """Read `.devlane.yaml` and every input of `source`: plain YAML parsed, kustomize and Helm inputs built."""
     config_bytes = source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None
     problems: list[Problem] = []
@@ -117,17 +117,17 @@ def read(source: Source, collect: bool = False) -> Loaded:
         diags.problems += more_diags.problems
     built = [spec for spec in inputs if spec.kind != "path"]
     if built:
-        _read_built(source, built, documents, files, diags, collect)
+        _read_built(source, built, documents, files, diags, collect, top)
     if not collect:
         diags.raise_if_errors()
     return Loaded(source, config, config_bytes, documents, files, source.revision(), problems + diags.problems)
 
 
 def _read_built(source: Source, specs: list[InputSpec], documents: list[Document], files: dict[str, str],
-                diags: Diagnostics, collect: bool) -> None:
+                diags: Diagnostics, collect: bool, top: Path | None) -> None:
     """Build each kustomize or Helm input (from a copy of the ref's tree with `--ref`) and parse its objects."""
     with tempfile.TemporaryDirectory(prefix=temp_prefix("devlane-build-")) as tmp:
-        tree, base = build.materialize(source, Path(tmp))
+        tree, base = build.materialize(source, Path(tmp), top)
         for spec in specs:
             try:
                 parts = build.build(spec, tree, base)

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .. import api
 from ..core.yamlio import parse_documents
@@ -126,6 +126,19 @@ def unserved(objects: list[dict], served: set[str]) -> list[str]:
     return sorted(missing)
 
 
+def repository_dir(app_dir: Path, env: Mapping[str, str]) -> Path | None:
+    """The repository the Application's path lies in (an overlay's bases sit beside it): the working directory
+    minus ARGOCD_APP_SOURCE_PATH, when it ends with it."""
+    rel = PurePosixPath(env.get("ARGOCD_APP_SOURCE_PATH") or ".")
+    if rel.is_absolute() or ".." in rel.parts or str(rel) == ".":
+        return None
+    here = Path(os.path.realpath(app_dir))
+    parts = here.parts
+    if tuple(parts[-len(rel.parts):]) != rel.parts:
+        return None
+    return Path(*parts[: -len(rel.parts)])
+
+
 def generate(app_dir: Path, env: Mapping[str, str] | None = None,
              log: Callable[[str], None] = lambda line: None) -> tuple[str, list[Problem]]:
     """The manifests for the Application (stdout) and the warnings (stderr). Progress goes to `log`."""
@@ -140,7 +153,7 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
     log(f"cmp: application {app}, revision {revision}, path {env.get('ARGOCD_APP_SOURCE_PATH') or '.'}: "
         f"flow {req.flow_id}, targets {', '.join(sorted(req.images))}, budget {req.timeout:g}s")
     flow = api.resolve(FlowRequest(flow_id=req.flow_id, images=req.images))
-    result = api.render(api.Options(repo=app_dir, timeout=req.timeout), flow)
+    result = api.render(api.Options(repo=app_dir, timeout=req.timeout, top=repository_dir(app_dir, env)), flow)
     stream = result.stream()
     try:
         objects = [d for d in parse_documents(stream.encode(), "the rendered stream") if d]

@@ -301,3 +301,32 @@ def test_realworld_charts_model_exactly_what_helm_template_renders(rel):
     chart = _realworld(rel)
     release = chart.name.lower()
     assert modelled(chart) == helm_objects(chart, release)
+
+
+# --------------------------------------------------------------------------------------------------
+# The Argo CD CMP on an overlay directory
+
+
+def test_cmp_generate_on_an_overlay_renders_like_render(harness):
+    """argocd-cmp-server hands over the repository without .git and runs in the Application's path."""
+    import json
+    import os
+    import sys
+
+    from support import ROOT
+
+    root = kustomize_repo(harness)
+    shutil.rmtree(root / ".git")
+    overlay = root / "overlays" / "dev"
+    env = {"PATH": os.environ["PATH"], "HOME": str(overlay), "PYTHONPATH": str(ROOT),
+           "ARGOCD_APP_NAME": "shop-pr-1", "ARGOCD_APP_NAMESPACE": "shop", "ARGOCD_APP_SOURCE_PATH": "overlays/dev",
+           "ARGOCD_APP_REVISION": "a" * 40, "ARGOCD_ENV_FLOW_ID": "pr-1",
+           "ARGOCD_APP_PARAMETERS": json.dumps([{"name": "services", "array": ["shop-api=api:2"]}])}  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "renderer.cli", "cmp", "generate"], cwd=overlay, env=env,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    git(root, "init", "-q")  # `render` finds the repository through git
+    rendered = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2", "--stdout")
+    assert rendered.returncode == 0, rendered.stderr
+    assert out.stdout == rendered.stdout
+    assert "shop-api-pr-1" in out.stdout and "shop-redis-config-" in out.stdout
