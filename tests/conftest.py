@@ -62,9 +62,9 @@ def loads(monkeypatch) -> list:
     calls: list = []
     real = load.read
 
-    def counting(source, collect=False):
+    def counting(source, collect=False, top=None):
         calls.append((type(source).__name__, getattr(source, "ref", None)))
-        return real(source, collect)
+        return real(source, collect, top)
 
     monkeypatch.setattr(load, "read", counting)
     return calls

@@ -18,6 +18,8 @@ from pathlib import Path
 from ..core.source import GitRefSource
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Problem, UsageError
+from ..render import build, load
+from ..render.load import Document
 from ..render.model import Model, build_model
 from ..session import Session
 
@@ -56,8 +58,11 @@ def changed_services(session: Session, base: str) -> list[Change]:
     prefix = f"{base_src.prefix}/" if base_src.prefix else ""
     paths = sorted({p[len(prefix):] for d in diff for p in (d.a_path, d.b_path) if p and p.startswith(prefix)})
     found: dict[str, str] = {}
+    built = any(spec.kind != "path" for spec in session.config.inputs or build.detect(head_src))
+    if built and paths:  # a base, a patch or a values file changes objects elsewhere: compare what was built
+        _built_changes(session, base_src, head_src, model, found)
     for path in paths:
-        if path in manifests or path.endswith((".yaml", ".yml")):
+        if not built and (path in manifests or path.endswith((".yaml", ".yml"))):
             before, after = _objects(base_src, path), _objects(head_src, path)
             for key in sorted(set(before) | set(after), key=str):
                 if before.get(key) == after.get(key):
@@ -70,6 +75,23 @@ def changed_services(session: Session, base: str) -> list[Change]:
             if svc in dirs and model.services[svc].workload is not None:
                 found.setdefault(svc, f"{path} is under a directory named {svc}")
     return [Change(s, found[s]) for s in sorted(found)]
+
+
+def _built_changes(session: Session, base_src: GitRefSource, head_src: GitRefSource, model: Model,
+                   found: dict[str, str]) -> None:
+    """Services whose objects differ between the builds of base and head (kustomize and Helm inputs)."""
+    def objects(source: GitRefSource) -> dict[tuple, Document]:
+        return {(d.kind, d.namespace, d.name): d for d in load.read(source, top=session.options.top).documents}
+
+    before, after = objects(base_src), objects(head_src)
+    for key in sorted(set(before) | set(after), key=str):
+        old, new = before.get(key), after.get(key)
+        if old is not None and new is not None and old.obj == new.obj:
+            continue
+        kind, _, name = key
+        where = (new or old).file  # type: ignore[union-attr]
+        for svc in _services_of(model, kind, name):
+            found.setdefault(svc, f"{kind}/{name} changed in the build of {where}")
 
 
 def _services_of(model: Model, kind: str, name: str) -> list[str]:

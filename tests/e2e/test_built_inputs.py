@@ -330,3 +330,45 @@ def test_cmp_generate_on_an_overlay_renders_like_render(harness):
     assert rendered.returncode == 0, rendered.stderr
     assert out.stdout == rendered.stdout
     assert "shop-api-pr-1" in out.stdout and "shop-redis-config-" in out.stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# --services auto on built inputs: a PR that changes only an overlay patch or only a values file
+
+
+def _commit(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", message)
+
+
+def _auto_targets(harness: Harness, directory: Path) -> str:
+    out = harness.cli("plan", str(directory), "--flow", "pr-1", "--services", "auto", "--base", "HEAD~1",
+                      "--image-template", "r/{service}:{short_sha}")
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_services_auto_sees_a_change_to_an_overlay_patch_only(harness):
+    root = kustomize_repo(harness)
+    _commit(root, "base")
+    kfile = root / "overlays" / "dev" / "kustomization.yaml"
+    kfile.write_text(kfile.read_text().replace("value: 3", "value: 5"))
+    _commit(root, "scale api")
+    plan = _auto_targets(harness, root / "overlays" / "dev")
+    rows = {line.split()[0]: line.split()[1] for line in plan.splitlines()[2:] if line.strip()}
+    assert rows["shop-api"] == "dev" and rows["shop-redis"] == "baseline", plan
+
+
+@needs_helm
+def test_services_auto_sees_a_change_to_a_values_file_only(harness):
+    for name, text in CHART.items():
+        harness.write(f"charts/shop/{name}", text)
+    harness.write("env/prod.yaml", "replicas: 3\n")
+    harness.config({"inputs": [{"helm": "charts/shop", "values": ["env/prod.yaml"], "releaseName": "prod"}]})
+    git(harness.root, "init", "-q")
+    _commit(harness.root, "chart")
+    (harness.root / "env" / "prod.yaml").write_text("replicas: 4\n")
+    _commit(harness.root, "scale")
+    plan = _auto_targets(harness, harness.root)
+    rows = {line.split()[0]: line.split()[1] for line in plan.splitlines()[2:] if line.strip()}
+    assert rows == {"prod-api": "dev"}, plan
