@@ -80,6 +80,8 @@ def _set_text(value: object) -> str:
 @dataclass(frozen=True)
 class RepoConfig:
     inputs: tuple[InputSpec, ...] = ()  # empty: detected at the root (`render.build.detect`)
+    services: dict[str, dict] = field(default_factory=dict)  # Kardinal's annotations kept in config, by Service
+    plugin_definitions: list[dict] = field(default_factory=list)  # plugins.definitions
     manifests: list[str] = field(default_factory=lambda: list(DEFAULT_MANIFESTS))
     exclude: list[str] = field(default_factory=list)
     routing: Routing = "none"
@@ -122,7 +124,9 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
         raise DevlaneError(problems)
     plugins = raw.get("plugins") or {}
     policy = raw.get("policy") or {}
-    return RepoConfig(inputs=_inputs(raw.get("inputs")), manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS),
+    return RepoConfig(inputs=_inputs(raw.get("inputs")), services=dict(raw.get("services") or {}),
+                      plugin_definitions=list(plugins.get("definitions") or []),
+                      manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS),
                       exclude=list(raw.get("exclude") or []),
                       routing=raw.get("routing", "none"), domain=raw.get("domain"), namespace=raw.get("namespace"),
                       output=raw.get("output", "rendered"), replicas=raw.get("replicas", 1),

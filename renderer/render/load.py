@@ -21,7 +21,7 @@ from ..core.source import Source, listed
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Diagnostics, Problem, Where
 from ..host.confine import temp_prefix
-from . import build, shapes
+from . import build, config_annotations, shapes
 from .config import CONFIG_FILE, InputSpec, RepoConfig, parse_config
 
 _ALWAYS_EXCLUDED_DIRS = (".git/**", ".github/**", ".devlane/**")
@@ -118,6 +118,7 @@ def read(source: Source, collect: bool = False, top: Path | None = None) -> Load
     built = [spec for spec in inputs if spec.kind != "path"]
     if built:
         _read_built(source, built, documents, files, diags, collect, top)
+    documents = config_annotations.apply(documents, config, diags, Document)
     if not collect:
         diags.raise_if_errors()
     return Loaded(source, config, config_bytes, documents, files, source.revision(), problems + diags.problems)

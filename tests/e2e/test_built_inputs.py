@@ -372,3 +372,49 @@ def test_services_auto_sees_a_change_to_a_values_file_only(harness):
     plan = _auto_targets(harness, harness.root)
     rows = {line.split()[0]: line.split()[1] for line in plan.splitlines()[2:] if line.strip()}
     assert rows == {"prod-api": "dev"}, plan
+
+
+# --------------------------------------------------------------------------------------------------
+# Kardinal's annotations kept in .devlane.yaml, by the built (prefixed) names
+
+
+def test_annotations_in_config_follow_the_built_names(harness):
+    root = kustomize_repo(harness)
+    overlay = root / "overlays" / "dev"
+    (overlay / ".devlane.yaml").write_text(yaml.safe_dump({
+        "services": {"shop-api": {"dependencies": ["shop-redis:6379"]}, "shop-redis": {"stateful": True}}}))
+    plan = harness.cli("plan", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2")
+    assert plan.returncode == 0, plan.stderr
+    rows = {line.split()[0]: line.split()[1] for line in plan.stdout.splitlines()[2:] if line.strip()}
+    assert rows == {"shop-api": "dev", "shop-redis": "dev"}, plan.stdout  # the stateful dependency gets a copy
+    out = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2", "--stdout")
+    assert out.returncode == 0, out.stderr
+    dev = [d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "Deployment"]
+    assert {d["metadata"]["name"] for d in dev} == {"shop-api-pr-1", "shop-redis-pr-1"}
+
+
+def test_a_config_annotation_that_contradicts_the_manifest_is_a_lint_warning(harness):
+    root = kustomize_repo(harness)
+    overlay = root / "overlays" / "dev"
+    (overlay / ".devlane.yaml").write_text(yaml.safe_dump({"services": {"shop-redis": {"stateful": False},
+                                                                        "shop-nope": {"stateful": True}}}))
+    out = harness.cli("lint", str(overlay))
+    said = out.stdout + out.stderr
+    assert "services.shop-redis.stateful ('false') overrides kardinal.dev.service/stateful: 'true'" in said
+    assert "services.shop-nope names no Service" in said and out.returncode == 1
+
+
+def test_plugin_definitions_in_config(harness):
+    root = kustomize_repo(harness)
+    overlay = root / "overlays" / "dev"
+    (overlay / ".devlane.yaml").write_text(yaml.safe_dump({
+        "services": {"shop-redis": {"plugins": ["redis-seed"]}},
+        "plugins": {"definitions": [{"name": "dummy", "type": "stateful", "servicename": "redis-seed"}]}}))
+    out = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-redis=redis:8", "--stdout")
+    assert out.returncode == 0, out.stderr
+    states = [d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "ConfigMap"
+              and "redis-seed" in d["metadata"]["name"]]
+    assert states, out.stdout[-2000:]  # the dummy plugin ran for the instance the config defined
+    (overlay / ".devlane.yaml").write_text(yaml.safe_dump({"services": {"shop-redis": {"plugins": ["redis-seed"]}}}))
+    missing = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-redis=redis:8", "--stdout")
+    assert missing.returncode == 1 and "plugin 'redis-seed' is not defined" in missing.stderr
