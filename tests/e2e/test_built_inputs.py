@@ -419,3 +419,35 @@ def test_plugin_definitions_in_config(harness):
     (overlay / ".devlane.yaml").write_text(yaml.safe_dump({"services": {"shop-redis": {"plugins": ["redis-seed"]}}}))
     missing = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-redis=redis:8", "--stdout")
     assert missing.returncode == 1 and "plugin 'redis-seed' is not defined" in missing.stderr
+
+
+def test_diff_of_a_pr_that_changes_only_a_base_generator(harness):
+    """The generated ConfigMap's hash changes, so the dev pod reads a new name: diff shows exactly that."""
+    root = kustomize_repo(harness)
+    _commit(root, "base")
+    kfile = root / "base" / "kustomization.yaml"
+    kfile.write_text(kfile.read_text().replace("redis:6379", "redis:6380"))
+    _commit(root, "new redis url")
+    out = harness.cli("diff", str(root / "overlays" / "dev"), "--flow", "pr-1", "--service", "shop-api=api:2",
+                      "--base", "HEAD~1", "--head", "HEAD", "--fail-on", "never")
+    assert out.returncode == 0, out.stderr
+    assert "0 added, 1 changed, 0 removed" in out.stdout and "changed  Deployment/shop-api-pr-1" in out.stdout
+    before, after = (built_name(root, ref) for ref in ("HEAD~1", "HEAD"))
+    assert before != after
+    assert f"-            name: {before}" in out.stdout and f"+            name: {after}" in out.stdout
+
+
+def built_name(root: Path, ref: str) -> str:
+    return next(n for k, _, n in modelled(root / "overlays" / "dev", ref) if k == "ConfigMap")
+
+
+def test_delete_at_a_ref_of_an_overlay(harness, tmp_path):
+    root = kustomize_repo(harness)
+    _commit(root, "base")
+    overlay = root / "overlays" / "dev"
+    made = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2")
+    assert made.returncode == 0, made.stderr
+    _commit(root, "flow pr-1")  # as CI commits rendered/flows/pr-1 for Flux
+    gone = harness.cli("delete", str(overlay), "--flow", "pr-1", "--ref", "HEAD")
+    assert gone.returncode == 0, gone.stderr
+    assert not (overlay / "rendered" / "flows" / "pr-1").exists()
