@@ -87,22 +87,28 @@ def helm_command(spec: InputSpec) -> list[str]:
 # Checks before building
 
 
-def remote_bases(tree: Path, directory: str) -> list[tuple[str, str]]:
-    """(kustomization file, entry) of every remote resource, base or component reachable from `directory`."""
-    found: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    stack = [PurePosixPath(directory)]
+def kustomization_graph(tree: Path, directory: str) -> tuple[list[tuple[str, str]], list[Path]]:
+    """Every kustomization reachable from `directory` through `resources`, `bases` and `components`:
+    (kustomization file, entry) of each remote one, and the local directories outside `tree` (a base beside
+    a repository that is not in git), which the sandboxed build must be able to read."""
+    remote: list[tuple[str, str]] = []
+    outside: list[Path] = []
+    seen: set[Path] = set()
+    top = Path(os.path.normpath(tree))
+    stack = [Path(os.path.normpath(top / directory))]
     while stack:
-        rel = stack.pop()
-        key = os.path.normpath(rel.as_posix())
-        if key in seen or key.startswith(".."):
+        here = stack.pop()
+        if here in seen:
             continue
-        seen.add(key)
-        kfile = next((rel / n for n in KUSTOMIZATION_FILES if (tree / rel / n).is_file()), None)
+        seen.add(here)
+        kfile = next((here / n for n in KUSTOMIZATION_FILES if (here / n).is_file()), None)
         if kfile is None:
             continue
+        if top not in kfile.parents:
+            outside.append(here)
+        shown = os.path.relpath(kfile, top)
         try:
-            doc = load_one(read_regular(tree / kfile, kfile.as_posix()), kfile.as_posix())
+            doc = load_one(read_regular(kfile, shown), shown)
         except DevlaneError:
             continue  # the build reports it, naming the file
         if not isinstance(doc, dict):
@@ -113,10 +119,10 @@ def remote_bases(tree: Path, directory: str) -> list[tuple[str, str]]:
                 if not isinstance(entry, str):
                     continue
                 if _REMOTE.search(entry):
-                    found.append((kfile.as_posix(), entry))
-                elif (tree / rel / entry).is_dir():
-                    stack.append(PurePosixPath(os.path.normpath((rel / entry).as_posix())))
-    return found
+                    remote.append((shown, entry))
+                elif (here / entry).is_dir():
+                    stack.append(Path(os.path.normpath(here / entry)))
+    return remote, sorted(set(outside) - {d for d in outside for d2 in outside if d2 in d.parents})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -143,13 +149,13 @@ def _kustomize(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:
     if not any((tree / spec.path / n).is_file() for n in KUSTOMIZATION_FILES):
         raise fail(f"{spec.label}: no kustomization.yaml in {spec.path}", Where(file=spec.path),
                    hint="point `kustomize:` at a directory holding a kustomization", code="build-input")
-    remote = remote_bases(tree, spec.path)
+    remote, outside = kustomization_graph(tree, spec.path)
     if remote:
         kfile, entry = remote[0]
         raise fail(f"{spec.label}: remote base {entry!r} (in {kfile}): devlane renders offline and never fetches",
                    Where(file=kfile), hint="vendor the base into the repository and point at its directory, or "
                    "list its objects' annotations in .devlane.yaml", code="build-remote")
-    out = _run([*kustomize_command(spec), str(tree / spec.path)], tree, spec)
+    out = _run([*kustomize_command(spec), str(tree / spec.path)], tree, spec, [str(d) for d in outside])
     return [(spec.label, doc) for doc in _documents(out)]
 
 
@@ -196,10 +202,10 @@ def _documents(out: bytes) -> list[bytes]:
 _MISSING_DEPENDENCY = re.compile(r"found in (?:Chart|requirements)\.yaml, but missing in charts/ directory: (.+)")
 
 
-def _run(argv: list[str], tree: Path, spec: InputSpec) -> bytes:
+def _run(argv: list[str], tree: Path, spec: InputSpec, also: list[str] | None = None) -> bytes:
     """Run a build tool in the sandbox (no network, the repository read-only); its error names the input."""
     try:
-        done = process.spawn(argv, b"", BUILD_TIMEOUT, readable=[str(tree)], limit=256 * 1024 * 1024)
+        done = process.spawn(argv, b"", BUILD_TIMEOUT, readable=[str(tree), *(also or [])], limit=256 * 1024 * 1024)
     except OSError as exc:
         raise fail(f"{spec.label}: could not run {argv[0]}: {exc.strerror}", Where(file=spec.path),
                    code="build-tool") from None
