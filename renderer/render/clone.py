@@ -382,7 +382,8 @@ class _Cloner:
                     f"dev workload {dw.name} would mount the baseline PersistentVolumeClaim {claim}, which is not in "
                     "the repository, so devlane cannot give the flow its own", owner.doc.where(),
                     hint=f"add PersistentVolumeClaim {claim} to the repository, or annotate {owner.ref} with "
-                    f"{VOLUME}: emptyDir (or {VOLUME}: shared to share the volume on purpose)", code="volume")
+                    f"{VOLUME}: emptyDir (or {VOLUME}: shared to share the volume on purpose); in .devlane.yaml: "
+                    f"services.{owner.name}.volume", code="volume")
                 continue
             vol["persistentVolumeClaim"]["claimName"] = self._claim(doc, dw)
 

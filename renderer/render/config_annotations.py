@@ -1,5 +1,6 @@
 """Kardinal's annotations kept in `.devlane.yaml`, for objects the user does not own (a vendored chart, a
-remote or shared base): `services:` entries become the annotations of the Services they name, and
+remote or shared base): `services:` entries become the annotations of the Services they name (Kardinal's,
+and devlane's `volume`, `container`, `workload` and `no-rewrite`), and
 `plugins.definitions` a plugin-definition pseudo-Service, before the model reads anything.
 
 Config entries name Services by their final names (what the build produced), so they survive name
@@ -15,14 +16,19 @@ from typing import Any
 
 import yaml
 
-from ..core.names import KARDINAL
+from ..core.names import DEVLANE, KARDINAL
 from ..errors import Diagnostics, Where
 from .config import CONFIG_FILE, RepoConfig
 
 PSEUDO_SERVICE = "devlane-config-plugin-definitions"
+# config field -> annotation: Kardinal's own, and devlane's extra keys a user of a vendored chart needs as much
+ANNOTATIONS = {"dependencies": KARDINAL + "dependencies", "stateful": KARDINAL + "stateful",
+               "external": KARDINAL + "external", "shared": KARDINAL + "shared", "plugins": KARDINAL + "plugins",
+               "volume": DEVLANE + "volume", "container": DEVLANE + "container", "workload": DEVLANE + "workload",
+               "noRewrite": DEVLANE + "no-rewrite"}
 
 
-def _text(field: str, value: object) -> str:
+def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return ",".join(str(v) for v in value) if isinstance(value, list) else str(value)  # type: ignore[union-attr]
@@ -59,7 +65,7 @@ def apply(documents: list[Any], config: RepoConfig, diags: Diagnostics,
         annotations = obj.setdefault("metadata", {}).setdefault("annotations", {}) or {}
         obj["metadata"]["annotations"] = annotations
         for field, value in sorted(fields.items()):
-            name, text = KARDINAL + field, _text(field, value)
+            name, text = ANNOTATIONS[field], _text(value)
             old = annotations.get(name)
             if old is not None and str(old) != text:
                 diags.warn(f"services.{key}.{field} ({text!r}) overrides {name}: {old!r} of the manifest", where,

@@ -190,6 +190,8 @@ def _targets(model: Model, flow: FlowSpec, diags: Diagnostics) -> dict[str, Serv
     out: dict[str, ServiceOverride] = {}
     for s in flow.services:
         keys = model.lookup(s.name)
+        if len(keys) > 1:  # only a node with pods can take an image: a Service selecting nothing is not a candidate
+            keys = [k for k in keys if model.services[k].workload or model.services[k].ambiguous] or keys
         if not keys:
             hint = "services in the repository: " + (", ".join(sorted(model.services)) or "(none)")
             if s.name in model.plugin_defs:
@@ -197,10 +199,9 @@ def _targets(model: Model, flow: FlowSpec, diags: Diagnostics) -> dict[str, Serv
             diags.error(f"flow target {s.name!r} is not a Service or workload in the repository", Where(), hint,
                         "bad-target")
         elif len(keys) > 1:
-            refs = ", ".join(model.services[k].ref for k in keys)
+            refs = ", ".join(f"{model.services[k].doc.kind} {model.services[k].ref}" for k in keys)
             diags.error(f"flow target {s.name!r} is ambiguous: {refs}", Where(),
-                        f"name one as NAMESPACE/NAME, e.g. --service {model.services[keys[0]].ref}=IMAGE",
-                        "bad-target")
+                        f"name one as NAMESPACE/NAME, e.g. --service {keys[0]}=IMAGE", "bad-target")
         else:
             node = model.services[keys[0]]
             if node.workload is None and not node.ambiguous:

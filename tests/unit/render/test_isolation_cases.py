@@ -195,6 +195,25 @@ def test_a_claim_missing_from_the_repo_is_an_error_unless_the_service_says_empty
     assert pod(got["Deployment", "postgres-pr-1"])["volumes"][0]["persistentVolumeClaim"]["claimName"] == "pgdata"
 
 
+def test_devlanes_own_keys_kept_in_config_for_manifests_one_does_not_own(harness):
+    """`.devlane.yaml services.<name>.volume` (and container, workload, noRewrite) act as the annotations."""
+    harness.write("app.yaml", service("api", dependencies="postgres:tcp") + workload("api")
+                  + workload("postgres", **PG) + service("postgres", "tcp", stateful="true"))
+    out = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--stdout")
+    assert out.returncode == 1 and "in .devlane.yaml: services.postgres.volume" in out.stderr
+    harness.config({"services": {"postgres": {"volume": "emptyDir"}}})
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    assert pod(got["Deployment", "postgres-pr-1"])["volumes"] == [{"name": "data", "emptyDir": {}}]
+    harness.write("app.yaml", service("api") + workload("api", env=[{"name": "DB", "value": "db:5432"}])
+                  + service("db", "tcp", stateful="true") + workload("db"))
+    harness.config({"services": {"api": {"dependencies": ["db:tcp"], "noRewrite": ["DB"]}}})
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    assert pod(got["Deployment", "api-pr-1"])["containers"][0]["env"] == [{"name": "DB", "value": "db:5432"}]
+    harness.config({"services": {"api": {"dependencies": ["db:tcp"]}}})
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    assert pod(got["Deployment", "api-pr-1"])["containers"][0]["env"] == [{"name": "DB", "value": "db-pr-1:5432"}]
+
+
 # --- 4. namespaces -------------------------------------------------------------------------------
 
 
@@ -210,12 +229,20 @@ def test_same_name_in_two_namespaces_are_two_services(harness):
                   + service("api", ns="admin") + workload("api", ns="admin")
                   + workload("db", "StatefulSet", ns="data") + service("db", "tcp", ns="data"))
     ambiguous = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--stdout")
-    assert ambiguous.returncode == 1 and "flow target 'api' is ambiguous: admin/api, shop/api" in ambiguous.stderr
+    assert ambiguous.returncode == 1
+    assert "flow target 'api' is ambiguous: Service admin/api, Service shop/api" in ambiguous.stderr
     assert "--service admin/api=IMAGE" in ambiguous.stderr
     got = objects(harness.render("pr-1", {"shop/api": "api:2"}))
     assert got["Deployment", "api-pr-1"]["metadata"]["namespace"] == "shop"
     assert got["StatefulSet", "db-pr-1"]["metadata"]["namespace"] == "data"  # the cross-namespace dependency
     assert sum(1 for kind, _ in got if kind == "Deployment") == 1
+
+
+def test_a_target_named_by_a_service_that_selects_nothing_and_a_workload_is_the_workload(harness):
+    """eks-workshop's ALB exercise: Service ui's selector is broken on purpose, Deployment ui stands alone."""
+    harness.write("app.yaml", service("ui", ns="ui", selector={"app": "ui-app"}) + workload("ui", ns="ui"))
+    got = objects(harness.render("pr-1", {"ui": "ui:2"}))
+    assert got["Deployment", "ui-pr-1"]["spec"]["template"]["spec"]["containers"][0]["image"] == "ui:2"
 
 
 # --- 5. ambiguity only where the flow goes -------------------------------------------------------
