@@ -1,16 +1,24 @@
 """Isolation holds on real public apps (../shared/realworld, used in place; skipped when absent).
 
-For every app there, each test builds a temporary repository the way an adopting platform engineer would (the
-manifests the app really deploys; kustomize and Helm inputs built with the real tools first), writes Kardinal
-annotations into that copy, renders a realistic flow with the real CLI, and checks the output with
+For every app there, each test builds a temporary repository the way an adopting platform engineer would, renders a
+realistic flow with the real CLI, and checks the output with
 `support.isolation`, which computes the properties from the rendered files and never from devlane's report:
 no baseline selector matches a dev pod; no dev pod reads a reference to a baseline Service that has a dev
 version; every dev->dev edge is wired or named in a warning; no dev pod mounts a baseline PVC; dev copies sit
-in their baseline's namespace; the flow builds with `kubectl kustomize` and passes strict validation (1.31).
+in their baseline's namespace; every ConfigMap, Secret and claim a dev pod reads exists (generated names
+followed); the flow builds with `kubectl kustomize` and passes strict validation (1.31).
+
+Two repositories per app that upstream builds with kustomize or Helm:
+- flattened: the objects the tools build, written out as plain YAML files carrying Kardinal's annotations;
+- built (`... (kustomize)`, `... (helm)`): the app's own tree copied as it is, read through `inputs:` in
+  `.devlane.yaml` (devlane runs kustomize and Helm itself), the annotations kept in `.devlane.yaml services:`
+  by the built names, and the entry Ingress added as a plain-YAML input. The baseline the checker compares
+  with is what `kubectl kustomize` / `helm template` build from that tree, independently of devlane.
 """
 
 from __future__ import annotations
 
+import copy
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -126,6 +134,57 @@ class Repo:
         return load_yaml_files(self.root / rel for rel in self.objects)
 
 
+class BuiltRepo(Repo):
+    """The app's own tree, read through `inputs:`; Kardinal's annotations in `.devlane.yaml services:`."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        self.inputs: list[dict] = []
+        self.services: dict[str, dict] = {}
+        self.expected: list[dict] = []  # what the tools build, run here and not by devlane
+
+    def tree(self, src: Path) -> None:
+        shutil.copytree(src, self.root, symlinks=True)
+
+    def kustomize(self, rel: str) -> None:
+        self.inputs.append({"kustomize": rel})
+        self.expected += kubectl_kustomize(self.root / rel)
+
+    def helm(self, rel: str, release: str, values: tuple[str, ...] = ()) -> None:
+        self.inputs.append({"helm": rel, "releaseName": release, "values": list(values)})
+        files = [arg for v in values for arg in ("--values", str(self.root / v))]
+        self.expected += objects_of(helm("template", release, str(self.root / rel), *files, "--include-crds"))
+
+    def _service(self, service: str, namespace: str | None) -> dict:
+        return self.services.setdefault(f"{namespace}/{service}" if namespace else service, {})
+
+    def depends(self, service: str, deps: str, namespace: str | None = None) -> None:
+        self._service(service, namespace)["dependencies"] = deps.split(",")
+
+    def stateful(self, service: str, namespace: str | None = None) -> None:
+        self._service(service, namespace)["stateful"] = True
+
+    def write(self) -> list[dict]:
+        entries = super().write()
+        self.inputs.append({"path": "entry/*.yaml"})
+        config = {"apiVersion": "devlane.dev/v1alpha1", "kind": "Config", "inputs": self.inputs,
+                  "services": self.services}
+        (self.root / ".devlane.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        return self.annotated() + entries
+
+    def annotated(self) -> list[dict]:
+        """The built objects with the config's annotations on their Services, as the checker reads edges."""
+        out = [copy.deepcopy(o) for o in self.expected]
+        for ref, fields in self.services.items():
+            ns, _, name = ref.rpartition("/")
+            svc = next(o for o in out if o["kind"] == "Service" and o["metadata"]["name"] == name
+                       and o["metadata"].get("namespace") == (ns or None))  # fmt: skip
+            ann = svc["metadata"].setdefault("annotations", {})
+            for key, value in fields.items():
+                ann[f"kardinal.dev.service/{key}"] = ",".join(value) if isinstance(value, list) else str(value).lower()
+        return out
+
+
 # -- the apps -------------------------------------------------------------------------------------------------------
 
 
@@ -135,6 +194,10 @@ def bank_of_anthos(repo: Repo) -> None:
     for f in sorted((src / "kubernetes-manifests").glob("*.yaml")):
         repo.copy(f, f"kubernetes-manifests/{f.name}")
     repo.copy(src / "extras/jwt/jwt-secret.yaml", "extras/jwt/jwt-secret.yaml")
+    bank_of_anthos_annotations(repo)
+
+
+def bank_of_anthos_annotations(repo: Repo) -> None:
     repo.depends("frontend", "userservice:http,contacts:http,ledgerwriter:http,balancereader:http,"
                              "transactionhistory:http")  # fmt: skip
     repo.depends("userservice", "accounts-db:tcp")
@@ -235,6 +298,10 @@ def skaffold_kustomize(repo: Repo) -> None:
 def robot_shop(repo: Repo) -> None:
     chart = source("robot-shop") / "K8s/helm"
     repo.add("robot-shop.yaml", objects_of(helm("template", "rel", str(chart))))
+    robot_shop_annotations(repo)
+
+
+def robot_shop_annotations(repo: Repo) -> None:
     repo.depends("web", "catalogue:http,user:http,cart:http,shipping:http,payment:http,ratings:http")
     repo.depends("catalogue", "mongodb:mongo")
     repo.depends("user", "mongodb:mongo,redis:redis")
@@ -257,6 +324,10 @@ def retail_store_sample_app(repo: Repo) -> None:
     helm("dependency", "build", str(chart))
     text = helm("template", "retail", str(chart), "-f", str(chart / "values-stateful.yaml"), "--skip-tests")
     repo.add("retail-store.yaml", objects_of(text))
+    retail_store_annotations(repo)
+
+
+def retail_store_annotations(repo: Repo) -> None:
     repo.depends("ui", "catalog:http,carts:http,checkout:http,orders:http")
     repo.depends("catalog", "catalog-mysql:mysql")
     repo.depends("carts", "carts-dynamodb:dynamodb")
@@ -276,6 +347,69 @@ def skaffold_helm_dependencies(repo: Repo) -> None:
     repo.annotate("Ingress", "rel-skaffold-helm", **{INGRESS: "true"})
 
 
+# -- the same apps, read as upstream builds them -----------------------------------------------------------------------
+
+
+def bank_of_anthos_kustomize(repo: BuiltRepo) -> None:
+    """The development environment as skaffold deploys it: every service's overlay, plus the shared config."""
+    src = source("bank-of-anthos")
+    repo.tree(src)
+    for kfile in sorted(src.glob("src/**/k8s/overlays/development/kustomization.yaml")):
+        repo.kustomize(kfile.parent.relative_to(src).as_posix())
+    repo.kustomize("iac/acm-multienv-cicd-anthos-autopilot/overlays/development")
+    bank_of_anthos_annotations(repo)
+
+
+def eks_workshop_retail_store_kustomize(repo: BuiltRepo) -> None:
+    repo.tree(source("eks-workshop-retail-store"))
+    repo.kustomize("manifests/base-application")
+    annotate_eks_retail(repo)
+
+
+def eks_workshop_retail_store_efs_kustomize(repo: BuiltRepo) -> None:
+    repo.tree(source("eks-workshop-retail-store"))
+    for svc in ("catalog", "carts", "checkout", "orders", "other"):
+        repo.kustomize(f"manifests/base-application/{svc}")
+    repo.kustomize("manifests/modules/fundamentals/storage/efs/deployment")
+    annotate_eks_retail(repo)
+
+
+def gke_whereami_kustomize(repo: BuiltRepo) -> None:
+    repo.tree(source("gke-whereami"))
+    for overlay in ("k8s-frontend-overlay-example", "k8s-backend-overlay-example"):
+        repo.kustomize(f"quickstarts/whereami/{overlay}")
+    repo.depends("whereami-frontend", "whereami-backend:http")
+    repo.entry("whereami-frontend", 80, "whereami.preview.example.com")
+
+
+def skaffold_kustomize_built(repo: BuiltRepo) -> None:
+    repo.tree(source("skaffold-kustomize"))
+    repo.kustomize("examples/getting-started-kustomize/overlays/dev")
+
+
+def robot_shop_helm(repo: BuiltRepo) -> None:
+    repo.tree(source("robot-shop"))
+    repo.helm("K8s/helm", "rel")
+    robot_shop_annotations(repo)
+
+
+def retail_store_sample_app_helm(repo: BuiltRepo) -> None:
+    """The umbrella chart's `file://` dependencies vendored with `helm dependency build`, as its README says."""
+    repo.tree(source("retail-store-sample-app"))
+    helm("dependency", "build", str(repo.root / "src/app/chart"))
+    repo.helm("src/app/chart", "retail", ("src/app/chart/values-stateful.yaml",))
+    retail_store_annotations(repo)
+
+
+def skaffold_helm_dependencies_helm(repo: BuiltRepo) -> None:
+    """The entry is the chart's own Ingress, switched on and marked by a values file of the adopter's."""
+    chart = "examples/helm-deployment-dependencies/skaffold-helm"
+    repo.tree(source("skaffold-helm-dependencies"))
+    (repo.root / "preview-values.yaml").write_text(yaml.safe_dump({"ingress": {
+        "enabled": True, "hosts": ["hello.preview.example.com"], "annotations": {INGRESS: "true"}}}))
+    repo.helm(chart, "rel", ("preview-values.yaml",))
+
+
 @dataclass(frozen=True)
 class App:
     id: str
@@ -283,11 +417,18 @@ class App:
     targets: tuple[str, ...]  # --service arguments: the flow
     wired: tuple[str, ...] = ()  # "a -> b" edges this flow must make dev->dev and wire
     unwired: tuple[str, ...] = ()  # "a -> b" edges hard-coded in images: dev->dev, unwired, warned
+    built: bool = False  # the app's own tree read through `inputs:` (BuiltRepo), not flattened files
     notes: str = field(default="", compare=False)
 
 
 def image(target: str) -> str:
     return f"ghcr.io/example/{target.rsplit('/', 1)[-1]}:{FLOW}"
+
+
+def _same(app_id: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """targets, wired and unwired edges of the flattened form of an app: a built form must agree."""
+    app = next(a for a in APPS if a.id == app_id)
+    return app.targets, app.wired, app.unwired
 
 
 APPS = [
@@ -319,6 +460,21 @@ APPS = [
         unwired=("checkout -> orders",), notes="upstream values never set checkout's orders endpoint"),
     App("skaffold-helm-dependencies", skaffold_helm_dependencies, ("rel-skaffold-helm",)),
 ]  # fmt: skip
+BUILT = [
+    App("bank-of-anthos (kustomize)", bank_of_anthos_kustomize, *_same("bank-of-anthos"), built=True,
+        notes="ten overlays/development builds: components, commonLabels, the shared config from iac/"),
+    App("eks-workshop-retail-store (kustomize)", eks_workshop_retail_store_kustomize,
+        *_same("eks-workshop-retail-store"), built=True),
+    App("eks-workshop-retail-store-efs (kustomize)", eks_workshop_retail_store_efs_kustomize,
+        *_same("eks-workshop-retail-store-efs"), built=True),
+    App("gke-whereami (kustomize)", gke_whereami_kustomize, *_same("gke-whereami"), built=True),
+    App("skaffold-kustomize (kustomize)", skaffold_kustomize_built, *_same("skaffold-kustomize"), built=True),
+    App("robot-shop (helm)", robot_shop_helm, *_same("robot-shop"), built=True),
+    App("retail-store-sample-app (helm)", retail_store_sample_app_helm, *_same("retail-store-sample-app"),
+        built=True, notes="helm test Pods included, as devlane models what `helm template` renders"),
+    App("skaffold-helm-dependencies (helm)", skaffold_helm_dependencies_helm, *_same("skaffold-helm-dependencies"),
+        built=True),
+]  # fmt: skip
 
 
 def edge(text: str) -> tuple[Key, Key]:
@@ -343,7 +499,7 @@ class Rendered:
 
 
 def render(app: App, tmp_path: Path, *extra: str, config: str | None = None) -> Rendered:
-    repo = Repo(tmp_path / "repo")
+    repo = (BuiltRepo if app.built else Repo)(tmp_path / "repo")
     app.build(repo)
     baseline = repo.write()
     if config is not None:
@@ -362,7 +518,7 @@ def dev_service(objects: list[dict], key: Key) -> bool:
                and o["metadata"].get("namespace") == ns for o in objects)  # fmt: skip
 
 
-@pytest.mark.parametrize("app", APPS, ids=[a.id for a in APPS])
+@pytest.mark.parametrize("app", APPS + BUILT, ids=[a.id for a in APPS + BUILT])
 def test_a_flow_on_a_real_app_is_isolated(app: App, tmp_path: Path):
     r = render(app, tmp_path)
     assert r.returncode == 0, r.stderr

@@ -14,6 +14,8 @@ Each `Violation` has a `kind`:
 - `missing`: a dev pod reads a per-flow ConfigMap copy that the flow does not hold;
 - `volume`: a dev pod mounts a baseline PersistentVolumeClaim;
 - `namespace`: a dev object does not sit in its baseline object's namespace;
+- `dangling`: a dev pod reads a ConfigMap, Secret or claim by a name that exists neither in the baseline nor in
+  the flow, and its baseline pod does not read that name (a generated name not followed, say);
 - `unwired`: an annotated dependency edge between two dev versions with no reference from the dev parent to
   the dev dependency (`edge` holds the two `(namespace, name)` keys). Callers decide whether devlane warned.
 
@@ -393,7 +395,7 @@ def check_flow(baseline_objects: list[dict], rendered_objects: list[dict], flow:
     baseline, rendered = Objects(baseline_objects), Objects(rendered_objects)
     return [*check_selectors(baseline, rendered), *check_references(baseline, rendered, flow),
             *check_missing_config_maps(rendered, flow), *check_volumes(baseline, rendered),
-            *check_namespaces(baseline, rendered, flow),
+            *check_namespaces(baseline, rendered, flow), *check_dangling(baseline, rendered, flow),
             *check_edges(baseline, rendered, flow)]  # fmt: skip
 
 
@@ -448,6 +450,44 @@ def config_map_refs(spec: dict) -> Iterator[dict]:
         yield v.get("configMap") or {}
         for p in ((v.get("projected") or {}).get("sources")) or []:
             yield p.get("configMap") or {}
+
+
+def object_refs(spec: dict) -> Iterator[tuple[str, str]]:
+    """(kind, name) of every ConfigMap, Secret and claim a pod spec reads, optional ones left out."""
+    def named(kind: str, ref: dict, field: str = "name") -> Iterator[tuple[str, str]]:
+        if ref.get(field) and not ref.get("optional"):
+            yield kind, str(ref[field])
+
+    for c in containers(spec):
+        for e in c.get("envFrom") or []:
+            yield from named("ConfigMap", e.get("configMapRef") or {})
+            yield from named("Secret", e.get("secretRef") or {})
+        for e in c.get("env") or []:
+            yield from named("ConfigMap", (e.get("valueFrom") or {}).get("configMapKeyRef") or {})
+            yield from named("Secret", (e.get("valueFrom") or {}).get("secretKeyRef") or {})
+    for v in spec.get("volumes") or []:
+        yield from named("ConfigMap", v.get("configMap") or {})
+        yield from named("Secret", v.get("secret") or {}, "secretName")
+        yield from named("PersistentVolumeClaim", v.get("persistentVolumeClaim") or {}, "claimName")
+        for p in ((v.get("projected") or {}).get("sources")) or []:
+            yield from named("ConfigMap", p.get("configMap") or {})
+            yield from named("Secret", p.get("secret") or {})
+
+
+def check_dangling(baseline: Objects, rendered: Objects, flow: str) -> list[Violation]:
+    """Every object a dev pod reads exists, in the baseline or the flow, unless its baseline pod reads that same
+    missing name (an object made outside the repository)."""
+    out: list[Violation] = []
+    for pod in dev_pods(rendered):
+        ns, base_name = namespace_of(pod), baseline_name(name_of(pod), flow)
+        base = baseline.get(pod["kind"], (ns, base_name)) if base_name else None
+        outside = set(object_refs(pod_spec(base))) if base is not None else set()
+        for kind, name in sorted(set(object_refs(pod_spec(pod)))):
+            if baseline.get(kind, (ns, name)) is None and rendered.get(kind, (ns, name)) is None and (
+                    kind, name) not in outside:
+                out.append(Violation("dangling", f"{describe(pod)} reads {kind} {show((ns, name))}, which exists "
+                                                 "neither in the baseline nor in the flow"))  # fmt: skip
+    return out
 
 
 def check_missing_config_maps(rendered: Objects, flow: str) -> list[Violation]:

@@ -212,6 +212,20 @@ def test_a_dev_pod_pointing_at_a_copy_the_flow_lacks_is_reported():
         "Deployment api-pr-1 reads ConfigMap api-config-pr-1, which the flow does not hold"]
 
 
+def test_a_dev_pod_reading_a_name_that_exists_nowhere_is_reported():
+    """The generated name a build made (`api-config-h4sh`) not followed: the dev pod reads the source name."""
+    base = [o for o in baseline() if o["kind"] != "ConfigMap"] + [config_map("api-config-h4sh", {"A": "b"})]
+    find(base, "Deployment", "api")["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [
+        {"configMapRef": {"name": "api-config-h4sh"}}, {"secretRef": {"name": "made-elsewhere"}}]
+    objs = [o for o in rendered() if o["kind"] != "ConfigMap"]
+    container(objs, f"api-{FLOW}")["envFrom"] = [{"configMapRef": {"name": "api-config"}},
+                                                 {"secretRef": {"name": "made-elsewhere"}}]
+    assert [str(v) for v in check_flow(base, objs, FLOW) if v.kind == "dangling"] == [
+        "Deployment api-pr-1 reads ConfigMap api-config, which exists neither in the baseline nor in the flow"]
+    container(objs, f"api-{FLOW}")["envFrom"][0]["configMapRef"]["name"] = "api-config-h4sh"
+    assert [v for v in check_flow(base, objs, FLOW) if v.kind == "dangling"] == []
+
+
 def test_a_config_map_file_is_read():
     base = [*baseline(), config_map("app-yaml", {"application.yaml": "spring:\n  datasource:\n    host: db\n"})]
     objs = rendered()
