@@ -506,6 +506,8 @@ def _apply_override(dw: DevWorkload, override: ServiceOverride) -> None:
         return
     if override.image:
         target["image"] = override.image
+    if not override.env:
+        return
     env = target.setdefault("env", [])
     for key, value in override.env.items():
         for entry in env:

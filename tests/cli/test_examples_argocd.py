@@ -9,6 +9,7 @@ import yaml
 from support import ROOT
 
 ARGOCD = ROOT / "examples" / "argocd"
+APPSETS = ("applicationset.yaml", "applicationset-inventory.yaml")  # plain YAML; a kustomize overlay
 
 
 def test_example_files_are_valid_and_the_readme_references_exist(harness):
@@ -21,11 +22,12 @@ def test_example_files_are_valid_and_the_readme_references_exist(harness):
     assert plugin["spec"]["generate"]["command"] == ["devlane", "cmp", "generate"]  # no shell
     assert plugin["spec"]["discover"] == {"fileName": "./.devlane.yaml"}
     assert plugin["spec"]["parameters"]["dynamic"]["command"] == ["devlane", "cmp", "params"]
-    appset = yaml.safe_load((ARGOCD / "applicationset.yaml").read_text())
-    assert "pullRequest" in appset["spec"]["generators"][0]
-    source = appset["spec"]["template"]["spec"]["source"]
-    assert source["plugin"]["name"] == f"{plugin['metadata']['name']}-{plugin['spec']['version']}"
-    assert (ROOT / source["path"] / ".devlane.yaml").is_file()
+    for name in APPSETS:
+        appset = yaml.safe_load((ARGOCD / name).read_text())
+        assert "pullRequest" in appset["spec"]["generators"][0]
+        source = appset["spec"]["template"]["spec"]["source"]
+        assert source["plugin"]["name"] == f"{plugin['metadata']['name']}-{plugin['spec']['version']}"
+        assert (ROOT / source["path"] / ".devlane.yaml").is_file()
     assert yaml.safe_load((ARGOCD / "repo-server-patch.yaml").read_text())["spec"]["template"]["spec"]["containers"]
     dockerfile = (ARGOCD / "Dockerfile").read_text()
     assert "USER 999" in dockerfile and "devlane plugins prepare" in dockerfile
@@ -55,9 +57,9 @@ def test_example_manifests_have_what_argocd_needs():
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert mounts["/var/run/argocd"] == "var-files" and mounts["/home/argocd/cmp-server/plugins"] == "plugins"
     assert "emptyDir" in volumes[mounts["/tmp"]]
-    appset = yaml.safe_load((ARGOCD / "applicationset.yaml").read_text())
-    plugin = appset["spec"]["template"]["spec"]["source"]["plugin"]
-    assert plugin["env"] == [{"name": "FLOW_ID", "value": "pr-{{.number}}"}]
-    assert plugin["parameters"][0]["name"] == "services" and isinstance(plugin["parameters"][0]["array"], list)
+    for name in APPSETS:
+        plugin = yaml.safe_load((ARGOCD / name).read_text())["spec"]["template"]["spec"]["source"]["plugin"]
+        assert plugin["env"] == [{"name": "FLOW_ID", "value": "pr-{{.number}}"}]
+        assert plugin["parameters"][0]["name"] == "services" and isinstance(plugin["parameters"][0]["array"], list)
     default_repo = re.search(r"^ARG PLUGIN_REPO=(\S+)", (ARGOCD / "Dockerfile").read_text(), re.M).group(1)
     assert (ROOT / default_repo / ".devlane.yaml").is_file()

@@ -38,12 +38,14 @@ def test_kustomizations_never_set_target_namespace_and_use_the_declared_source()
     objects = _all_objects()
     sources = {o["metadata"]["name"] for o in objects if o["kind"] == "GitRepository"}
     kustomizations = [o for o in objects if o["kind"] == "Kustomization"]
-    assert len(kustomizations) == 2
+    assert len(kustomizations) == 3
     for k in kustomizations:
         assert "targetNamespace" not in k["spec"]
         assert k["spec"]["prune"] is True
-        assert k["spec"]["sourceRef"] == {"kind": "GitRepository", "name": "bookshop"}
+        assert k["spec"]["sourceRef"]["kind"] == "GitRepository"
         assert k["spec"]["sourceRef"]["name"] in sources
+        app = k["spec"]["path"].split("/rendered/")[0]
+        assert (ROOT / app / ".devlane.yaml").is_file(), f"{k['metadata']['name']}: {app} is not a devlane app"
 
 
 def test_resourceset_stamps_the_same_flow_kustomization_per_pull_request():

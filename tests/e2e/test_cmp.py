@@ -90,3 +90,23 @@ def test_the_plugins_objects_pass_the_cluster_api_gate(app_dir, harness):
     )
     assert out.returncode == 0, out.stderr
     assert len(_objects(out.stdout)) == 9
+
+
+def test_generate_on_the_inventory_overlay_prints_what_render_prints(tmp_path, harness):
+    """examples/argocd/applicationset-inventory.yaml: the Application's path is a kustomize overlay, whose base
+    lies beside it in the unpacked repository (no .git: Argo CD hands over files only)."""
+    appset = yaml.safe_load((ROOT / "examples" / "argocd" / "applicationset-inventory.yaml").read_text())
+    source = appset["spec"]["template"]["spec"]["source"]
+    repo = tmp_path / "repo"
+    _unpack_like_argocd(ROOT / "examples" / "inventory", repo / "examples" / "inventory")
+    service = source["plugin"]["parameters"][0]["array"][0].replace("{{.head_short_sha_7}}", "pr-7")
+    params = json.dumps([{"name": "services", "array": [service]}])
+    out = _generate(repo / source["path"], {"ARGOCD_APP_SOURCE_PATH": source["path"], "ARGOCD_ENV_FLOW_ID": "pr-7",
+                                            "ARGOCD_APP_PARAMETERS": params})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    expected = harness.cli("render", str(ROOT / source["path"]), "--flow", "pr-7", "--service", service, "--stdout")
+    assert expected.returncode == 0, expected.stderr
+    assert out.stdout == expected.stdout
+    objects = {(o["kind"], o["metadata"]["name"]) for o in _objects(out.stdout)}
+    assert ("Deployment", "api-pr-7") in objects and ("Ingress", "inventory-pr-7") in objects
+    assert any(k == "ConfigMap" and n.startswith("inventory-config-") for k, n in objects)

@@ -1,13 +1,16 @@
 """examples/flux end to end: `devlane render` (in-process, the bookshop's real plugins) writes the flow where the
-example's flow Kustomization points, in a form Flux takes, and `kubectl kustomize` builds it. The static checks of
-the example files are in tests/cli/test_examples_flux.py."""
+example's flow Kustomization points, in a form Flux takes, and `kubectl kustomize` builds it; the same for the
+inventory example, a kustomize overlay devlane builds itself (snapshot, strict validation, isolation computed
+from the rendered objects against what `kubectl kustomize` builds of the overlay). The static checks of the
+example files are in tests/cli/test_examples_flux.py."""
 
 from __future__ import annotations
 
 import json
 
 import yaml
-from support import EXAMPLE, ROOT, kubectl_kustomize
+from support import EXAMPLE, ROOT, kubectl_kustomize, tree, validate_strict
+from support.isolation import check_flow, load_flow
 
 RENDER = ["--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7"]
 
@@ -32,3 +35,30 @@ def test_the_flow_kustomization_builds_what_devlane_renders(harness):
         assert not any(k.startswith("kustomize.toolkit.fluxcd.io/") for k in obj["metadata"].get("labels") or {})
     built = kubectl_kustomize(flow_dir)
     assert len(built) == len(manifests)
+
+
+def test_the_inventory_overlay_flow_is_where_its_kustomization_points(harness, snapshot):
+    (flow_ks,) = [d for d in yaml.safe_load_all(
+        (ROOT / "examples" / "flux" / "kustomization-inventory-pr-7.yaml").read_text()) if d]  # fmt: skip
+    harness.copy(ROOT / "examples" / "inventory", "examples/inventory")
+    overlay = harness.root / "examples" / "inventory" / "overlays" / "staging"
+    out = harness.cli("render", str(overlay), "--flow", "pr-7", "--service", "api=ghcr.io/acme/inventory-api:pr-7")
+    assert out.returncode == 0, out.stderr
+    flow_dir = harness.root / flow_ks["spec"]["path"]
+    assert flow_dir.is_dir(), f"{flow_ks['spec']['path']} is not where devlane rendered the flow"
+    files = tree(flow_dir)
+    assert {f: t.decode() for f, t in files.items()} == snapshot
+    flow = load_flow(flow_dir)
+    baseline = kubectl_kustomize(overlay)
+    assert [str(v) for v in check_flow(baseline, flow, "pr-7")] == []
+    generated = next(o["metadata"]["name"] for o in baseline if o["kind"] == "ConfigMap")
+    api = next(o for o in flow if o["kind"] == "Deployment" and o["metadata"]["name"] == "api-pr-7")
+    env_from = api["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+    assert env_from == [{"configMapRef": {"name": f"{generated}-pr-7"}}]  # the copy of the generated name
+    copy = next(o for o in flow if o["kind"] == "ConfigMap")
+    assert copy["data"]["REDIS_URL"] == "redis://redis-pr-7:6379/0" and copy["data"]["LOG_LEVEL"] == "debug"
+    assert all(o["metadata"]["namespace"] == "inventory-staging" for o in flow)
+    built = kubectl_kustomize(flow_dir)
+    assert len(built) == len(flow) == 6
+    for obj in built:
+        validate_strict(obj)
