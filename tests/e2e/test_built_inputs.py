@@ -217,7 +217,7 @@ needs_helm = pytest.mark.skipif(shutil.which("helm") is None, reason="helm not i
 
 CHART = {
     "Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
-    "values.yaml": "image: api:1\nreplicas: 1\n",
+    "values.yaml": "image: api:1\nreplicas: 1\nlogLevel: info\n",
     "templates/api.yaml": """
 apiVersion: apps/v1
 kind: Deployment
@@ -227,7 +227,9 @@ spec:
   selector: {matchLabels: {app: {{ .Release.Name }}-api}}
   template:
     metadata: {labels: {app: {{ .Release.Name }}-api}}
-    spec: {containers: [{name: api, image: {{ .Values.image | quote }}}]}
+    spec:
+      containers:
+        - {name: api, image: {{ .Values.image | quote }}, env: [{name: LOG_LEVEL, value: {{ .Values.logLevel }}}]}
 ---
 apiVersion: v1
 kind: Service
@@ -342,6 +344,28 @@ def test_services_auto_sees_a_change_to_a_values_file_only(harness):
     plan = _auto_targets(harness, harness.root)
     rows = {line.split()[0]: line.split()[1] for line in plan.splitlines()[2:] if line.strip()}
     assert rows == {"prod-api": "dev"}, plan
+
+
+@needs_helm
+def test_diff_and_ref_of_a_pr_that_changes_only_a_values_file(harness):
+    for name, text in CHART.items():
+        harness.write(f"charts/shop/{name}", text)
+    harness.write("env/prod.yaml", "logLevel: info\n")
+    harness.config({"inputs": [{"helm": "charts/shop", "values": ["env/prod.yaml"], "releaseName": "prod"}]})
+    git(harness.root, "init", "-q")
+    _commit(harness.root, "chart")
+    (harness.root / "env" / "prod.yaml").write_text("logLevel: debug\n")
+    _commit(harness.root, "debug logs")
+    flow = ["--flow", "pr-1", "--service", "prod-api=api:2"]
+    out = harness.cli("diff", *flow, "--base", "HEAD~1", "--head", "HEAD", "--fail-on", "never")
+    assert out.returncode == 0, out.stderr
+    assert "0 added, 1 changed, 0 removed" in out.stdout and "changed  Deployment/prod-api-pr-1" in out.stdout
+    assert "-          value: info\n+          value: debug" in out.stdout, out.stdout
+    for ref, level in (("HEAD~1", "info"), ("HEAD", "debug")):
+        rendered = harness.cli("render", *flow, "--ref", ref, "--stdout")
+        assert rendered.returncode == 0, rendered.stderr
+        [dev] = [d for d in yaml.safe_load_all(rendered.stdout) if d and d["kind"] == "Deployment"]
+        assert dev["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "LOG_LEVEL", "value": level}]
 
 
 # --------------------------------------------------------------------------------------------------
