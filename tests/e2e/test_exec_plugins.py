@@ -139,7 +139,7 @@ def test_sh_c_identity_plugin(repo):
     out = render(repo, plugin, "--stdout")
     assert out.returncode == 0, out.stderr
     objs = objects(out.stdout)
-    assert containers(objs, "api")[0] == {"name": "main", "image": "api:2", "env": []}  # env: [] from clone
+    assert containers(objs, "api")[0] == {"name": "main", "image": "api:2"}
     assert containers(objs, "api")[1] == {"name": "sidecar", "image": "proxy:1"}
     assert state(objs) == {}
 
