@@ -157,7 +157,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     flow = flow_of(flow, s)
     loaded, model, the_plan = _planned(s, flow)
     choices = apply_plugins.choose_all(s.host, model, the_plan)
-    dev = clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict)
+    dev = clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict, s.lane)
     policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
     # rewriting is done: what a plugin returns is final, once the output policy accepts it
     invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)

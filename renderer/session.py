@@ -19,8 +19,9 @@ from .host.choose import RunMode
 from .host.confine import Limits, SandboxPolicy
 from .host.plugin_host import PluginHost
 from .render import load
-from .render.config import Routing
+from .render.config import Isolation, Routing
 from .render.flow import FlowSpec
+from .render.lane import Lane
 from .render.routing import check_mode
 
 
@@ -31,6 +32,7 @@ class Options:
     repo: Path = Path(".")
     ref: str | None = None
     routing: Routing | None = None
+    isolation: Isolation | None = None  # --isolation, over .devlane.yaml `isolation`
     plugin_sources: dict[str, str] = field(default_factory=dict)
     plugin_timeout: float | None = None  # per plugin call (--plugin-timeout)
     timeout: float | None = None  # the whole command (--timeout)
@@ -68,6 +70,12 @@ class Session:
     @property
     def routing(self) -> Routing:
         return check_mode(self.options.routing or self.config.routing)
+
+    @property
+    def lane(self) -> Lane:
+        """The isolation mode and its settings: where dev copies live and what they are called."""
+        return Lane(self.options.isolation or self.config.isolation, self.config.namespace_template,
+                    self.config.cluster_domain)
 
     def report(self, problems: list[Problem]) -> None:
         self.diagnostics.extend(problems)

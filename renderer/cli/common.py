@@ -38,6 +38,9 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     g.add_argument("--template-arg", action="append", default=[], metavar="KEY=VALUE")
     g.add_argument("--template-args", type=Path, metavar="FILE", help="YAML/JSON file of template arguments")
     g.add_argument("--routing", choices=["none", "gateway-api", "istio"], help="routing backend (default: none)")
+    g.add_argument("--isolation", choices=["suffix", "namespace"],
+                   help="suffix: dev copies named <name>-<flow> beside the baseline (default); namespace: the same "
+                        "names in a flow namespace, other services aliased there")
     g.add_argument("--strict", action="store_true", default=None,
                    help="fail when isolation cannot be verified: an unwired dev->dev edge, an address in a Secret "
                         "(also policy.strict in .devlane.yaml)")
@@ -104,6 +107,7 @@ def parse_template_args(values: list[str]) -> dict[str, str]:
 
 def options(args: argparse.Namespace) -> api.Options:
     return api.Options(repo=Path(args.repo), ref=args.ref, routing=getattr(args, "routing", None),
+                       isolation=getattr(args, "isolation", None),
                        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
                        plugin_timeout=getattr(args, "plugin_timeout", None), timeout=getattr(args, "timeout", None),
                        jobs=getattr(args, "jobs", None), strict=bool(getattr(args, "strict", False)))

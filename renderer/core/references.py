@@ -112,6 +112,7 @@ class Reference:
     start: int  # span of the service label inside the text
     end: int
     target: Target
+    namespace: tuple[int, int] | None = None  # span of the namespace label that follows (`svc.ns...`), if any
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,13 +392,13 @@ def _scan_item(
         hp = _HOST_LIST_ITEM.fullmatch(item)
         target = targets.resolve(hp.group(1)) if hp else None
         if target is not None and (not hp.group(2) or _port_ok(hp.group(2), target)):
-            _add(target, base, out)
+            _add(target, base, out, hp.group(1))
         return hp is not None and hp.group(3) is None
     m = _ID_AT.fullmatch(item)
     if m:
         target = targets.resolve(m.group(1))
         if target and _port_ok(m.group(2), target):
-            _add(target, base + m.start(1), out)
+            _add(target, base + m.start(1), out, m.group(1))
         return False
     m = _ORACLE.match(item)
     if m:
@@ -418,12 +419,12 @@ def _scan_item(
         return False
     if port is not None:
         if _port_ok(port, target):
-            _add(target, base, out)
+            _add(target, base, out, host)
         return False  # `orders:orders` is user:password, not svc:port
     if host_pos or (
         cls == _NEUTRAL and (_spelled_as_host(host, target) or (path is None and _names_service(key, host)))
     ):
-        _add(target, base, out)
+        _add(target, base, out, host)
     return False
 
 
@@ -443,11 +444,14 @@ def _port_ok(port: str, target: Target) -> bool:
 def _emit(host: str, start: int, targets: Targets, out: list[Reference]) -> None:
     target = targets.resolve(host)
     if target is not None:
-        _add(target, start, out)
+        _add(target, start, out, host)
 
 
-def _add(target: Target, start: int, out: list[Reference]) -> None:
-    out.append(Reference(start, start + len(target.name), target))
+def _add(target: Target, start: int, out: list[Reference], host: str = "") -> None:
+    """A reference to `target` at `start`; `host` as written there, so that its namespace label is known."""
+    end = start + len(target.name)
+    label = host.split(".")[1] if host.count(".") >= 1 and host.startswith(target.name + ".") else ""
+    out.append(Reference(start, end, target, (end + 1, end + 1 + len(label)) if label else None))
 
 
 def _finish(out: list[Reference]) -> list[Reference]:
@@ -551,7 +555,7 @@ def _scan_argv(words: list[_Word], targets: Targets, default_key: str, pairs: bo
         ):
             target = targets.resolve(w)  # nc -z rabbitmq 5672
             if target and ("." not in w or _spelled_as_host(w, target)):
-                _add(target, b, out)
+                _add(target, b, out, w)
 
 
 def _glued_host(w: str, b: int, targets: Targets, out: list[Reference]) -> bool:
@@ -562,7 +566,7 @@ def _glued_host(w: str, b: int, targets: Targets, out: list[Reference]) -> bool:
     target = targets.resolve(m.group(1)) if m else None
     if target is None:
         return False
-    _add(target, b + at, out)
+    _add(target, b + at, out, m.group(1))
     return True
 
 
@@ -820,6 +824,22 @@ def _scan_directive(
 
 # ---------------------------------------------------------------------------------------------
 # Rewriting
+
+
+def apply_namespaces(text: str, refs: list[Reference], namespaces: Mapping[str, str]) -> str:
+    """Replace the namespace label of every reference that names one (`svc.ns`, `svc.ns.svc.cluster.local`)
+    by the new namespace of its target; short names are left alone (they resolve in the pod's namespace)."""
+    parts: list[str] = []
+    pos = 0
+    for ref in sorted(refs, key=lambda r: r.start):
+        if ref.namespace is None or ref.start < pos or ref.target.key not in namespaces:
+            continue
+        start, end = ref.namespace
+        parts.append(text[pos:start])
+        parts.append(namespaces[ref.target.key])
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def apply(text: str, refs: list[Reference], new_names: Mapping[str, str]) -> str:

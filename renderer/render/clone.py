@@ -32,10 +32,11 @@ from ..core.k8s import (
     strip_metadata,
     with_pod_spec,
 )
-from ..core.names import DEVLANE, FLOW_LABEL, KARDINAL, SHARED, dev_label_value, dev_name, flow_labels
-from ..core.references import Targets, apply
+from ..core.names import DEVLANE, FLOW_LABEL, KARDINAL, SHARED, dev_label_value, flow_labels
+from ..core.references import Targets, apply, apply_namespaces
 from ..errors import Diagnostics
 from .flow import ServiceOverride
+from .lane import Lane
 from .load import Document
 from .model import Model, ServiceNode, Workload
 from .plan import Plan, service_targets
@@ -45,6 +46,7 @@ VOLUME = DEVLANE + "volume"
 VOLUME_MODES = ("copy", "emptyDir", "shared")
 REPLICATED = ("Deployment", "StatefulSet", "ReplicationController")  # what Services select; replicas set
 MAP_SELECTORS = ("Service", "ReplicationController")  # selectors that are plain label maps
+SUFFIX = Lane()  # the default isolation
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ class DevSet:
     versions: dict[str, str] = field(default_factory=dict)  # dev service key -> flow id or "shared"
     objects: list[DevObject] = field(default_factory=list)
     renamed: dict[tuple[str | None, str], str] = field(default_factory=dict)  # (ns, Service) -> dev Service
+    lane: Lane = field(default_factory=Lane)
+    namespaces: dict[str, str] = field(default_factory=dict)  # isolation namespace: baseline ns -> flow ns
 
     def rewrite_targets(self, version: str) -> list[str]:
         """Services whose dev copies a workload of `version` may point at.
@@ -170,10 +174,12 @@ def isolate_labels(labels: dict, keys: set[str], version: str) -> dict:
     return out
 
 
-def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, strict: bool = False) -> DevSet:
+def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, strict: bool = False,
+         lane: Lane = SUFFIX) -> DevSet:
     versions = {n: (SHARED if plan.version_of(n) == SHARED else plan.flow_id) for n in plan.dev_services()}
-    dev_names = {key: dev_name(model.services[key].name, version) for key, version in versions.items()}
-    keys = selector_keys(model)
+    dev_names = {key: lane.name(model.services[key].name, version) for key, version in versions.items()}
+    # in a flow namespace no baseline selector can reach a dev pod: labels stay as they are
+    keys = {} if lane.by_namespace else selector_keys(model)
     # workloads first: a workload selected by two dev services is copied once
     copied: dict[int, DevWorkload] = {}
     workloads: dict[str, DevWorkload] = {}
@@ -183,18 +189,76 @@ def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, stri
             continue
         wid = id(node.workload.doc)
         if wid not in copied:
-            copied[wid] = _copy_workload(node, version, keys, model, replicas)
+            copied[wid] = _copy_workload(node, version, keys, model, replicas, lane)
         workloads[key] = copied[wid]
-    services, renamed = _copy_services(model, list(copied.values()))
-    cloner = _Cloner(model, DevSet(versions=versions, dev_names=dev_names), diags, strict)
+    services, renamed = _copy_services(model, list(copied.values()), lane)
+    namespaces = {ns: lane.namespace(ns, dw.version) for dw in copied.values()
+                  if lane.by_namespace and (ns := model.namespace_of(dw.baseline))}
+    cloner = _Cloner(model, DevSet(versions=versions, dev_names=dev_names, lane=lane, namespaces=namespaces), diags,
+                     strict)
     for dw in copied.values():
         cloner.rewrite(dw, model.nodes_on(dw.baseline))
         cloner.volumes(dw, model.nodes_on(dw.baseline))
     for key, override in plan.overrides.items():
         if key in workloads:
             _apply_override(workloads[key], override)
-    objects = cloner.objects + _network_policies(model, list(copied.values()), keys)
-    return DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed)
+    objects = cloner.objects + _network_policies(model, list(copied.values()), keys, lane)
+    if lane.by_namespace:
+        objects += _flow_namespaces(model, list(copied.values()), lane, diags)
+        objects += _aliases(model, list(copied.values()), renamed, lane)
+    return DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed, lane, namespaces)
+
+
+def _flow_namespaces(model: Model, workloads: list[DevWorkload], lane: Lane, diags: Diagnostics) -> list[DevObject]:
+    """The `Namespace` of each flow namespace, with the labels and annotations of its baseline's (pod security,
+    sidecar injection) when the repository holds that Namespace."""
+    out, seen = [], set()
+    for dw in workloads:
+        ns = model.namespace_of(dw.baseline)
+        if ns is None:
+            diags.error(f"isolation namespace: {dw.baseline.kind} {dw.baseline.name} has no namespace, so the flow "
+                        "cannot alias the baseline's Services by their DNS names", dw.baseline.where(),
+                        hint="set `namespace:` in .devlane.yaml (the namespace Argo CD or Flux deploys the baseline "
+                             "into), or give the objects metadata.namespace", code="namespace-unknown")
+            continue
+        if (ns, dw.version) in seen:
+            continue
+        seen.add((ns, dw.version))
+        doc = model.find("Namespace", None, ns)
+        meta: dict = {"name": lane.namespace(ns, dw.version)}
+        base = (doc.obj.get("metadata") or {}) if doc is not None else {}
+        meta["labels"] = {**(base.get("labels") or {}), **flow_labels(dw.version)}
+        meta["labels"].pop("kubernetes.io/metadata.name", None)
+        annotations = {k: v for k, v in (base.get("annotations") or {}).items() if not k.startswith(KARDINAL)}
+        if annotations:
+            meta["annotations"] = annotations
+        out.append(DevObject(doc or dw.baseline, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
+                             dw.version))
+    return out
+
+
+def _aliases(model: Model, workloads: list[DevWorkload], renamed: dict[tuple[str | None, str], str],
+             lane: Lane) -> list[DevObject]:
+    """An `ExternalName` Service in each flow namespace for every baseline Service of its namespace that has no
+    dev copy, so that a short name a dev pod uses resolves to the baseline."""
+    out = []
+    for ns, version in sorted({(model.namespace_of(dw.baseline), dw.version) for dw in workloads
+                               if model.namespace_of(dw.baseline)}):
+        for doc in model.documents:
+            if (doc.kind != "Service" or doc.api_version != "v1" or model.namespace_of(doc) != ns
+                    or (ns, doc.name) in renamed or KARDINAL + "plugin-definition" in doc.annotations):
+                continue
+            spec = doc.obj.get("spec") if isinstance(doc.obj.get("spec"), dict) else {}
+            ports = [{k: v for k, v in p.items() if k in ("name", "port", "protocol", "appProtocol")}
+                     for p in spec.get("ports") or [] if isinstance(p, dict)]
+            target = spec.get("externalName") if spec.get("type") == "ExternalName" else \
+                f"{doc.name}.{ns}.svc.{lane.cluster_domain}"
+            meta = {"name": doc.name, "namespace": lane.namespace(ns, version), "labels": flow_labels(version),
+                    "annotations": {DEVLANE + "alias-of": f"{ns}/{doc.name}"}}
+            alias = {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+                     "spec": {"type": "ExternalName", "externalName": target, **({"ports": ports} if ports else {})}}
+            out.append(DevObject(doc, alias, version))
+    return out
 
 
 def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:
@@ -209,14 +273,14 @@ def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:
 
 
 def _copy_workload(node: ServiceNode, version: str, keys: dict[str | None, set[str]], model: Model,
-                   replicas: int | str) -> DevWorkload:
+                   replicas: int | str, lane: Lane) -> DevWorkload:
     wl = node.workload
     obj = strip_metadata(copy.deepcopy(wl.doc.obj))
     ns = model.namespace_of(wl.doc)
     meta = obj["metadata"]
-    meta["name"] = dev_name(wl.doc.name, version)
+    meta["name"] = lane.name(wl.doc.name, version)
     if ns:
-        meta["namespace"] = ns
+        meta["namespace"] = lane.namespace(ns, version)
     meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(version)}
     template = pod_template(obj)
     tmeta = template.setdefault("metadata", {})
@@ -239,8 +303,8 @@ def _copy_workload(node: ServiceNode, version: str, keys: dict[str | None, set[s
     return DevWorkload(node.key, version, wl.doc, obj, node.container)
 
 
-def _copy_services(model: Model, workloads: list[DevWorkload]) -> tuple[list[DevService],
-                                                                         dict[tuple[str | None, str], str]]:
+def _copy_services(model: Model, workloads: list[DevWorkload], lane: Lane) -> tuple[
+        list[DevService], dict[tuple[str | None, str], str]]:
     """A dev Service for every Service (node or legacy entry) that selects a dev workload."""
     index = LabelIndex()
     for dw in workloads:
@@ -255,19 +319,19 @@ def _copy_services(model: Model, workloads: list[DevWorkload]) -> tuple[list[Dev
         ns = model.namespace_of(doc)
         for dw in index.candidates(ns, selector):
             if dw.baseline.kind in REPLICATED and map_matches(selector, Workload(dw.baseline).pod_labels):
-                obj = _dev_service(doc, dw, ns)
+                obj = _dev_service(doc, dw, ns, lane)
                 out.append(DevService(doc, obj, dw.version))
                 renamed.setdefault((ns, doc.name), obj["metadata"]["name"])
                 break
     return out, renamed
 
 
-def _dev_service(doc: Document, dw: DevWorkload, ns: str | None) -> dict:
+def _dev_service(doc: Document, dw: DevWorkload, ns: str | None, lane: Lane) -> dict:
     obj = strip_metadata(copy.deepcopy(doc.obj))
     meta = obj["metadata"]
-    meta["name"] = dev_name(doc.name, dw.version)
+    meta["name"] = lane.name(doc.name, dw.version)
     if ns:
-        meta["namespace"] = ns
+        meta["namespace"] = lane.namespace(ns, dw.version)
     meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(dw.version)}
     _drop_kardinal(meta)
     spec = obj["spec"]
@@ -298,11 +362,11 @@ def _drop_kardinal(meta: dict) -> None:
         meta.pop("annotations", None)
 
 
-def _copy_of(doc: Document, version: str, namespace: str | None) -> dict:
-    """A per-flow copy of a repository object: dev name, the baseline's namespace, flow labels."""
+def _copy_of(doc: Document, version: str, namespace: str | None, lane: Lane) -> dict:
+    """A per-flow copy of a repository object: its dev name in `namespace` (the dev pod's), flow labels."""
     obj = strip_metadata(copy.deepcopy(doc.obj))
     meta = obj["metadata"]
-    meta["name"] = dev_name(doc.name, version)
+    meta["name"] = lane.name(doc.name, version)
     if namespace:
         meta["namespace"] = namespace
     meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(version)}
@@ -320,37 +384,74 @@ class _Cloner:
         self._made: dict[tuple[str, str | None, str, str], str] = {}  # (kind, ns, name, version) -> copy name
 
     def rewrite(self, dw: DevWorkload, nodes: list[ServiceNode]) -> None:
-        targets = Targets(service_targets(self.model, self.dev.rewrite_targets(dw.version)), dw.namespace)
-        if not targets:
+        """References to services with a dev version: the dev names (suffix), or, in a flow namespace, the flow
+        namespace where a reference names one. There, every ConfigMap the pod reads is copied beside it."""
+        home = self.model.namespace_of(dw.baseline)
+        targets = Targets(service_targets(self.model, self.dev.rewrite_targets(dw.version)), home)
+        lane = self.dev.lane
+        if not targets and not lane.by_namespace:
             return
         skip = frozenset().union(*(n.no_rewrite for n in nodes))
         spec = dw.pod_spec
         for slot in pod_slots(spec, targets, skip):
-            new = apply(slot.value, slot.refs, self.dev.dev_names)
-            slot.set(new)
-            self.rewrites.append(Rewrite(dw.name, slot.container, slot.field, slot.label, slot.value, new))
+            new = self._apply(slot.value, slot.refs, dw.version)
+            if new != slot.value:
+                slot.set(new)
+                self.rewrites.append(Rewrite(dw.name, slot.container, slot.field, slot.label, slot.value, new))
         for read in config_reads(spec):
-            doc = self.model.find(read.kind, dw.namespace, read.name)
+            doc = self.model.find(read.kind, home, read.name)
             if doc is None:
+                if lane.by_namespace:
+                    self._missing(dw, read.kind, read.name)
                 continue
-            found = data_refs(doc, targets, None if read.kind == "ConfigMap" else read.keys, skip)
-            if not found:
-                continue
+            found = data_refs(doc, targets, None if read.kind == "ConfigMap" else read.keys, skip) if targets else {}
             if read.kind == "Secret":
-                self._secret(dw, doc, found)
+                if found:
+                    self._secret(dw, doc, found)
+                if lane.by_namespace:
+                    self._missing(dw, "Secret", read.name, doc)
                 continue
-            repoint(spec, "ConfigMap", read.name, self._configmap(doc, dw, found))
+            if found or lane.by_namespace:
+                repoint(spec, "ConfigMap", read.name, self._configmap(doc, dw, found))
+
+    def _apply(self, text: str, refs: list, version: str) -> str:
+        if not self.dev.lane.by_namespace:
+            return apply(text, refs, self.dev.dev_names)
+        return apply_namespaces(text, refs, self._flow_namespaces(version))
+
+    def _flow_namespaces(self, version: str) -> dict[str, str]:
+        """Service key -> the flow namespace of its dev copy (only services that have one)."""
+        out = {}
+        for key in self.dev.rewrite_targets(version):
+            ns = self.model.namespace_of(self.model.services[key].doc)
+            if ns is not None:
+                out[key] = self.dev.lane.namespace(ns, self.dev.versions[key])
+        return out
+
+    def _missing(self, dw: DevWorkload, kind: str, name: str, doc: Document | None = None) -> None:
+        """In a flow namespace a pod reads only what is there: a Secret (never copied with its values), or
+        an object the repository does not hold, must be provided there."""
+        where = doc if doc is not None else dw.baseline
+        ns = dw.namespace
+        if kind == "Secret":
+            hint = (f"put an ExternalSecret for {name} in the repository (devlane copies it), or set "
+                    f"secrets.mirror: true in .devlane.yaml (a replicator copies the baseline Secret)")
+        else:
+            hint = f"add {kind} {name} to the repository, or create it in {ns}"
+        self._warn(f"dev workload {dw.name} in {ns} reads {kind} {name}, which the flow namespace does not have",
+                   where, hint, "namespace-missing")
 
     def _configmap(self, doc: Document, dw: DevWorkload, found: dict) -> str:
         """The per-flow copy of a ConfigMap with its references rewritten (made once per flow)."""
         slot = ("ConfigMap", dw.namespace, doc.name, dw.version)
         if slot not in self._made:
-            obj = _copy_of(doc, dw.version, dw.namespace)
+            obj = _copy_of(doc, dw.version, dw.namespace, self.dev.lane)
             obj.pop("immutable", None)
             for key, refs in found.items():
                 old = obj["data"][key]
-                obj["data"][key] = apply(old, refs, self.dev.dev_names)
-                self.rewrites.append(Rewrite(obj["metadata"]["name"], None, "key", key, old, obj["data"][key]))
+                obj["data"][key] = self._apply(old, refs, dw.version)
+                if obj["data"][key] != old:
+                    self.rewrites.append(Rewrite(obj["metadata"]["name"], None, "key", key, old, obj["data"][key]))
             self.objects.append(DevObject(doc, obj, dw.version))
             self._made[slot] = obj["metadata"]["name"]
         return self._made[slot]
@@ -370,13 +471,19 @@ class _Cloner:
             if not isinstance(claim, str):
                 continue
             mode, owner = volume_mode(nodes, claim, self.diags)
+            if mode == "shared" and self.dev.lane.by_namespace:
+                self.diags.error(f"dev workload {dw.name} cannot share the baseline PersistentVolumeClaim {claim}: "
+                                 f"it runs in {dw.namespace}, and a pod mounts claims of its own namespace only",
+                                 owner.doc.where(), hint=f"use {VOLUME}: copy or emptyDir, or isolation: suffix",
+                                 code="volume")
+                continue
             if mode == "shared":
                 continue
             if mode == "emptyDir":
                 vol.pop("persistentVolumeClaim")
                 vol["emptyDir"] = {}
                 continue
-            doc = self.model.find("PersistentVolumeClaim", dw.namespace, claim)
+            doc = self.model.find("PersistentVolumeClaim", self.model.namespace_of(dw.baseline), claim)
             if doc is None:
                 self.diags.error(
                     f"dev workload {dw.name} would mount the baseline PersistentVolumeClaim {claim}, which is not in "
@@ -390,7 +497,7 @@ class _Cloner:
     def _claim(self, doc: Document, dw: DevWorkload) -> str:
         slot = ("PersistentVolumeClaim", dw.namespace, doc.name, dw.version)
         if slot not in self._made:
-            obj = _copy_of(doc, dw.version, dw.namespace)
+            obj = _copy_of(doc, dw.version, dw.namespace, self.dev.lane)
             spec = obj["spec"] = obj.get("spec") or {}
             spec.pop("volumeName", None)  # a fresh volume, never the baseline's bound one
             ann = obj["metadata"].get("annotations") or {}
@@ -456,8 +563,10 @@ def _dev_selector(sel: dict, keys: set[str], version: str) -> dict:
     return out
 
 
-def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str | None, set[str]]) -> list[DevObject]:
-    """Per-flow copies of the NetworkPolicies that select a dev pod's baseline or admit traffic from one."""
+def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str | None, set[str]],
+                      lane: Lane) -> list[DevObject]:
+    """Per-flow copies of the NetworkPolicies that select a dev pod's baseline or admit traffic from one; in a
+    flow namespace, as they are, those that select a dev pod (the labels did not change)."""
     out = []
     for doc in model.documents:
         if doc.kind != "NetworkPolicy" or not isinstance(doc.obj.get("spec"), dict):
@@ -465,14 +574,19 @@ def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str
         ns = model.namespace_of(doc)
         for version in sorted({dw.version for dw in workloads}):
             mine = [dw for dw in workloads if dw.version == version and model.namespace_of(dw.baseline) == ns]
-            obj = _policy_copy(doc, mine, keys.get(ns, set()), version, ns)
+            if lane.by_namespace:
+                selector = doc.obj["spec"].get("podSelector")
+                hit = isinstance(selector, dict) and any(_selects(selector, dw.pod_labels) for dw in mine)
+                obj = _copy_of(doc, version, lane.namespace(ns, version), lane) if hit else None
+            else:
+                obj = _policy_copy(doc, mine, keys.get(ns, set()), version, ns, lane)
             if obj is not None:
                 out.append(DevObject(doc, obj, version))
     return out
 
 
 def _policy_copy(doc: Document, mine: list[DevWorkload], keys: set[str], version: str,
-                 ns: str | None) -> dict | None:
+                 ns: str | None, lane: Lane) -> dict | None:
     baselines = [Workload(dw.baseline).pod_labels for dw in mine]
 
     def moved(sel: object) -> bool:  # matched the baseline pods, and misses their dev copies
@@ -486,7 +600,7 @@ def _policy_copy(doc: Document, mine: list[DevWorkload], keys: set[str], version
     admits = any(moved(p.get("podSelector")) and not p.get("namespaceSelector") for p in peers)
     if not selects and not admits:
         return None
-    obj = _copy_of(doc, version, ns)
+    obj = _copy_of(doc, version, ns, lane)
     new = obj["spec"]
     if selects:
         new["podSelector"] = _dev_selector(new["podSelector"], keys, version)

@@ -15,6 +15,7 @@ from ..errors import DevlaneError, Problem, Where
 CONFIG_FILE = ".devlane.yaml"
 DEFAULT_MANIFESTS = ["**/*.yaml", "**/*.yml"]
 Routing = Literal["none", "gateway-api", "istio"]
+Isolation = Literal["suffix", "namespace"]
 Stage = Literal["pre-render", "per-flow", "post-render"]
 Behavior = Literal["enforce", "bypass"]
 Switch = Literal["clusterScoped", "rbac", "privileged", "secrets"]
@@ -85,6 +86,9 @@ class RepoConfig:
     manifests: list[str] = field(default_factory=lambda: list(DEFAULT_MANIFESTS))
     exclude: list[str] = field(default_factory=list)
     routing: Routing = "none"
+    isolation: Isolation = "suffix"
+    namespace_template: str = "{namespace}-{flow}"
+    cluster_domain: str = "cluster.local"
     domain: str | None = None
     namespace: str | None = None
     output: str = "rendered"
@@ -128,7 +132,10 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       plugin_definitions=list(plugins.get("definitions") or []),
                       manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS),
                       exclude=list(raw.get("exclude") or []),
-                      routing=raw.get("routing", "none"), domain=raw.get("domain"), namespace=raw.get("namespace"),
+                      routing=raw.get("routing", "none"), isolation=raw.get("isolation", "suffix"),
+                      namespace_template=raw.get("namespaceTemplate", "{namespace}-{flow}"),
+                      cluster_domain=raw.get("clusterDomain", "cluster.local"),
+                      domain=raw.get("domain"), namespace=raw.get("namespace"),
                       output=raw.get("output", "rendered"), replicas=raw.get("replicas", 1),
                       plugin_sources=dict(plugins.get("sources") or {}), plugin_timeout=plugins.get("timeoutSeconds"),
                       plugin_limits=dict(plugins.get("limits") or {}),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import get_args
 
 from ..core.k8s import strip_metadata
-from ..core.names import KARDINAL, dev_name, flow_labels
+from ..core.names import KARDINAL, flow_labels
 from ..errors import Diagnostics, Where, fail
 from .clone import DevSet
 from .config import Routing
@@ -104,10 +104,12 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
     return Entries(objects, summary)
 
 
-def _entry_copy(entry: Entry, flow_id: str, namespace: str | None) -> dict:
+def _entry_copy(entry: Entry, dev: DevSet, flow_id: str, namespace: str | None) -> dict:
+    """The entry's copy: its dev name beside it, or its own name in the flow namespace of its namespace."""
     obj = strip_metadata(copy.deepcopy(entry.doc.obj))
     meta = obj["metadata"]
-    meta["name"] = dev_name(entry.doc.name, flow_id)
+    meta["name"] = dev.lane.name(entry.doc.name, flow_id)
+    namespace = dev.lane.namespace(namespace, flow_id) if dev.lane.by_namespace else entry.doc.namespace or None
     if namespace:
         meta["namespace"] = namespace
     ann = {k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith(KARDINAL)}
@@ -120,7 +122,7 @@ def _entry_copy(entry: Entry, flow_id: str, namespace: str | None) -> dict:
 
 
 def _ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Where, namespace: str | None) -> dict:
-    obj = _entry_copy(entry, flow_id, entry.doc.namespace or None)
+    obj = _entry_copy(entry, dev, flow_id, namespace)
     spec = obj["spec"] = obj.get("spec") or {}
     rules = spec.get("rules") or []
     if not rules and spec.get("defaultBackend"):  # a catch-all Ingress becomes a host rule per flow
@@ -143,13 +145,19 @@ def _ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Whe
 
 def _httproute(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, where: Where,
                namespace: str | None) -> dict:
-    obj = _entry_copy(entry, flow_id, entry.doc.namespace or None)
+    obj = _entry_copy(entry, dev, flow_id, namespace)
     spec = obj["spec"] = obj.get("spec") or {}
     spec["hostnames"] = [hosts.get(h, where) for h in spec.get("hostnames") or [None]]
     for rule in spec.get("rules") or []:
         for ref in rule.get("backendRefs") or []:
             if ref.get("kind", "Service") == "Service" and ref.get("name"):
                 ref["name"] = dev.service_name(ref["name"], ref.get("namespace") or namespace)
+                if dev.lane.by_namespace and ref.get("namespace") in dev.namespaces:
+                    ref["namespace"] = dev.namespaces[ref["namespace"]]  # the dev copy, in its flow namespace
+    if dev.lane.by_namespace and namespace:
+        for parent in spec.get("parentRefs") or []:  # the Gateway stays where it is
+            if isinstance(parent, dict) and parent.get("kind", "Gateway") == "Gateway":
+                parent.setdefault("namespace", namespace)
     return obj
 
 
@@ -161,9 +169,9 @@ def _legacy_service_ingress(entry: Entry, dev: DevSet, flow_id: str, hosts: Host
     ns = model.namespace_of(entry.doc)
     backend = dev.service_name(entry.doc.name, ns)
     host = entry.hosts[0] if entry.hosts else None
-    meta: dict = {"name": dev_name(entry.doc.name, flow_id), "labels": flow_labels(flow_id)}
+    meta: dict = {"name": dev.lane.name(entry.doc.name, flow_id), "labels": flow_labels(flow_id)}
     if ns:
-        meta["namespace"] = ns
+        meta["namespace"] = dev.lane.namespace(ns, flow_id)
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "Ingress",

@@ -1,0 +1,206 @@
+"""Isolation `namespace`: dev copies keep their names and labels in a flow namespace, every baseline Service
+not copied is aliased there by an `ExternalName` Service, and only references that name a namespace are
+rewritten. Every assertion reads the rendered objects."""
+
+from __future__ import annotations
+
+import pytest
+from support import yaml_doc
+
+K = "kardinal.dev.service/"
+
+
+def deployment(name: str, ns: str | None = "shop", env: list | None = None, env_from: list | None = None,
+               **spec) -> str:
+    container = {"name": "main", "image": f"{name}:1", **({"env": env} if env else {}),
+                 **({"envFrom": env_from} if env_from else {})}
+    pod = {"containers": [container], **spec}
+    meta = {"name": name, **({"namespace": ns} if ns else {})}
+    return yaml_doc({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                     "spec": {"selector": {"matchLabels": {"app": name}},
+                              "template": {"metadata": {"labels": {"app": name, "tier": "x"}}, "spec": pod}}})
+
+
+def service(name: str, ns: str | None = "shop", port: int = 80, deps: str | None = None, **annotations) -> str:
+    meta: dict = {"name": name, **({"namespace": ns} if ns else {})}
+    ann = {**({K + "dependencies": deps} if deps else {}), **{K + k: v for k, v in annotations.items()}}
+    if ann:
+        meta["annotations"] = ann
+    return yaml_doc({"apiVersion": "v1", "kind": "Service", "metadata": meta,
+                     "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": port}]}})
+
+
+def objects(result) -> dict[tuple[str, str | None, str], dict]:
+    return {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
+            for f in result.flows for o in f.objects}
+
+
+def pod(obj: dict) -> dict:
+    return obj["spec"]["template"]["spec"]
+
+
+NS = {"isolation": "namespace"}
+
+
+def shop(harness, env: list | None = None, extra: str = "", env_from: list | None = None) -> None:
+    """web -> api -> db (stateful), catalog untouched, all in namespace shop."""
+    harness.write("app.yaml", service("web", deps="api:http") + deployment("web")
+                  + service("api", deps="db:http") + deployment("api", env=env, env_from=env_from)
+                  + service("db", stateful="true") + deployment("db")
+                  + service("catalog") + deployment("catalog") + extra)
+    harness.config(NS)
+
+
+def test_dev_copies_keep_names_and_labels_in_the_flow_namespace(harness):
+    shop(harness)
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    assert got["Namespace", None, "shop-pr-1"]["metadata"]["labels"]["devlane.dev/flow"] == "pr-1"
+    api = got["Deployment", "shop-pr-1", "api"]
+    assert pod(api)["containers"][0]["image"] == "api:2"
+    assert api["spec"]["template"]["metadata"]["labels"] == {"app": "api", "tier": "x", "devlane.dev/flow": "pr-1",
+                                                             "app.kubernetes.io/managed-by": "devlane"}
+    assert api["spec"]["selector"] == {"matchLabels": {"app": "api", "devlane.dev/flow": "pr-1"}}
+    assert got["Service", "shop-pr-1", "api"]["spec"]["selector"] == {"app": "api", "devlane.dev/flow": "pr-1"}
+    assert ("Deployment", "shop-pr-1", "db") in got  # the stateful dependency
+    assert not any(ns == "shop" for _, ns, _ in got), "nothing is rendered into the baseline namespace"
+
+
+def test_every_service_not_copied_is_an_alias_to_the_baseline(harness):
+    shop(harness)
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    aliases = {name: o["spec"] for (kind, ns, name), o in got.items()
+               if kind == "Service" and o["spec"].get("type") == "ExternalName"}
+    assert aliases == {
+        "catalog": {"type": "ExternalName", "externalName": "catalog.shop.svc.cluster.local",
+                    "ports": [{"name": "http", "port": 80}]},
+        "web": {"type": "ExternalName", "externalName": "web.shop.svc.cluster.local",
+                "ports": [{"name": "http", "port": 80}]},
+    }
+    assert got["Service", "shop-pr-1", "web"]["metadata"]["annotations"] == {"devlane.dev/alias-of": "shop/web"}
+
+
+def test_cluster_domain_and_namespace_template_are_configurable(harness):
+    shop(harness)
+    harness.config({**NS, "clusterDomain": "corp.internal", "namespaceTemplate": "lane-{flow}-{namespace}"})
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    assert ("Deployment", "lane-pr-1-shop", "api") in got
+    assert got["Service", "lane-pr-1-shop", "catalog"]["spec"]["externalName"] == "catalog.shop.svc.corp.internal"
+
+
+def test_only_references_naming_a_namespace_are_rewritten(harness):
+    env = [{"name": "DB_HOST", "value": "db"}, {"name": "DB_URL", "value": "http://db.shop.svc.cluster.local:80/x"},
+           {"name": "DB_SHORT", "value": "db.shop:80"}, {"name": "CATALOG_URL", "value": "http://catalog.shop:80"}]
+    shop(harness, env=env)
+    result = harness.render("pr-1", {"api": "api:2"})
+    got = objects(result)
+    assert pod(got["Deployment", "shop-pr-1", "api"])["containers"][0]["env"] == [
+        {"name": "DB_HOST", "value": "db"},  # resolves in the flow namespace, to the dev copy
+        {"name": "DB_URL", "value": "http://db.shop-pr-1.svc.cluster.local:80/x"},
+        {"name": "DB_SHORT", "value": "db.shop-pr-1:80"},
+        {"name": "CATALOG_URL", "value": "http://catalog.shop:80"},  # no dev copy: the baseline, as before
+    ]
+
+
+def test_every_config_map_a_dev_pod_reads_is_copied_beside_it(harness):
+    cm = yaml_doc({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "api-config", "namespace": "shop"},
+                   "data": {"DB": "db.shop.svc.cluster.local:80", "LOG": "debug"}})
+    other = yaml_doc({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "flags", "namespace": "shop"},
+                      "data": {"NEW_UI": "true"}})
+    shop(harness, extra=cm + other,
+         env_from=[{"configMapRef": {"name": "api-config"}}, {"configMapRef": {"name": "flags"}}])
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    assert got["ConfigMap", "shop-pr-1", "api-config"]["data"] == {"DB": "db.shop-pr-1.svc.cluster.local:80",
+                                                                   "LOG": "debug"}
+    assert got["ConfigMap", "shop-pr-1", "flags"]["data"] == {"NEW_UI": "true"}  # copied, as the pod reads it here
+    assert pod(got["Deployment", "shop-pr-1", "api"])["containers"][0]["envFrom"] == [
+        {"configMapRef": {"name": "api-config"}}, {"configMapRef": {"name": "flags"}}]
+
+
+def test_a_secret_a_dev_pod_reads_is_reported_never_copied(harness):
+    secret = yaml_doc({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "api-db", "namespace": "shop"},
+                       "stringData": {"PASSWORD": "x"}})
+    shop(harness, env=[{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "api-db", "key": "PASSWORD"}}}],
+         extra=secret)
+    result = harness.render("pr-1", {"api": "api:2"})
+    assert not any(kind == "Secret" for kind, _, _ in objects(result))
+    [warning] = [p for p in result.warnings if p.code == "namespace-missing"]
+    assert "reads Secret api-db, which the flow namespace does not have" in warning.message
+    assert "ExternalSecret" in warning.hint and "secrets.mirror" in warning.hint
+    out = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--stdout", "--strict")
+    assert out.returncode == 1 and "reads Secret api-db" in out.stderr
+
+
+def test_a_claim_is_fresh_in_the_flow_namespace_and_cannot_be_shared(harness):
+    claim = yaml_doc({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                      "metadata": {"name": "data", "namespace": "shop"},
+                      "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                               "volumeName": "pv-1"}})
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    harness.write("app.yaml", service("db", stateful="true") + deployment("db", volumes=volumes) + claim)
+    harness.config(NS)
+    got = objects(harness.render("pr-1", {"db": "db:2"}))
+    fresh = got["PersistentVolumeClaim", "shop-pr-1", "data"]
+    assert "volumeName" not in fresh["spec"]
+    assert pod(got["Deployment", "shop-pr-1", "db"])["volumes"] == volumes
+    harness.config({**NS, "services": {"shop/db": {"volume": "shared"}}})
+    out = harness.cli("render", "--flow", "pr-1", "--service", "db=db:2", "--stdout")
+    assert out.returncode == 1 and "cannot share the baseline PersistentVolumeClaim data" in out.stderr
+
+
+def test_a_repository_without_namespaces_needs_namespace_in_config(harness):
+    harness.write("app.yaml", service("api", ns=None) + deployment("api", ns=None))
+    harness.config(NS)
+    out = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--stdout")
+    assert out.returncode == 1
+    assert "Deployment api has no namespace" in out.stderr and "set `namespace:` in .devlane.yaml" in out.stderr
+    harness.config({**NS, "namespace": "shop"})
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    assert ("Deployment", "shop-pr-1", "api") in got and ("Namespace", None, "shop-pr-1") in got
+
+
+def test_two_baseline_namespaces_give_two_flow_namespaces(harness):
+    harness.write("app.yaml", service("web", ns="front", deps="api.back:http") + deployment("web", ns="front")
+                  + service("api", ns="back") + deployment("api", ns="back") + service("cache", ns="back")
+                  + service("cdn", ns="front"))
+    harness.config(NS)
+    got = objects(harness.render("pr-1", {"web": "web:2", "api": "api:2"}))
+    assert {name for kind, _, name in got if kind == "Namespace"} == {"front-pr-1", "back-pr-1"}
+    assert got["Service", "back-pr-1", "cache"]["spec"]["externalName"] == "cache.back.svc.cluster.local"
+    assert got["Service", "front-pr-1", "cdn"]["spec"]["externalName"] == "cdn.front.svc.cluster.local"
+    assert ("Deployment", "front-pr-1", "web") in got and ("Deployment", "back-pr-1", "api") in got
+
+
+def test_a_long_flow_namespace_is_shortened_stably(harness):
+    ns = "a-very-long-namespace-name-that-a-platform-team-chose"
+    harness.write("app.yaml", service("api", ns=ns) + deployment("api", ns=ns))
+    harness.config(NS)
+    flow = "feature-branch-with-a-long-name"
+    names = {ns_ for kind, ns_, _ in objects(harness.render(flow, {"api": "api:2"})) if kind == "Deployment"}
+    [name] = names
+    assert len(name) <= 63 and name.endswith(f"-{flow}") and name == next(iter(
+        {n for k, n, _ in objects(harness.render(flow, {"api": "api:2"})) if k == "Deployment"}))
+
+
+def test_the_entry_is_copied_into_the_flow_namespace(harness):
+    ingress = yaml_doc({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                        "metadata": {"name": "shop", "namespace": "shop", "annotations": {K + "ingress": "true"}},
+                        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [{
+                            "path": "/", "pathType": "Prefix",
+                            "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
+    shop(harness, extra=ingress)
+    got = objects(harness.render("pr-1", {"api": "api:2"}))
+    entry = got["Ingress", "shop-pr-1", "shop"]
+    assert entry["spec"]["rules"][0]["host"] == "pr-1.example.com"
+    assert entry["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] == "web"
+    assert ("Deployment", "shop-pr-1", "web") in got  # on the path from the entry: a dev copy, not an alias
+
+
+@pytest.mark.parametrize("flag", ["--isolation", None])
+def test_the_flag_overrides_the_config(harness, flag):
+    shop(harness)
+    harness.config({"isolation": "suffix"})
+    args = ["render", "--flow", "pr-1", "--service", "api=api:2", "--stdout"]
+    out = harness.cli(*args, *(["--isolation", "namespace"] if flag else []))
+    assert out.returncode == 0, out.stderr
+    assert ("namespace: shop-pr-1" in out.stdout) == bool(flag)
+    assert ("name: api-pr-1" in out.stdout) != bool(flag)
