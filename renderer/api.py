@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DevlaneError, Problem, UsageError
@@ -34,7 +34,7 @@ from .host.supply.lock import (
     stale_pins,
 )
 from .host.supply.venvs import Target
-from .render import apply_plugins, clone, emit, invariants, plugin_policy, steps
+from .render import apply_plugins, clone, emit, invariants, namespaced, plugin_policy, steps
 from .render.apply_plugins import PluginResults
 from .render.emit import RenderedFlow
 from .render.flow import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
@@ -63,6 +63,7 @@ class RenderResult:
     plugins: PluginResults
     flows: list[RenderedFlow]
     messages: list[Problem]  # warnings, and `info` messages such as plugin stderr (shown with --debug)
+    dev: clone.DevSet = field(default_factory=clone.DevSet)  # the dev copies after plugins (namespaces, aliases)
 
     @property
     def warnings(self) -> list[Problem]:
@@ -157,7 +158,8 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     flow = flow_of(flow, s)
     loaded, model, the_plan = _planned(s, flow)
     choices = apply_plugins.choose_all(s.host, model, the_plan)
-    dev = clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict, s.lane)
+    dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict, s.lane),
+                              s.diagnostics, s.strict)
     policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
     # rewriting is done: what a plugin returns is final, once the output policy accepts it
     invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)
@@ -174,7 +176,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     flows = emit.render(objects, flow.id, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins,
                                                                          choices))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
-                        [p for p in s.diagnostics.problems if p.severity != "error"])
+                        [p for p in s.diagnostics.problems if p.severity != "error"], dev)
 
 
 def _post_rendered(s: Session, objects: emit.FlowObjects, flow_id: str, plugins: PluginResults,

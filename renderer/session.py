@@ -75,7 +75,7 @@ class Session:
     def lane(self) -> Lane:
         """The isolation mode and its settings: where dev copies live and what they are called."""
         return Lane(self.options.isolation or self.config.isolation, self.config.namespace_template,
-                    self.config.cluster_domain)
+                    self.config.cluster_domain, self.config.secrets_mirror)
 
     def report(self, problems: list[Problem]) -> None:
         self.diagnostics.extend(problems)

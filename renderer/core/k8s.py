@@ -29,6 +29,13 @@ def map_matches(selector: dict, labels: dict) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
+def policy_selects(sel: object, labels: dict) -> bool:
+    """A NetworkPolicy's pod selector against a pod's labels: an empty one selects every pod."""
+    if not isinstance(sel, dict):
+        return False
+    return not (sel.get("matchLabels") or sel.get("matchExpressions")) or label_selector_matches(sel, labels)
+
+
 def label_selector_matches(sel: dict, labels: dict) -> bool:
     """A workload's label selector (matchLabels and matchExpressions) against a pod's labels."""
     if not map_matches(sel.get("matchLabels") or {}, labels):

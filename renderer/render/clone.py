@@ -28,6 +28,7 @@ from ..core.k8s import (
     map_matches,
     pod_spec,
     pod_template,
+    policy_selects,
     selector_label_keys,
     strip_metadata,
     with_pod_spec,
@@ -203,62 +204,7 @@ def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, stri
         if key in workloads:
             _apply_override(workloads[key], override)
     objects = cloner.objects + _network_policies(model, list(copied.values()), keys, lane)
-    if lane.by_namespace:
-        objects += _flow_namespaces(model, list(copied.values()), lane, diags)
-        objects += _aliases(model, list(copied.values()), renamed, lane)
     return DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed, lane, namespaces)
-
-
-def _flow_namespaces(model: Model, workloads: list[DevWorkload], lane: Lane, diags: Diagnostics) -> list[DevObject]:
-    """The `Namespace` of each flow namespace, with the labels and annotations of its baseline's (pod security,
-    sidecar injection) when the repository holds that Namespace."""
-    out, seen = [], set()
-    for dw in workloads:
-        ns = model.namespace_of(dw.baseline)
-        if ns is None:
-            diags.error(f"isolation namespace: {dw.baseline.kind} {dw.baseline.name} has no namespace, so the flow "
-                        "cannot alias the baseline's Services by their DNS names", dw.baseline.where(),
-                        hint="set `namespace:` in .devlane.yaml (the namespace Argo CD or Flux deploys the baseline "
-                             "into), or give the objects metadata.namespace", code="namespace-unknown")
-            continue
-        if (ns, dw.version) in seen:
-            continue
-        seen.add((ns, dw.version))
-        doc = model.find("Namespace", None, ns)
-        meta: dict = {"name": lane.namespace(ns, dw.version)}
-        base = (doc.obj.get("metadata") or {}) if doc is not None else {}
-        meta["labels"] = {**(base.get("labels") or {}), **flow_labels(dw.version)}
-        meta["labels"].pop("kubernetes.io/metadata.name", None)
-        annotations = {k: v for k, v in (base.get("annotations") or {}).items() if not k.startswith(KARDINAL)}
-        if annotations:
-            meta["annotations"] = annotations
-        out.append(DevObject(doc or dw.baseline, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
-                             dw.version))
-    return out
-
-
-def _aliases(model: Model, workloads: list[DevWorkload], renamed: dict[tuple[str | None, str], str],
-             lane: Lane) -> list[DevObject]:
-    """An `ExternalName` Service in each flow namespace for every baseline Service of its namespace that has no
-    dev copy, so that a short name a dev pod uses resolves to the baseline."""
-    out = []
-    for ns, version in sorted({(model.namespace_of(dw.baseline), dw.version) for dw in workloads
-                               if model.namespace_of(dw.baseline)}):
-        for doc in model.documents:
-            if (doc.kind != "Service" or doc.api_version != "v1" or model.namespace_of(doc) != ns
-                    or (ns, doc.name) in renamed or KARDINAL + "plugin-definition" in doc.annotations):
-                continue
-            spec = doc.obj.get("spec") if isinstance(doc.obj.get("spec"), dict) else {}
-            ports = [{k: v for k, v in p.items() if k in ("name", "port", "protocol", "appProtocol")}
-                     for p in spec.get("ports") or [] if isinstance(p, dict)]
-            target = spec.get("externalName") if spec.get("type") == "ExternalName" else \
-                f"{doc.name}.{ns}.svc.{lane.cluster_domain}"
-            meta = {"name": doc.name, "namespace": lane.namespace(ns, version), "labels": flow_labels(version),
-                    "annotations": {DEVLANE + "alias-of": f"{ns}/{doc.name}"}}
-            alias = {"apiVersion": "v1", "kind": "Service", "metadata": meta,
-                     "spec": {"type": "ExternalName", "externalName": target, **({"ports": ports} if ports else {})}}
-            out.append(DevObject(doc, alias, version))
-    return out
 
 
 def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:
@@ -401,15 +347,11 @@ class _Cloner:
         for read in config_reads(spec):
             doc = self.model.find(read.kind, home, read.name)
             if doc is None:
-                if lane.by_namespace:
-                    self._missing(dw, read.kind, read.name)
                 continue
             found = data_refs(doc, targets, None if read.kind == "ConfigMap" else read.keys, skip) if targets else {}
             if read.kind == "Secret":
                 if found:
                     self._secret(dw, doc, found)
-                if lane.by_namespace:
-                    self._missing(dw, "Secret", read.name, doc)
                 continue
             if found or lane.by_namespace:
                 repoint(spec, "ConfigMap", read.name, self._configmap(doc, dw, found))
@@ -427,19 +369,6 @@ class _Cloner:
             if ns is not None:
                 out[key] = self.dev.lane.namespace(ns, self.dev.versions[key])
         return out
-
-    def _missing(self, dw: DevWorkload, kind: str, name: str, doc: Document | None = None) -> None:
-        """In a flow namespace a pod reads only what is there: a Secret (never copied with its values), or
-        an object the repository does not hold, must be provided there."""
-        where = doc if doc is not None else dw.baseline
-        ns = dw.namespace
-        if kind == "Secret":
-            hint = (f"put an ExternalSecret for {name} in the repository (devlane copies it), or set "
-                    f"secrets.mirror: true in .devlane.yaml (a replicator copies the baseline Secret)")
-        else:
-            hint = f"add {kind} {name} to the repository, or create it in {ns}"
-        self._warn(f"dev workload {dw.name} in {ns} reads {kind} {name}, which the flow namespace does not have",
-                   where, hint, "namespace-missing")
 
     def _configmap(self, doc: Document, dw: DevWorkload, found: dict) -> str:
         """The per-flow copy of a ConfigMap with its references rewritten (made once per flow)."""
@@ -536,20 +465,6 @@ def volume_mode(nodes: list[ServiceNode], claim: str, diags: Diagnostics) -> tup
     return "copy", owner
 
 
-def _selects(sel: dict, labels: dict) -> bool:
-    """A NetworkPolicy pod selector (empty: every pod) against pod labels."""
-    if not isinstance(sel, dict):
-        return False
-    if not map_matches(sel.get("matchLabels") or {}, labels):
-        return False
-    for e in sel.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values) \
-                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
-            return False
-    return True
-
-
 def _dev_selector(sel: dict, keys: set[str], version: str) -> dict:
     """The selector that matches the dev pods where `sel` matched their baselines."""
     out = copy.deepcopy(sel)
@@ -576,7 +491,7 @@ def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str
             mine = [dw for dw in workloads if dw.version == version and model.namespace_of(dw.baseline) == ns]
             if lane.by_namespace:
                 selector = doc.obj["spec"].get("podSelector")
-                hit = isinstance(selector, dict) and any(_selects(selector, dw.pod_labels) for dw in mine)
+                hit = isinstance(selector, dict) and any(policy_selects(selector, dw.pod_labels) for dw in mine)
                 obj = _copy_of(doc, version, lane.namespace(ns, version), lane) if hit else None
             else:
                 obj = _policy_copy(doc, mine, keys.get(ns, set()), version, ns, lane)
@@ -590,7 +505,7 @@ def _policy_copy(doc: Document, mine: list[DevWorkload], keys: set[str], version
     baselines = [Workload(dw.baseline).pod_labels for dw in mine]
 
     def moved(sel: object) -> bool:  # matched the baseline pods, and misses their dev copies
-        return isinstance(sel, dict) and any(_selects(sel, b) and not _selects(sel, dw.pod_labels)
+        return isinstance(sel, dict) and any(policy_selects(sel, b) and not policy_selects(sel, dw.pod_labels)
                                              for b, dw in zip(baselines, mine, strict=True))
 
     spec = doc.obj["spec"]

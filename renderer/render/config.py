@@ -89,6 +89,7 @@ class RepoConfig:
     isolation: Isolation = "suffix"
     namespace_template: str = "{namespace}-{flow}"
     cluster_domain: str = "cluster.local"
+    secrets_mirror: str | None = None  # isolation namespace: the replicator that fills Secret mirrors, if any
     domain: str | None = None
     namespace: str | None = None
     output: str = "rendered"
@@ -135,6 +136,8 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       routing=raw.get("routing", "none"), isolation=raw.get("isolation", "suffix"),
                       namespace_template=raw.get("namespaceTemplate", "{namespace}-{flow}"),
                       cluster_domain=raw.get("clusterDomain", "cluster.local"),
+                      secrets_mirror=(raw.get("secrets") or {}).get("replicator", "reflector")
+                      if (raw.get("secrets") or {}).get("mirror") else None,
                       domain=raw.get("domain"), namespace=raw.get("namespace"),
                       output=raw.get("output", "rendered"), replicas=raw.get("replicas", 1),
                       plugin_sources=dict(plugins.get("sources") or {}), plugin_timeout=plugins.get("timeoutSeconds"),

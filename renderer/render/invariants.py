@@ -6,6 +6,9 @@
    once, in `core.references`, and where a pod reads one, in `reads`).
 3. Dev objects never reuse a baseline object's name, and never collide with each other.
 4. No dev pod mounts a baseline PersistentVolumeClaim unless its Service says `devlane.dev/volume: shared`.
+5. Isolation `namespace` (`check_lane`): no rendered object in a baseline namespace; every dependency a dev pod
+   names by a short name resolves, in its flow namespace, to a dev copy or an alias; no alias points at a
+   service that has a dev version; every ConfigMap and claim of the repository a dev pod uses is beside it.
 
 All of them run on the dev copies before plugins (`before_plugins`); 1, 3 and 4 run again on the final
 object set, after plugins and post-render steps (`after_plugins`), naming the plugin that added or last
@@ -20,7 +23,16 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ..core.k8s import identity, label_selector_matches, map_matches, namespace_key, pod_spec, pod_template
+from ..core.k8s import (
+    CLUSTER_SCOPED,
+    identity,
+    label_selector_matches,
+    map_matches,
+    namespace_key,
+    pod_spec,
+    pod_template,
+)
+from ..core.names import DEVLANE
 from ..core.references import Target, Targets
 from ..errors import Diagnostics, Problem, Where
 from .clone import MAP_SELECTORS, VOLUME, DevSet, DevWorkload, volume_mode
@@ -182,6 +194,8 @@ def check_wiring(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = F
                 continue
             if dev.versions.get(dep) != dw.version and dev.versions.get(dep) != "shared":
                 continue
+            if dev.lane.by_namespace and callee.namespace == node.namespace:
+                continue  # a short name resolves to the dev copy in the flow namespace: wired by DNS
             wired = Targets([Target(dep, dev.dev_names[dep], callee.namespace, callee.port_names)], dw.namespace)
             if _found(model, dev, dw, wired):
                 continue
@@ -192,8 +206,9 @@ def check_wiring(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = F
                 f"probably still calls the baseline {callee.name}: the address is hard-coded in the image or "
                 "comes from somewhere devlane cannot see",
                 node.doc.where(),
-                hint=f"pass the address of {callee.name} through env or a ConfigMap; or use the namespace isolation "
-                "mode or a mesh routing mode (--routing gateway-api|istio)",
+                hint=f"pass the address of {callee.name} through env or a ConfigMap; or use --isolation namespace "
+                "(short names then resolve to the dev copies by DNS) or a mesh routing mode (--routing "
+                "gateway-api|istio)",
                 code="unwired",
             )
 
@@ -254,6 +269,47 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, 
                             f"PersistentVolumeClaim {claim}", at, hint="give the pods a claim of their own",
                             code="isolation")
     check_names(model, objects, diags, owners)
+    check_lane(model, dev, objects, diags, owners)
+
+
+def check_lane(model: Model, dev: DevSet, objects: list[dict], diags: Diagnostics, owners: dict | None = None) -> None:
+    """Isolation `namespace`, on the final object set (what plugins added included)."""
+    if not dev.lane.by_namespace:
+        return
+    flow_namespaces = set(dev.namespaces.values())
+    present: set[tuple[str, str | None, str]] = set()
+    for obj in objects:
+        kind, ns, name = identity(obj)
+        present.add((kind, ns, name))
+        owner = (owners or {}).get(identity(obj, model.default_namespace))
+        at = Where(object=f"{kind}/{name}", plugin=owner)
+        if (kind == "Namespace" and name not in flow_namespaces) or (kind not in CLUSTER_SCOPED and ns not in \
+                flow_namespaces):
+            diags.error(f"isolation violated: {kind}/{name} is rendered in namespace {ns or '(none)'}, outside the "
+                        f"flow's namespaces ({', '.join(sorted(flow_namespaces))})", at,
+                        hint="plugins add objects to the dev workload's namespace (leave metadata.namespace unset)",
+                        code="isolation")
+        alias = ((obj.get("metadata") or {}).get("annotations") or {}).get(DEVLANE + "alias-of")
+        if kind == "Service" and alias and tuple(alias.split("/", 1)) in dev.renamed:
+            diags.error(f"isolation violated: alias {ns}/{name} points at the baseline {alias}, which has a dev "
+                        "version in the flow", at, hint="report this as a devlane bug", code="isolation")
+    for dw in dev.unique_workloads():
+        home = model.namespace_of(dw.baseline)
+        for node in model.nodes_on(dw.baseline):
+            for dep, _port in node.dependencies:
+                callee = model.services.get(dep)
+                if callee is None or not callee.is_service or model.namespace_of(callee.doc) != home:
+                    continue
+                if ("Service", dw.namespace, callee.name) not in present:
+                    diags.error(f"isolation violated: dev workload {dw.namespace}/{dw.name} depends on {callee.name}, "
+                                f"which resolves to nothing in {dw.namespace} (neither a dev copy nor an alias)",
+                                dw.baseline.where(), hint="report this as a devlane bug", code="isolation")
+        for read in config_reads(dw.pod_spec):
+            if read.kind == "ConfigMap" and model.find("ConfigMap", home, read.name) is not None and \
+                    ("ConfigMap", dw.namespace, read.name) not in present:
+                diags.error(f"isolation violated: dev workload {dw.namespace}/{dw.name} reads ConfigMap {read.name}, "
+                            f"which is not in {dw.namespace}", dw.baseline.where(),
+                            hint="report this as a devlane bug", code="isolation")
 
 
 def before_plugins(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False,

@@ -25,6 +25,7 @@ class Lane:
     isolation: Isolation = "suffix"
     template: str = DEFAULT_TEMPLATE
     cluster_domain: str = "cluster.local"
+    mirror: str | None = None  # the replicator that fills mirrors of Secrets dev pods read (`secrets.mirror`)
 
     @property
     def by_namespace(self) -> bool:

@@ -145,7 +145,7 @@ def test_an_unwired_edge_is_a_warning_and_an_error_under_policy_strict(harness):
     result = harness.render("pr-1", {"frontend": "frontend:2"})
     warning = next(w for w in result.warnings if w.code == "unwired")
     assert "edge frontend -> redis is not wired" in warning.message and "redis-pr-1" in warning.message
-    assert "namespace isolation" in warning.hint and "env or a ConfigMap" in warning.hint
+    assert "--isolation namespace" in warning.hint and "env or a ConfigMap" in warning.hint
     harness.config({"policy": {"strict": True}})
     out = harness.cli("render", "--flow", "pr-1", "--service", "frontend=frontend:2", "--stdout")
     assert out.returncode == 1 and "edge frontend -> redis is not wired" in out.stderr

@@ -204,3 +204,168 @@ def test_the_flag_overrides_the_config(harness, flag):
     assert out.returncode == 0, out.stderr
     assert ("namespace: shop-pr-1" in out.stdout) == bool(flag)
     assert ("name: api-pr-1" in out.stdout) != bool(flag)
+
+
+def test_the_lane_invariants_catch_what_a_plugin_could_break(harness):
+    """`invariants.check_lane` on the final objects: an object in the baseline namespace, an alias of a service
+    that has a dev copy, a missing alias, a ConfigMap the dev pod reads missing from its namespace."""
+    import copy
+
+    from renderer.errors import Diagnostics
+    from renderer.render import invariants
+
+    cm = yaml_doc({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "api-config", "namespace": "shop"},
+                   "data": {"LOG": "debug"}})
+    shop(harness, extra=cm, env_from=[{"configMapRef": {"name": "api-config"}}])
+    result = harness.render("pr-1", {"api": "api:2"})
+    final = [o for f in result.flows for o in f.objects]
+
+    def problems(objects: list[dict]) -> list[str]:
+        diags = Diagnostics()
+        invariants.check_lane(result.model, result.dev, objects, diags, {})
+        return [p.message for p in diags.problems]
+
+    assert problems(final) == []
+    leaked = copy.deepcopy(next(o for o in final if o["kind"] == "ConfigMap"))
+    leaked["metadata"]["namespace"] = "shop"
+    assert problems([*final, leaked]) == [
+        "isolation violated: ConfigMap/api-config is rendered in namespace shop, outside the flow's namespaces "
+        "(shop-pr-1)"]
+    alias = copy.deepcopy(next(o for o in final if (o.get("spec") or {}).get("type") == "ExternalName"))
+    alias["metadata"]["annotations"]["devlane.dev/alias-of"] = "shop/db"
+    assert any("points at the baseline shop/db, which has a dev version" in m for m in problems([*final, alias]))
+    without_db = [o for o in final if not (o["kind"] == "Service" and o["metadata"]["name"] == "db")]
+    assert any("depends on db, which resolves to nothing in shop-pr-1" in m for m in problems(without_db))
+    without_cm = [o for o in final if o["kind"] != "ConfigMap"]
+    assert any("reads ConfigMap api-config, which is not in shop-pr-1" in m for m in problems(without_cm))
+
+
+# --- what a pod needs in its namespace --------------------------------------------------------------
+
+
+def obj(kind: str, name: str, api: str = "v1", ns: str | None = "shop", **rest) -> str:
+    return yaml_doc({"apiVersion": api, "kind": kind, "metadata": {"name": name, **({"namespace": ns} if ns else {}),
+                                                                   **rest.pop("meta", {})}, **rest})
+
+
+def test_the_service_account_and_its_rbac_are_copied(harness):
+    rbac = (obj("ServiceAccount", "api-sa")
+            + obj("Role", "api-reader", "rbac.authorization.k8s.io/v1",
+                  rules=[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}])
+            + obj("RoleBinding", "api-reader", "rbac.authorization.k8s.io/v1",
+                  roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "api-reader"},
+                  subjects=[{"kind": "ServiceAccount", "name": "api-sa", "namespace": "shop"}])
+            + obj("ClusterRoleBinding", "api-nodes", "rbac.authorization.k8s.io/v1", ns=None,
+                  roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                  subjects=[{"kind": "ServiceAccount", "name": "api-sa", "namespace": "shop"}]))
+    harness.write("app.yaml", service("api") + deployment("api", serviceAccountName="api-sa") + rbac)
+    harness.config(NS)
+    result = harness.render("pr-1", {"api": "api:2"})
+    got = objects(result)
+    assert ("ServiceAccount", "shop-pr-1", "api-sa") in got and ("Role", "shop-pr-1", "api-reader") in got
+    assert got["RoleBinding", "shop-pr-1", "api-reader"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "api-sa", "namespace": "shop-pr-1"}]
+    assert not any(kind == "ClusterRoleBinding" for kind, _, _ in got)
+    [warning] = [p for p in result.warnings if p.code == "namespace-rbac"]
+    assert "ClusterRoleBinding api-nodes binds ServiceAccount shop/api-sa, not its copy in shop-pr-1" in warning.message
+
+
+EXTERNAL_SECRET = "external-secrets.io/v1beta1"
+
+
+def with_secret(harness, extra: str, config: dict | None = None) -> object:
+    env = [{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "api-db", "key": "password"}}}]
+    harness.write("app.yaml", service("api") + deployment("api", env=env) + extra)
+    harness.config({**NS, **(config or {})})
+    return harness.render("pr-1", {"api": "api:2"})
+
+
+def test_an_external_secret_and_its_store_are_copied(harness):
+    store = obj("SecretStore", "vault", EXTERNAL_SECRET, spec={"provider": {"fake": {"data": []}}})
+    es = obj("ExternalSecret", "api-db-es", EXTERNAL_SECRET, spec={
+        "secretStoreRef": {"name": "vault", "kind": "SecretStore"}, "target": {"name": "api-db"},
+        "data": [{"secretKey": "password", "remoteRef": {"key": "api/db", "property": "password"}}]})
+    result = with_secret(harness, store + es)
+    got = objects(result)
+    assert got["ExternalSecret", "shop-pr-1", "api-db-es"]["spec"]["target"] == {"name": "api-db"}
+    assert ("SecretStore", "shop-pr-1", "vault") in got
+    assert not any(kind == "Secret" for kind, _, _ in got)
+    assert not [p for p in result.warnings if p.code == "namespace-missing"]
+
+
+def test_a_sealed_secret_is_copied_only_when_cluster_wide(harness):
+    sealed = obj("SealedSecret", "api-db", "bitnami.com/v1alpha1", spec={"encryptedData": {"password": "AgB..."}})
+    result = with_secret(harness, sealed)
+    assert not any(kind == "SealedSecret" for kind, _, _ in objects(result))
+    [warning] = [p for p in result.warnings if p.code == "namespace-missing"]
+    assert "SealedSecret api-db is sealed to namespace shop: the controller cannot decrypt a copy in shop-pr-1" in \
+        warning.message
+    wide = obj("SealedSecret", "api-db", "bitnami.com/v1alpha1",
+               meta={"annotations": {"sealedsecrets.bitnami.com/cluster-wide": "true"}},
+               spec={"encryptedData": {"password": "AgB..."}})
+    assert ("SealedSecret", "shop-pr-1", "api-db") in objects(with_secret(harness, wide))
+
+
+@pytest.mark.parametrize("replicator,annotation,allow", [
+    ("reflector", "reflector.v1.k8s.emberstack.com/reflects", "reflector.v1.k8s.emberstack.com/reflection-allowed"),
+    ("kubernetes-replicator", "replicator.v1.mittwald.de/replicate-from",
+     "replicator.v1.mittwald.de/replication-allowed"),
+])  # fmt: skip
+def test_secrets_mirror_renders_an_empty_secret_for_the_replicator(harness, replicator, annotation, allow):
+    secret = obj("Secret", "api-db", type="kubernetes.io/basic-auth", stringData={"password": "s3cret"})
+    result = with_secret(harness, secret, {"secrets": {"mirror": True, "replicator": replicator}})
+    mirror = objects(result)["Secret", "shop-pr-1", "api-db"]
+    assert mirror["metadata"]["annotations"] == {annotation: "shop/api-db"}
+    assert mirror["type"] == "kubernetes.io/basic-auth" and "data" not in mirror and "stringData" not in mirror
+    [warning] = [p for p in result.warnings if p.code == "namespace-mirror"]
+    assert f'annotate the Secret with {allow}: "true"' in warning.hint
+    allowed = obj("Secret", "api-db", meta={"annotations": {allow: "true", allow + "-namespaces": "shop-.*"}})
+    result = with_secret(harness, allowed, {"secrets": {"mirror": True, "replicator": replicator}})
+    assert not [p for p in result.warnings if p.code.startswith("namespace-")]
+
+
+def test_a_per_pod_name_of_a_headless_service_is_a_warning(harness):
+    headless = yaml_doc({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": "shop"},
+                         "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]}})
+    env = [{"name": "PRIMARY_HOST", "value": "db-0.db"}]
+    harness.write("app.yaml", service("api") + deployment("api", env=env) + headless + deployment("db"))
+    harness.config(NS)
+    result = harness.render("pr-1", {"api": "api:2"})
+    [warning] = [p for p in result.warnings if p.code == "namespace-headless"]
+    assert "uses db-0.db, a per-pod name of the headless Service db" in warning.message
+    assert "db-0.db.shop.svc.cluster.local" in warning.hint
+
+
+def test_a_gateway_in_another_namespace_must_admit_the_flow_namespace(harness):
+    gateway = obj("Gateway", "public", "gateway.networking.k8s.io/v1", ns="infra", spec={
+        "gatewayClassName": "eg", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP",
+                                                 "hostname": "*.example.com"}]})
+    route = obj("HTTPRoute", "shop", "gateway.networking.k8s.io/v1",
+                meta={"annotations": {K + "route": "true"}},
+                spec={"parentRefs": [{"name": "public", "namespace": "infra"}], "hostnames": ["shop.example.com"],
+                      "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]})
+    shop(harness, extra=gateway + route)
+    result = harness.render("pr-1", {"web": "web:2"})
+    got = objects(result)
+    copy = got["HTTPRoute", "shop-pr-1", "shop"]
+    assert copy["spec"]["parentRefs"] == [{"name": "public", "namespace": "infra"}]
+    [warning] = [p for p in result.warnings if p.code == "namespace-gateway"]
+    assert "Gateway infra/public does not admit routes from shop-pr-1" in warning.message
+    assert "allowedRoutes.namespaces.from: Selector" in warning.hint
+
+
+def test_network_policies_are_copied_and_a_blocking_one_is_named(harness):
+    own = obj("NetworkPolicy", "api-ingress", "networking.k8s.io/v1", spec={
+        "podSelector": {"matchLabels": {"app": "api"}}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "web"}}}]}]})
+    catalog = obj("NetworkPolicy", "catalog-same-ns", "networking.k8s.io/v1", spec={
+        "podSelector": {"matchLabels": {"app": "catalog"}}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": {}}]}]})
+    shop(harness, extra=own + catalog)
+    result = harness.render("pr-1", {"api": "api:2"})
+    got = objects(result)
+    assert got["NetworkPolicy", "shop-pr-1", "api-ingress"]["spec"]["podSelector"] == {
+        "matchLabels": {"app": "api"}}  # the labels did not change, neither does the policy
+    assert ("NetworkPolicy", "shop-pr-1", "catalog-same-ns") not in got
+    names = [p.message for p in result.warnings if p.code == "namespace-policy"]
+    assert len(names) == 1 and "NetworkPolicy catalog-same-ns in shop admits only pods of its own namespace" in names[0]
