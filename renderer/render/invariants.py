@@ -196,7 +196,8 @@ def check_wiring(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = F
                 continue
             if dev.lane.by_namespace and callee.namespace == node.namespace:
                 continue  # a short name resolves to the dev copy in the flow namespace: wired by DNS
-            wired = Targets([Target(dep, dev.dev_names[dep], callee.namespace, callee.port_names)], dw.namespace)
+            callee_ns = dev.lane.namespace(callee.namespace, dev.versions[dep])  # where its dev copy lives
+            wired = Targets([Target(dep, dev.dev_names[dep], callee_ns, callee.port_names)], dw.namespace)
             if _found(model, dev, dw, wired):
                 continue
             looked = ", ".join(f"ConfigMap {r.name}" for r in config_reads(dw.pod_spec) if r.kind == "ConfigMap")

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support import SHARED, kubectl_kustomize, run_cli, validate_strict
+from support.dns import check_namespace_flow
 from support.isolation import (
     Key,
     check_flow,
@@ -498,12 +499,17 @@ class Rendered:
     stderr: str
 
 
-def render(app: App, tmp_path: Path, *extra: str, config: str | None = None) -> Rendered:
+def render(app: App, tmp_path: Path, *extra: str, config: str | None = None, settings: dict | None = None) -> Rendered:
+    """The app's flow; `settings` are merged into the repository's .devlane.yaml (the built forms have one)."""
     repo = (BuiltRepo if app.built else Repo)(tmp_path / "repo")
     app.build(repo)
     baseline = repo.write()
     if config is not None:
         (repo.root / ".devlane.yaml").write_text(config)
+    if settings:
+        path = repo.root / ".devlane.yaml"
+        current = yaml.safe_load(path.read_text()) if path.is_file() else {}
+        path.write_text(yaml.safe_dump({**(current or {}), **settings}, sort_keys=False))
     out = tmp_path / "out"
     flags = [f"--service={t}={image(t)}" for t in app.targets]
     result = run_cli("render", str(repo.root), "--flow", FLOW, *flags, "--out", str(out), *extra, timeout=60)
@@ -557,3 +563,30 @@ def test_an_unwired_edge_fails_a_strict_render(how: str, tmp_path: Path):
     assert r.returncode == 1, r.stderr
     assert edge_warned(r.stderr, edge("frontend -> redis-master"), FLOW, severity="error"), r.stderr
     assert not r.flow_dir.exists()
+
+
+# -- isolation namespace: the same flows, every name resolved by DNS ------------------------------------------------
+
+LANE_NAMESPACE = "demo"  # for the apps whose manifests name no namespace
+
+
+@pytest.mark.parametrize("app", APPS + BUILT, ids=[a.id for a in APPS + BUILT])
+def test_a_flow_in_namespace_isolation_resolves_every_edge_by_dns(app: App, tmp_path: Path):
+    """In a flow namespace every dependency edge, hard-coded short names included (the guestbooks, robot-shop,
+    skaffold-microservices), resolves to the dev copy or, through an alias, to the baseline: computed with
+    `support.dns`, a model of cluster DNS, from the rendered objects."""
+    r = render(app, tmp_path, settings={"isolation": "namespace", "namespace": LANE_NAMESPACE})
+    assert r.returncode == 0, r.stderr
+    violations = check_namespace_flow(r.baseline, r.objects, FLOW, default_namespace=LANE_NAMESPACE)
+    assert not violations, "\n".join(str(v) for v in violations) + "\n--- stderr:\n" + r.stderr
+    assert "is not wired" not in r.stderr, r.stderr  # short names need no rewriting in a flow namespace
+    for text in (*app.wired, *app.unwired):  # both ends are dev copies beside each other
+        a, b = edge(text)
+        for ns, name in (a, b):
+            lane = f"{ns or LANE_NAMESPACE}-{FLOW}"
+            assert any(o["metadata"]["name"] == name and o["metadata"]["namespace"] == lane and pod_spec(o)
+                       for o in r.objects), f"{text}: no dev copy of {name} in {lane}"
+    built = kubectl_kustomize(r.flow_dir)
+    assert len(built) == len(r.objects)
+    for obj in built:
+        validate_strict(obj)
