@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DevlaneError, Problem, UsageError
+from .errors import DevlaneError, Diagnostics, Problem, UsageError
 from .host import process
 from .host.choose import Choice, RunMode
 from .host.resolve import git_specs, plugin_digest
@@ -83,13 +83,14 @@ class PlanReport:
     choices: dict[str, Choice]
     steps: list[dict]  # `.devlane.yaml` pipeline steps and their implementations
     warnings: list[Problem]
+    isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
 
     def as_dict(self) -> dict:
         out = self.plan.as_dict()
         for p in out["plugins"]:
             if p["instance"] in self.choices:
                 p["choice"] = self.choices[p["instance"]].as_dict()
-        return {**out, "pipeline": self.steps}
+        return {**out, "pipeline": self.steps, **({"isolation": self.isolation} if self.isolation else {})}
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,8 @@ def _provenance(s: Session, loaded: Loaded, flow: FlowSpec, entries: Entries, de
                 plugins: PluginResults, choices: dict[str, Choice]) -> emit.Provenance:
     chosen = sorted([*choices.values(), *(r.choice for r in plugins.results if r.choice)], key=lambda c: c.name)
     digests = {c.name: plugin_digest(c.source.path) for c in chosen}
-    return emit.provenance(loaded, flow, s.routing, s.options.ref, digests, entries, dev, plugins)
+    return emit.provenance(loaded, flow, s.routing, s.options.ref, digests, entries, dev, plugins,
+                           namespaced.summary(dev, s.diagnostics.problems))
 
 
 def plan(options: Options, flow: FlowInput) -> PlanReport:
@@ -202,7 +204,16 @@ def plan(options: Options, flow: FlowInput) -> PlanReport:
         _, model, the_plan = _planned(s, flow)
         choices = apply_plugins.choose_all(s.host, model, the_plan)
         return PlanReport(the_plan, choices, steps.plan_steps(s.host, s.config.pipeline, flow.id),
-                          s.diagnostics.warnings)
+                          s.diagnostics.warnings, _lane(s, model, the_plan))
+
+
+def _lane(s: Session, model: Model, the_plan: Plan) -> dict | None:
+    """The isolation summary `plan` shows: the dev copies are made (no plugin runs) to see what the lane needs."""
+    if not s.lane.by_namespace:
+        return None
+    diags = Diagnostics()
+    dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, diags, s.strict, s.lane), diags)
+    return namespaced.summary(dev, diags.problems)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 print(f"     uses {choice.name} ({choice.manifest.runtime}): {choice.reason}")
                 for skipped in choice.skipped:
                     print(f"     skipped {skipped['name']}: {skipped['reason']}")
+    lane = report.isolation
+    if lane:
+        print("isolation namespace: " + ", ".join(f"{b} -> {f}" for b, f in lane["namespaces"].items()))
+        print(f"  {len(lane['aliases'])} alias(es) to the baseline" + (":" if lane["aliases"] else ""))
+        for alias in lane["aliases"]:
+            print(f"    {alias}")
+        if lane["needs"]:
+            print("  the lane still needs:")
+            for need in lane["needs"]:
+                print(f"    {need}")
     if report.steps:
         print("pipeline steps (.devlane.yaml), in order:")
         for step in report.steps:

@@ -53,6 +53,7 @@ class Provenance:
     entries: list[dict]
     rewrites: list[dict]
     bypassed: list[dict]
+    isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,8 @@ class RenderedFlow:
         return json.dumps(self.metadata, indent=2, sort_keys=True) + "\n"
 
 
-def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, str]) -> str:
-    """A hash of every input of the render: files, config, flow and template, routing, plugin code."""
+def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, str], isolation: str = "suffix") -> str:
+    """A hash of every input of the render: files, config, flow and template, routing and isolation, plugin code."""
     template = hashlib.sha256(read_user_file(flow.template_file)).hexdigest() if flow.template_file else None
     doc = {
         "devlane": VERSION,
@@ -87,15 +88,17 @@ def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, 
         "flow": {**flow.as_dict(), "template": {"sha256": template, "args": flow.template_args}},
         "routing": routing,
         "plugins": digests,
+        **({"isolation": isolation} if isolation != "suffix" else {}),  # suffix hashes as before it had a choice
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def provenance(loaded: Loaded, flow: FlowSpec, routing: str, ref: str | None, digests: dict[str, str],
-               entries: Entries, dev: DevSet, plugins: PluginResults) -> Provenance:
+               entries: Entries, dev: DevSet, plugins: PluginResults, isolation: dict | None = None) -> Provenance:
     template = {"file": Path(flow.template_file).name, "args": flow.template_args} if flow.template_file else None
-    return Provenance(loaded.revision, ref, input_hash(loaded, flow, routing, digests), flow.as_dict()["services"],
-                      template, digests, entries.summary, [r.as_dict() for r in dev.rewrites], plugins.bypassed)
+    return Provenance(loaded.revision, ref, input_hash(loaded, flow, routing, digests, dev.lane.isolation),
+                      flow.as_dict()["services"], template, digests, entries.summary,
+                      [r.as_dict() for r in dev.rewrites], plugins.bypassed, isolation)
 
 
 def state_configmap(servicename: str, flow_id: str, config_map, namespace: str | None, source_name: str,
@@ -230,6 +233,7 @@ def build_metadata(flow_id: str, plan: Plan, provenance: Provenance, plugins: Pl
         "entries": provenance.entries if flow_group else [],
         "rewrites": provenance.rewrites if flow_group else [],
         "files": sorted(files),
+        **({"isolation": provenance.isolation} if provenance.isolation and flow_group else {}),
     }
 
 
@@ -247,6 +251,15 @@ def build_readme(meta: dict) -> str:
         lines += ["", "## Plugins", "", "| Instance | Plugin | Dependents |", "|---|---|---|"]
         for p in meta["plugins"]:
             lines.append(f"| {p['instance']} | `{p['name']}` | {', '.join(p['dependents'])} |")
+    lane = meta.get("isolation")
+    if lane:
+        lines += ["", "## Isolation: namespace", "", "| Baseline namespace | Flow namespace |", "|---|---|"]
+        lines += [f"| {base} | {flow} |" for base, flow in lane["namespaces"].items()]
+        if lane["aliases"]:
+            lines += ["", "Aliases (ExternalName Services to the baseline):", ""]
+            lines += [f"- `{a}`" for a in lane["aliases"]]
+        if lane["needs"]:
+            lines += ["", "The lane still needs:", ""] + [f"- {n}" for n in lane["needs"]]
     if meta["entries"]:
         lines += ["", "## Entry points", ""]
         for e in meta["entries"]:

@@ -327,3 +327,18 @@ def _blocking_policies(model: Model, dev: DevSet, diags: Diagnostics) -> None:
                        "an alias are dropped", doc.where(),
                        hint="add a peer with namespaceSelector matching the label devlane.dev/flow (operator Exists)",
                        code="namespace-policy")
+
+
+NEEDS = ("namespace-missing", "namespace-mirror", "namespace-rbac", "namespace-headless", "namespace-gateway",
+         "namespace-policy")  # the problems that say what a lane still needs
+
+
+def summary(dev: DevSet, problems: list) -> dict | None:
+    """What `plan`, `flow.metadata`, the flow README and `preview` say of the isolation: the flow namespaces,
+    the aliases, and what the lane still needs (None in `suffix` isolation, whose output is unchanged)."""
+    if not dev.lane.by_namespace:
+        return None
+    aliases = sorted(f"{o.obj['metadata']['namespace']}/{o.obj['metadata']['name']} -> {o.obj['spec']['externalName']}"
+                     for o in dev.objects if ALIAS_OF in (o.obj["metadata"].get("annotations") or {}))
+    return {"mode": "namespace", "namespaces": dict(sorted(dev.namespaces.items())), "aliases": aliases,
+            "needs": sorted({p.message for p in problems if p.code in NEEDS})}

@@ -18,9 +18,9 @@ import yaml
 
 from .. import api
 from ..core.k8s import pod_spec
-from ..core.names import dev_name
 from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
+from ..render.lane import Lane
 from ..session import FlowInput, Options, flow_of
 
 FLOW_ROW = "(flow)"
@@ -58,6 +58,7 @@ class Report:
     images: list[dict] = field(default_factory=list)  # object, service, container, base, head
     versions: dict[str, str] = field(default_factory=dict)  # every service at head: dev | shared | baseline
     edges: list[tuple[str, str]] = field(default_factory=list)  # service dependency edges at head, for the picture
+    isolation: dict | None = None  # isolation namespace at head: flow namespaces, aliases, what the lane needs
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for c in self.changes if c.status == s) for s in STATUSES}
@@ -68,6 +69,7 @@ class Report:
             "changed": bool(self.changes), "services": self.services, "plugins": self.plugins,
             "images": self.images, "notes": self.notes, "problems": [p.as_dict() for p in self.problems],
             "objects": [c.as_dict() for c in self.changes],
+            **({"isolation": self.isolation} if self.isolation else {}),
         }
 
 
@@ -105,9 +107,9 @@ def _images(obj: dict | None) -> dict[str, str]:
             for c in pod.get(part) or [] if isinstance(c, dict)}
 
 
-def _service_of(name: str, flow_id: str, services: list[str]) -> str:
+def _service_of(name: str, flow_id: str, services: list[str], lane: Lane) -> str:
     for svc in services:
-        if name == dev_name(svc, flow_id):
+        if name == lane.name(svc, flow_id):
             return svc
     return FLOW_ROW
 
@@ -133,7 +135,7 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
             difflib.unified_diff((old[1] if old else "").splitlines(True), (new[1] if new else "").splitlines(True),
                                  f"a/{file}" if old else "/dev/null", f"b/{file}" if new else "/dev/null")
         )
-        service = _service_of(key[3], flow_id, services)
+        service = _service_of(key[3], flow_id, services, head.dev.lane)
         changes.append(ObjectChange(key, status, file, service, diff))
         was, now = _images(old[2] if old else None), _images(new[2] if new else None)
         for container in sorted(set(was) | set(now)):
@@ -189,7 +191,7 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
     entries = sorted(h for f in head.flows for e in f.metadata.get("entries") or [] for h in e.get("hosts") or [])
     edges = sorted((name, dep) for name, node in head.model.services.items() for dep, _ in node.dependencies)
     return Report(flow_id, base_ref, head_ref, changes, rows, plugins, list(problems or []), notes, entries, images,
-                  {n: decisions[n].version for n in services}, edges)
+                  {n: decisions[n].version for n in services}, edges, head.main.metadata.get("isolation"))
 
 
 def run(options: Options, flow: FlowInput, base_ref: str, head_ref: str) -> Report:

@@ -95,6 +95,12 @@ def _tables(report: Report, limit: int | None = None) -> list[str]:
         "",
     ]
     out += [f"> {n}" for n in report.notes]
+    lane = report.isolation
+    if lane:
+        out += ["", "Isolation **namespace**: " + ", ".join(f"`{b}` → `{f}`" for b, f in lane["namespaces"].items())
+                + f"; {len(lane['aliases'])} alias(es) to the baseline."]
+        if lane["needs"]:
+            out += ["", "**The lane still needs:**", ""] + [f"- {_cell(n)}" for n in lane["needs"]]
     if report.problems:
         out += ["", "**Plugins refuse these changes:**", ""] + [f"- {_cell(p.format())}" for p in report.problems]
     out += ["", "| service | change | objects +/~/- | plugins |", "|---|---|---|---|"]

@@ -13,9 +13,9 @@ import os
 from dataclasses import dataclass, field
 
 from ..api import RenderResult
-from ..core.names import dev_name
 from ..render.apply_plugins import InstanceResult
 from ..render.emit import RenderedFlow
+from ..render.lane import Lane
 from ..render.model import Model
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 200, 50, 80, 24, 20
@@ -31,13 +31,14 @@ class View:
     plugins: list[dict]  # instance, flow_uuid, plugin, runtime, reason, status, dependents, actions
     entries: list[dict]  # kind, name, urls, backends
     files: dict[str, str] = field(default_factory=dict)  # flows/<id>/<file> -> YAML
+    isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
 
     @property
     def urls(self) -> list[str]:
         return [u for e in self.entries for u in e["urls"]]
 
 
-def _entries(model: Model, flow: RenderedFlow) -> list[dict]:
+def _entries(model: Model, flow: RenderedFlow, lane: Lane) -> list[dict]:
     """Each rendered entry with its URLs (https when its TLS section covers the host) and its backends."""
     rendered = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in flow.objects}
     out = []
@@ -45,7 +46,7 @@ def _entries(model: Model, flow: RenderedFlow) -> list[dict]:
         if e.kind == "Gateway":  # shared by every flow: no per-flow host
             continue
         kind = "Ingress" if e.kind == "Service" else e.kind  # a legacy entry Service becomes an Ingress
-        obj = rendered.get((kind, dev_name(e.doc.name, flow.flow_id))) or {}
+        obj = rendered.get((kind, lane.name(e.doc.name, flow.flow_id))) or {}
         spec = obj.get("spec") or {}
         hosts = sorted({r["host"] for r in spec.get("rules") or [] if r.get("host")} | set(spec.get("hostnames") or []))
         tls = {h for t in spec.get("tls") or [] for h in t.get("hosts") or []}
@@ -92,7 +93,8 @@ def build_view(result: RenderResult) -> View:
             "actions": _actions(r, choice.manifest.capabilities if choice else ()) if r else [],
         })
     files = {f"flows/{f.flow_id}/{n}": t for f in result.flows for n, t in sorted(f.files.items())}
-    return View(plan.flow_id, plan.routing, services, edges, plugins, _entries(model, main), files)
+    return View(plan.flow_id, plan.routing, services, edges, plugins, _entries(model, main, result.dev.lane), files,
+                main.metadata.get("isolation"))
 
 
 def _children(view: View) -> dict[str, list[str]]:
@@ -144,7 +146,15 @@ def print_terminal(view: View, out) -> None:
         why = f" ({escape('; '.join(s['reasons']))})" if s["reasons"] else ""
         return f"[{style.get(s['version'], 'bold')}]{escape(name)}[/] {escape(s['version'])}{kind}{why}"
 
-    tree = Tree(f"flow [bold]{escape(view.flow_id)}[/] (routing {escape(view.routing)})")
+    lane = view.isolation
+    tree = Tree(f"flow [bold]{escape(view.flow_id)}[/] (routing {escape(view.routing)}"
+                + (", isolation namespace" if lane else "") + ")")
+    if lane:
+        node = tree.add("namespaces " + escape(", ".join(f"{b} -> {f}" for b, f in lane["namespaces"].items())))
+        for alias in lane["aliases"]:
+            node.add(f"alias {escape(alias)}")
+        for need in lane["needs"]:
+            node.add(f"[yellow]needs[/] {escape(need)}")
 
     def add(node, name: str) -> None:
         """`name` and what it calls under `node`, each path stopping where it would repeat itself (a cycle);
@@ -295,8 +305,21 @@ def render_html(view: View) -> str:
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>devlane flow {e(view.flow_id)}</title><style>{CSS}</style></head><body>\n"
             f"<h1>devlane flow <code>{e(view.flow_id)}</code></h1><p>routing {e(view.routing)}</p>\n"
+            f"{_isolation_html(view.isolation)}"
             f"<h2>Entry</h2><ul>{entries}</ul>\n<h2>Flow</h2>\n{LEGEND}\n{svg(view)}\n"
             f"<h2>Plan</h2><table><tr><th>service</th><th>version</th><th>why</th></tr>{rows}</table>\n"
             f"<h2>Plugins</h2><table><tr><th>instance</th><th>plugin</th><th>runtime</th><th>for</th>"
             f"<th>choice</th><th>actions</th></tr>{plugins}</table>\n"
             f"<h2>Rendered objects</h2>{objects}\n</body></html>\n")
+
+
+def _isolation_html(lane: dict | None) -> str:
+    if not lane:
+        return ""
+    e = html.escape
+    rows = "".join(f"<tr><td>{e(b)}</td><td>{e(f)}</td></tr>" for b, f in lane["namespaces"].items())
+    aliases = "".join(f"<li><code>{e(a)}</code></li>" for a in lane["aliases"])
+    needs = "".join(f"<li>{e(n)}</li>" for n in lane["needs"])
+    return (f"<h2>Isolation: namespace</h2><table><tr><th>baseline namespace</th><th>flow namespace</th></tr>{rows}"
+            f"</table>\n" + (f"<p>Aliases to the baseline:</p><ul>{aliases}</ul>\n" if aliases else "")
+            + (f"<p>The lane still needs:</p><ul class=\"needs\">{needs}</ul>\n" if needs else ""))
