@@ -169,6 +169,8 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
                                 steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev), policy)
     s.report(plugins.messages)
     cloned, dev = dev, clone.patch(dev, plugins.pod_specs)
+    dev = namespaced.provide_secrets(model, dev, [o for r in plugins.results for o in r.resources], s.diagnostics,
+                                     s.strict)
     entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics)
     objects = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace), flow.id,
                              plugins, policy)
@@ -213,6 +215,7 @@ def _lane(s: Session, model: Model, the_plan: Plan) -> dict | None:
         return None
     diags = Diagnostics()
     dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, diags, s.strict, s.lane), diags)
+    dev = namespaced.provide_secrets(model, dev, [], diags)  # as the manifests say: plugins may change it
     return namespaced.summary(dev, diags.problems)
 
 
@@ -239,7 +242,8 @@ def lint(options: Options) -> list[Problem]:
     resolve included; no plugin runs."""
     with open_session(options, collect=True) as s:
         model = build_model(s.loaded.documents, s.config.namespace)
-        return s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model)
+        wiring = [] if s.lane.by_namespace else invariants.unwirable_edges(model)
+        return s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model) + wiring
 
 
 def _unresolvable(s: Session, model: Model) -> list[Problem]:

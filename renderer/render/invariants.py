@@ -343,3 +343,32 @@ def flow_risks(model: Model) -> list[Problem]:
                            hint=f"add the claim to the repository, or annotate {node.ref} with {VOLUME}: emptyDir "
                            "(or shared)", code="volume")
     return diags.problems
+
+
+def unwirable_edges(model: Model) -> list[Problem]:
+    """Dependency edges whose caller reads no address of the callee (env, command, args, its ConfigMaps): the
+    address is compiled into the image, so suffix isolation can never rewrite it; `lint` suggests namespace
+    isolation, where the short name resolves to the dev copy by DNS."""
+    diags = Diagnostics()
+    for key in sorted(model.services):
+        node = model.services[key]
+        if node.workload is None:
+            continue
+        spec = node.workload.pod_template.get("spec") or {}
+        home = model.namespace_of(node.workload.doc)
+        for dep, _port in node.dependencies:
+            callee = model.services.get(dep)
+            if callee is None or not callee.is_service:
+                continue
+            targets = Targets([Target(dep, callee.name, callee.namespace, callee.port_names)], home)
+            if next(pod_slots(spec, targets), None) is not None:
+                continue
+            docs = [model.find(r.kind, home, r.name) for r in config_reads(spec)]
+            if any(d is not None and data_refs(d, targets, None, frozenset()) for d in docs):
+                continue
+            diags.warn(f"edge {node.ref} -> {callee.ref}: {node.ref} reads no address of {callee.name} (env, command, "
+                       "args, ConfigMaps), so it is compiled into the image: in a flow that copies both, suffix "
+                       "isolation cannot wire it", node.doc.where(),
+                       hint=f"use isolation: namespace (the short name {callee.name} then resolves to the dev copy by "
+                       "DNS), or pass the address through env or a ConfigMap", code="unwirable")
+    return diags.problems

@@ -57,11 +57,32 @@ def complete(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False
     needs = _Needs(model, dev, warn)
     for dw in workloads:
         needs.service_account(dw)
-        needs.secrets(dw)
+        needs.config_maps(dw)
         _per_pod_names(model, dw, dev, diags)
     _gateways(model, dev, diags)
     _blocking_policies(model, dev, diags)
     return replace(dev, objects=[*dev.objects, *objects, *needs.objects])
+
+
+def provide_secrets(model: Model, dev: DevSet, made: list[dict], diags: Diagnostics, strict: bool = False) -> DevSet:
+    """The Secrets the dev pods read as plugins left them (a plugin may point a pod at a test-mode Secret, or make
+    one: `made`), provided in their flow namespaces or reported."""
+    if not dev.lane.by_namespace:
+        return dev
+    needs = _Needs(model, dev, diags.error if strict else diags.warn)
+    for obj in made:
+        meta = obj.get("metadata") or {}
+        name = meta.get("name")
+        if obj.get("kind") == "ExternalSecret":
+            name = ((obj.get("spec") or {}).get("target") or {}).get("name") or name
+        elif obj.get("kind") not in ("Secret", "SealedSecret"):
+            continue
+        # a plugin's object without a namespace lands in its dependent's (emit): any flow namespace
+        for ns in [meta["namespace"]] if meta.get("namespace") else dev.namespaces.values():
+            needs.made.add(("Secret", ns, name))
+    for dw in dev.unique_workloads():
+        needs.secrets(dw)
+    return replace(dev, objects=[*dev.objects, *needs.objects])
 
 
 def _flow_namespaces(model: Model, workloads: list[DevWorkload], lane: Lane, diags: Diagnostics) -> list[DevObject]:
@@ -123,6 +144,7 @@ class _Needs:
         self.model, self.dev, self.warn = model, dev, warn
         self.objects: list[DevObject] = []
         self._made: set[tuple[str, str | None, str]] = set()
+        self.made: set[tuple[str, str | None, str]] = set()  # Secrets a plugin provides
 
     def _copy(self, doc: Document, dw: DevWorkload) -> dict | None:
         """`doc` copied into the dev pod's namespace under its own name (None: already there)."""
@@ -175,23 +197,27 @@ class _Needs:
             if role is not None:
                 self._copy(role, dw)
 
+    def config_maps(self, dw: DevWorkload) -> None:
+        """A ConfigMap of the repository is copied beside the dev pod (`clone`); any other is reported."""
+        home = self.model.namespace_of(dw.baseline)
+        for read in config_reads(dw.pod_spec):
+            if read.kind == "ConfigMap" and self.model.find("ConfigMap", home, read.name) is None:
+                self.warn(f"dev workload {dw.name} in {dw.namespace} reads ConfigMap {read.name}, which is not in "
+                          "the repository, so the flow namespace does not have it", dw.baseline.where(),
+                          hint=f"add ConfigMap {read.name} to the repository, or create it in {dw.namespace}",
+                          code="namespace-missing")
+
     def secrets(self, dw: DevWorkload) -> None:
         home = self.model.namespace_of(dw.baseline)
         for read in config_reads(dw.pod_spec):
-            if read.kind == "ConfigMap":
-                if self.model.find("ConfigMap", home, read.name) is None:
-                    self.warn(f"dev workload {dw.name} in {dw.namespace} reads ConfigMap {read.name}, which is not in "
-                              "the repository, so the flow namespace does not have it", dw.baseline.where(),
-                              hint=f"add ConfigMap {read.name} to the repository, or create it in {dw.namespace}",
-                              code="namespace-missing")
-                continue
-            self._secret(dw, read.name, home)
+            if read.kind == "Secret":
+                self._secret(dw, read.name, home)
         for ref in dw.pod_spec.get("imagePullSecrets") or []:
             if isinstance(ref, dict) and ref.get("name"):
                 self._secret(dw, str(ref["name"]), home)
 
     def _secret(self, dw: DevWorkload, name: str, home: str | None) -> None:
-        if ("Secret", dw.namespace, name) in self._made:
+        if ("Secret", dw.namespace, name) in self._made or ("Secret", dw.namespace, name) in self.made:
             return
         maker = self._external_secret(name, home)
         if maker is not None:

@@ -27,7 +27,8 @@ def app(harness) -> None:
                 "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": 80}]}}
 
     secret_env = [{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "api-db", "key": "password"}}}]
-    docs = [service("web", dependencies="api:http,catalog:http"), deployment("web"), service("api"),
+    docs = [service("web", dependencies="api:http,catalog:http"),
+            deployment("web", [{"name": "API_URL", "value": "http://api:80"}]), service("api"),
             deployment("api", secret_env), service("catalog"), deployment("catalog")]
     harness.write("app.yaml", "".join(yaml_doc(d) for d in docs))
     harness.config({"isolation": "namespace", "domain": "preview.example.com"})
@@ -96,3 +97,16 @@ def test_diff_and_the_pr_comment_say_it(harness):
     md = harness.cli("diff", *FLOW, "--base", "HEAD~1", "--head", "HEAD", "-o", "markdown", "--fail-on", "never")
     assert "Isolation **namespace**: `shop` → `shop-pr-1`; 2 alias(es) to the baseline." in md.stdout
     assert "**The lane still needs:**" in md.stdout and NEED in md.stdout
+
+
+def test_lint_suggests_namespace_isolation_for_an_address_compiled_into_the_image(harness):
+    """web reads the address of api but none of catalog: suffix isolation could never wire web -> catalog."""
+    app(harness)
+    harness.config({"domain": "preview.example.com"})
+    out = harness.cli("lint")
+    said = out.stdout + out.stderr
+    assert "edge shop/web -> shop/catalog: shop/web reads no address of catalog" in said
+    assert "use isolation: namespace (the short name catalog then resolves to the dev copy by DNS)" in said
+    assert "web -> shop/api" not in said  # API_URL holds its address: suffix isolation rewrites it
+    harness.config({"isolation": "namespace"})
+    assert "unwirable" not in (harness.cli("lint").stdout + harness.cli("lint").stderr)

@@ -110,3 +110,23 @@ def test_generate_on_the_inventory_overlay_prints_what_render_prints(tmp_path, h
     objects = {(o["kind"], o["metadata"]["name"]) for o in _objects(out.stdout)}
     assert ("Deployment", "api-pr-7") in objects and ("Ingress", "inventory-pr-7") in objects
     assert any(k == "ConfigMap" and n.startswith("inventory-config-") for k, n in objects)
+
+
+def test_generate_in_namespace_isolation_prints_the_namespace_and_the_aliases(app_dir, harness):
+    """`isolation: namespace` in the Application's .devlane.yaml: the stream carries the Namespace (Argo CD creates
+    it from the manifests, no CreateNamespace needed) and every object names its namespace."""
+    config = app_dir / ".devlane.yaml"
+    config.write_text(config.read_text() + "isolation: namespace\n")
+    params = json.dumps([{"name": "services", "array": [SERVICE]}])
+    out = _generate(app_dir, {"ARGOCD_ENV_FLOW_ID": "pr-7", "ARGOCD_APP_PARAMETERS": params})
+    assert out.returncode == 0, out.stderr
+    expected = harness.cli("render", str(app_dir), "--flow", "pr-7", "--service", SERVICE, "--stdout")
+    assert expected.returncode == 0, expected.stderr
+    assert out.stdout == expected.stdout
+    objects = _objects(out.stdout)
+    assert {(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] == "Namespace"} == {
+        ("Namespace", "bookshop-pr-7")}
+    assert all(o["metadata"].get("namespace") == "bookshop-pr-7" for o in objects if o["kind"] != "Namespace")
+    catalog = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "catalog")
+    assert catalog["spec"]["externalName"] == "catalog.bookshop.svc.cluster.local"
+    assert "reads Secret stripe-test, which the flow namespace does not have" in out.stderr  # shown in Argo CD's UI

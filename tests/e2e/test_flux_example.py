@@ -62,3 +62,26 @@ def test_the_inventory_overlay_flow_is_where_its_kustomization_points(harness, s
     assert len(built) == len(flow) == 6
     for obj in built:
         validate_strict(obj)
+
+
+def test_the_inventory_flow_in_namespace_isolation_is_what_flux_applies(harness):
+    """The flow directory holds the flow Namespace: Flux applies it first, prunes it with the flow, and must not
+    set spec.targetNamespace (the aliases need each object where devlane put it)."""
+    from support.dns import check_namespace_flow
+
+    harness.copy(ROOT / "examples" / "inventory", "examples/inventory")
+    overlay = harness.root / "examples" / "inventory" / "overlays" / "staging"
+    out = harness.cli("render", str(overlay), "--flow", "pr-7", "--service", "api=ghcr.io/acme/inventory-api:pr-7",
+                      "--isolation", "namespace")
+    assert out.returncode == 0, out.stderr
+    flow_dir = overlay / "rendered" / "flows" / "pr-7"
+    flow = load_flow(flow_dir)
+    assert ("Namespace", "inventory-staging-pr-7") in {(o["kind"], o["metadata"]["name"]) for o in flow}
+    assert check_namespace_flow(kubectl_kustomize(overlay), flow, "pr-7") == []
+    built = kubectl_kustomize(flow_dir)
+    assert len(built) == len(flow)
+    for obj in built:
+        validate_strict(obj)
+    (flow_ks,) = [d for d in yaml.safe_load_all(
+        (ROOT / "examples" / "flux" / "kustomization-inventory-pr-7.yaml").read_text()) if d]  # fmt: skip
+    assert "targetNamespace" not in flow_ks["spec"]

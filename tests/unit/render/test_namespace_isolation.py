@@ -369,3 +369,17 @@ def test_network_policies_are_copied_and_a_blocking_one_is_named(harness):
     assert ("NetworkPolicy", "shop-pr-1", "catalog-same-ns") not in got
     names = [p.message for p in result.warnings if p.code == "namespace-policy"]
     assert len(names) == 1 and "NetworkPolicy catalog-same-ns in shop admits only pods of its own namespace" in names[0]
+
+
+def test_a_secret_a_plugin_makes_is_not_reported(harness):
+    """`provide_secrets` runs on the pods as plugins left them, with what plugins added."""
+    from renderer.errors import Diagnostics
+    from renderer.render import namespaced
+
+    result = with_secret(harness, "")
+    assert [p.code for p in result.warnings if p.code == "namespace-missing"] == ["namespace-missing"]
+    made = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "api-db"}, "stringData": {"password": "t"}}
+    for objects, reported in (([made], 0), ([], 1)):
+        diags = Diagnostics()
+        namespaced.provide_secrets(result.model, result.dev, objects, diags)
+        assert len([p for p in diags.problems if p.code == "namespace-missing"]) == reported
