@@ -52,13 +52,17 @@ def complete(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False
         return dev
     workloads = dev.unique_workloads()
     warn = diags.error if strict else diags.warn
+    services: dict[str | None, list[Document]] = {}  # the baseline's Services by namespace
+    for doc in model.documents:
+        if doc.kind == "Service" and doc.api_version == "v1" and KARDINAL + "plugin-definition" not in doc.annotations:
+            services.setdefault(model.namespace_of(doc), []).append(doc)
     objects = _flow_namespaces(model, workloads, dev.lane, diags)
-    objects += _aliases(model, workloads, dev.renamed, dev.lane)
+    objects += _aliases(model, workloads, dev.renamed, dev.lane, services)
     needs = _Needs(model, dev, warn)
     for dw in workloads:
         needs.service_account(dw)
         needs.config_maps(dw)
-        _per_pod_names(model, dw, dev, diags)
+        _per_pod_names(model, dw, dev, diags, services)
     _gateways(model, dev, diags)
     _blocking_policies(model, dev, diags)
     return replace(dev, objects=[*dev.objects, *objects, *needs.objects])
@@ -114,15 +118,14 @@ def _flow_namespaces(model: Model, workloads: list[DevWorkload], lane: Lane, dia
 
 
 def _aliases(model: Model, workloads: list[DevWorkload], renamed: dict[tuple[str | None, str], str],
-             lane: Lane) -> list[DevObject]:
+             lane: Lane, services: dict[str | None, list[Document]]) -> list[DevObject]:
     """An `ExternalName` Service in each flow namespace for every baseline Service of its namespace that has no
     dev copy, so that a short name a dev pod uses resolves to the baseline."""
     out = []
     for ns, version in sorted({(model.namespace_of(dw.baseline), dw.version) for dw in workloads
                                if model.namespace_of(dw.baseline)}):
-        for doc in model.documents:
-            if (doc.kind != "Service" or doc.api_version != "v1" or model.namespace_of(doc) != ns
-                    or (ns, doc.name) in renamed or KARDINAL + "plugin-definition" in doc.annotations):
+        for doc in services.get(ns, []):
+            if (ns, doc.name) in renamed:
                 continue
             spec = doc.obj.get("spec") if isinstance(doc.obj.get("spec"), dict) else {}
             ports = [{k: v for k, v in p.items() if k in ("name", "port", "protocol", "appProtocol")}
@@ -145,6 +148,22 @@ class _Needs:
         self.objects: list[DevObject] = []
         self._made: set[tuple[str, str | None, str]] = set()
         self.made: set[tuple[str, str | None, str]] = set()  # Secrets a plugin provides
+        # indexes, so that a wide flow costs what its pods read, not that times the repository
+        self.bindings: dict[tuple[str | None, str], list[Document]] = {}  # (ns, ServiceAccount) -> bindings
+        self.makers: dict[tuple[str | None, str], Document] = {}  # (ns, Secret) -> its ExternalSecret
+        self.sealed: dict[tuple[str | None, str], Document] = {}
+        for doc in model.documents:
+            ns = model.namespace_of(doc)
+            if doc.kind in ("RoleBinding", "ClusterRoleBinding"):
+                subjects = doc.obj.get("subjects") if isinstance(doc.obj.get("subjects"), list) else []
+                for sub in subjects:
+                    if isinstance(sub, dict) and sub.get("kind") == "ServiceAccount" and sub.get("name"):
+                        self.bindings.setdefault((sub.get("namespace") or ns, str(sub["name"])), []).append(doc)
+            elif doc.kind == "ExternalSecret" and doc.api_version.startswith(EXTERNAL_SECRETS):
+                target = ((doc.obj.get("spec") or {}).get("target") or {}).get("name") or doc.name
+                self.makers.setdefault((ns, str(target)), doc)
+            elif doc.kind == "SealedSecret" and doc.api_version.startswith(SEALED_SECRETS):
+                self.sealed.setdefault((ns, doc.name), doc)
 
     def _copy(self, doc: Document, dw: DevWorkload) -> dict | None:
         """`doc` copied into the dev pod's namespace under its own name (None: already there)."""
@@ -172,12 +191,7 @@ class _Needs:
                       code="namespace-missing")
             return
         self._copy(doc, dw)
-        for binding in self.model.documents:
-            subjects = binding.obj.get("subjects") if isinstance(binding.obj.get("subjects"), list) else []
-            binds = any(isinstance(s, dict) and s.get("kind") == "ServiceAccount" and s.get("name") == name
-                        and (s.get("namespace") or self.model.namespace_of(binding)) == home for s in subjects)
-            if not binds or binding.kind not in ("RoleBinding", "ClusterRoleBinding"):
-                continue
+        for binding in self.bindings.get((home, name), []):
             if binding.kind == "ClusterRoleBinding":
                 self.warn(f"ClusterRoleBinding {binding.name} binds ServiceAccount {home}/{name}, not its copy in "
                           f"{dw.namespace}: dev workload {dw.name} runs without those permissions",
@@ -219,7 +233,7 @@ class _Needs:
     def _secret(self, dw: DevWorkload, name: str, home: str | None) -> None:
         if ("Secret", dw.namespace, name) in self._made or ("Secret", dw.namespace, name) in self.made:
             return
-        maker = self._external_secret(name, home)
+        maker = self.makers.get((home, name))
         if maker is not None:
             self._copy(maker, dw)
             store = (maker.obj.get("spec") or {}).get("secretStoreRef") or {}
@@ -229,9 +243,7 @@ class _Needs:
                     self._copy(doc, dw)
             self._made.add(("Secret", dw.namespace, name))
             return
-        sealed = next((d for d in self.model.documents if d.kind == "SealedSecret"
-                       and d.api_version.startswith(SEALED_SECRETS) and d.name == name
-                       and self.model.namespace_of(d) == home), None)
+        sealed = self.sealed.get((home, name))
         if sealed is not None and str(sealed.annotations.get(SEALED_CLUSTER_WIDE, "")).lower() == "true":
             self._copy(sealed, dw)
             self._made.add(("Secret", dw.namespace, name))
@@ -247,15 +259,6 @@ class _Needs:
                   hint=f"put an ExternalSecret for {name} in the repository (devlane copies it), or set "
                        "secrets.mirror: true in .devlane.yaml (a replicator copies the baseline Secret)",
                   code="namespace-missing")
-
-    def _external_secret(self, name: str, home: str | None) -> Document | None:
-        for doc in self.model.documents:
-            if doc.kind != "ExternalSecret" or not doc.api_version.startswith(EXTERNAL_SECRETS):
-                continue
-            target = ((doc.obj.get("spec") or {}).get("target") or {}).get("name") or doc.name
-            if target == name and self.model.namespace_of(doc) == home:
-                return doc
-        return None
 
     def _mirror(self, dw: DevWorkload, name: str, home: str | None) -> None:
         """An empty Secret the replicator fills from the baseline's; the baseline Secret must allow it."""
@@ -275,12 +278,13 @@ class _Needs:
                            f"namespaces (for example \"{home}-.*\")", code="namespace-mirror")
 
 
-def _per_pod_names(model: Model, dw: DevWorkload, dev: DevSet, diags: Diagnostics) -> None:
+def _per_pod_names(model: Model, dw: DevWorkload, dev: DevSet, diags: Diagnostics,
+                   services: dict[str | None, list[Document]]) -> None:
     """`db-0.db`: a per-pod DNS name of a headless Service. An alias (ExternalName) has no pod records, so
     such a name does not resolve in the flow namespace."""
     home = model.namespace_of(dw.baseline)
-    headless = {d.name for d in model.documents if d.kind == "Service" and model.namespace_of(d) == home
-                and (d.obj.get("spec") or {}).get("clusterIP") == "None" and (home, d.name) not in dev.renamed}
+    headless = {d.name for d in services.get(home, []) if (d.obj.get("spec") or {}).get("clusterIP") == "None"
+                and (home, d.name) not in dev.renamed}
     if not headless:
         return
     texts = [str(e.get("value")) for c in (dw.pod_spec.get("containers") or []) + (dw.pod_spec.get("initContainers")

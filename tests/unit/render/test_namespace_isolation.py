@@ -5,7 +5,7 @@ rewritten. Every assertion reads the rendered objects."""
 from __future__ import annotations
 
 import pytest
-from support import yaml_doc
+from support import CRDS, yaml_doc
 
 K = "kardinal.dev.service/"
 
@@ -270,7 +270,7 @@ def test_the_service_account_and_its_rbac_are_copied(harness):
     assert "ClusterRoleBinding api-nodes binds ServiceAccount shop/api-sa, not its copy in shop-pr-1" in warning.message
 
 
-EXTERNAL_SECRET = "external-secrets.io/v1beta1"
+EXTERNAL_SECRET = "external-secrets.io/v1"
 
 
 def with_secret(harness, extra: str, config: dict | None = None) -> object:
@@ -288,6 +288,14 @@ def test_an_external_secret_and_its_store_are_copied(harness):
     result = with_secret(harness, store + es)
     got = objects(result)
     assert got["ExternalSecret", "shop-pr-1", "api-db-es"]["spec"]["target"] == {"name": "api-db"}
+    crd = CRDS / "external-secrets" / "external-secrets.io_externalsecrets.yaml"
+    if crd.exists():  # the copy is what the External Secrets operator accepts (its upstream CRD, v1)
+        import jsonschema
+        import yaml
+
+        schema = next(v for v in yaml.safe_load(crd.read_text())["spec"]["versions"] if v["name"] == "v1")
+        jsonschema.Draft7Validator(schema["schema"]["openAPIV3Schema"]).validate(
+            got["ExternalSecret", "shop-pr-1", "api-db-es"])
     assert ("SecretStore", "shop-pr-1", "vault") in got
     assert not any(kind == "Secret" for kind, _, _ in got)
     assert not [p for p in result.warnings if p.code == "namespace-missing"]
