@@ -34,7 +34,7 @@ from .host.supply.lock import (
     stale_pins,
 )
 from .host.supply.venvs import Target
-from .render import apply_plugins, clone, emit, invariants, namespaced, plugin_policy, steps
+from .render import apply_plugins, clone, emit, invariants, mesh, namespaced, plugin_policy, route_proof, steps
 from .render.apply_plugins import PluginResults
 from .render.emit import RenderedFlow
 from .render.flow import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
@@ -84,13 +84,15 @@ class PlanReport:
     steps: list[dict]  # `.devlane.yaml` pipeline steps and their implementations
     warnings: list[Problem]
     isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
+    copies: dict[str, int] = field(default_factory=dict)  # routing mode -> dev copies the flow needs in it
 
     def as_dict(self) -> dict:
         out = self.plan.as_dict()
         for p in out["plugins"]:
             if p["instance"] in self.choices:
                 p["choice"] = self.choices[p["instance"]].as_dict()
-        return {**out, "pipeline": self.steps, **({"isolation": self.isolation} if self.isolation else {})}
+        return {**out, "pipeline": self.steps, **({"isolation": self.isolation} if self.isolation else {}),
+                "copies": self.copies}
 
 
 @dataclass(frozen=True)
@@ -159,8 +161,8 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     flow = flow_of(flow, s)
     loaded, model, the_plan = _planned(s, flow)
     choices = apply_plugins.choose_all(s.host, model, the_plan)
-    dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict, s.lane),
-                              s.diagnostics, s.strict)
+    dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict, s.lane,
+                                                _by_header(s, model, the_plan)), s.diagnostics, s.strict)
     policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
     # rewriting is done: what a plugin returns is final, once the output policy accepts it
     invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)
@@ -171,15 +173,24 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     cloned, dev = dev, clone.patch(dev, plugins.pod_specs)
     dev = namespaced.provide_secrets(model, dev, [o for r in plugins.results for o in r.resources], s.diagnostics,
                                      s.strict)
-    entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics)
+    entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics, s.routing, s.config.baggage_key)
     objects = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace), flow.id,
                              plugins, policy)
     invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics, policy.selectors)
+    if s.routing != "none":
+        route_proof.check(model, dev, objects.all(), flow.id, s.config.baggage_key, s.diagnostics)
     s.finish()
     flows = emit.render(objects, flow.id, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins,
                                                                          choices))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
                         [p for p in s.diagnostics.problems if p.severity != "error"], dev)
+
+
+def _by_header(s: Session, model: Model, the_plan: Plan) -> frozenset[str]:
+    """On a mesh, the dev services requests reach by the flow header (HTTP and gRPC ports)."""
+    if s.routing == "none":
+        return frozenset()
+    return frozenset(k for k in the_plan.dev_services() if mesh.routed_by_header(model, k))
 
 
 def _post_rendered(s: Session, objects: emit.FlowObjects, flow_id: str, plugins: PluginResults,
@@ -205,8 +216,11 @@ def plan(options: Options, flow: FlowInput) -> PlanReport:
         flow = flow_of(flow, s)
         _, model, the_plan = _planned(s, flow)
         choices = apply_plugins.choose_all(s.host, model, the_plan)
+        other = "gateway-api" if the_plan.routing == "none" else "none"
+        copies = {the_plan.routing: len(the_plan.dev_services()),
+                  other: len(make_plan(model, flow, other, Diagnostics()).dev_services())}  # what the other would need
         return PlanReport(the_plan, choices, steps.plan_steps(s.host, s.config.pipeline, flow.id),
-                          s.diagnostics.warnings, _lane(s, model, the_plan))
+                          s.diagnostics.warnings, _lane(s, model, the_plan), copies)
 
 
 def _lane(s: Session, model: Model, the_plan: Plan) -> dict | None:

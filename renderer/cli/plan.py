@@ -33,6 +33,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 print(f"     uses {choice.name} ({choice.manifest.runtime}): {choice.reason}")
                 for skipped in choice.skipped:
                     print(f"     skipped {skipped['name']}: {skipped['reason']}")
+    mine = report.copies.get(the_plan.routing)
+    others = [f"routing {mode} would need {n}" for mode, n in sorted(report.copies.items()) if mode != the_plan.routing]
+    if mine is not None:
+        print(f"{mine} dev copies" + (f"; {'; '.join(others)}" if others else ""))
     lane = report.isolation
     if lane:
         print("isolation namespace: " + ", ".join(f"{b} -> {f}" for b, f in lane["namespaces"].items()))

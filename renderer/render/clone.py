@@ -129,13 +129,17 @@ class DevSet:
     renamed: dict[tuple[str | None, str], str] = field(default_factory=dict)  # (ns, Service) -> dev Service
     lane: Lane = field(default_factory=Lane)
     namespaces: dict[str, str] = field(default_factory=dict)  # isolation namespace: baseline ns -> flow ns
+    by_header: frozenset[str] = frozenset()  # mesh routing: dev services the mesh reaches by the flow header
 
     def rewrite_targets(self, version: str) -> list[str]:
         """Services whose dev copies a workload of `version` may point at.
 
-        A shared copy serves every flow, so it may only point at other shared copies.
+        A shared copy serves every flow, so it may only point at other shared copies. On a mesh, a service
+        reached by the flow header keeps its baseline address (the mesh routes it); only the others are
+        rewritten (TCP cannot be routed by a header).
         """
-        return sorted(n for n, v in self.versions.items() if version != SHARED or v == SHARED)
+        return sorted(n for n, v in self.versions.items()
+                      if (version != SHARED or v == SHARED) and n not in self.by_header)
 
     def unique_workloads(self) -> list[DevWorkload]:
         """Each dev workload once, even when several services select it."""
@@ -176,7 +180,7 @@ def isolate_labels(labels: dict, keys: set[str], version: str) -> dict:
 
 
 def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, strict: bool = False,
-         lane: Lane = SUFFIX) -> DevSet:
+         lane: Lane = SUFFIX, by_header: frozenset[str] = frozenset()) -> DevSet:
     versions = {n: (SHARED if plan.version_of(n) == SHARED else plan.flow_id) for n in plan.dev_services()}
     dev_names = {key: lane.name(model.services[key].name, version) for key, version in versions.items()}
     # in a flow namespace no baseline selector can reach a dev pod: labels stay as they are
@@ -195,8 +199,8 @@ def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, stri
     services, renamed = _copy_services(model, list(copied.values()), lane)
     namespaces = {ns: lane.namespace(ns, dw.version) for dw in copied.values()
                   if lane.by_namespace and (ns := model.namespace_of(dw.baseline))}
-    cloner = _Cloner(model, DevSet(versions=versions, dev_names=dev_names, lane=lane, namespaces=namespaces), diags,
-                     strict)
+    cloner = _Cloner(model, DevSet(versions=versions, dev_names=dev_names, lane=lane, namespaces=namespaces,
+                                   by_header=by_header), diags, strict)
     for dw in copied.values():
         cloner.rewrite(dw, model.nodes_on(dw.baseline))
         cloner.volumes(dw, model.nodes_on(dw.baseline))
@@ -204,7 +208,8 @@ def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, stri
         if key in workloads:
             _apply_override(workloads[key], override)
     objects = cloner.objects + _network_policies(model, list(copied.values()), keys, lane)
-    return DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed, lane, namespaces)
+    return DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed, lane, namespaces,
+                  by_header)
 
 
 def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:

@@ -86,6 +86,7 @@ class RepoConfig:
     manifests: list[str] = field(default_factory=lambda: list(DEFAULT_MANIFESTS))
     exclude: list[str] = field(default_factory=list)
     routing: Routing = "none"
+    baggage_key: str = "devlane-flow"  # mesh.baggageKey: the baggage member that carries the flow id
     isolation: Isolation = "suffix"
     namespace_template: str = "{namespace}-{flow}"
     cluster_domain: str = "cluster.local"
@@ -134,6 +135,7 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS),
                       exclude=list(raw.get("exclude") or []),
                       routing=raw.get("routing", "none"), isolation=raw.get("isolation", "suffix"),
+                      baggage_key=(raw.get("mesh") or {}).get("baggageKey", "devlane-flow"),
                       namespace_template=raw.get("namespaceTemplate", "{namespace}-{flow}"),
                       cluster_domain=raw.get("clusterDomain", "cluster.local"),
                       secrets_mirror=(raw.get("secrets") or {}).get("replicator", "reflector")

@@ -196,6 +196,8 @@ def check_wiring(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = F
                 continue
             if dev.lane.by_namespace and callee.namespace == node.namespace:
                 continue  # a short name resolves to the dev copy in the flow namespace: wired by DNS
+            if dep in dev.by_header:
+                continue  # the mesh routes it by the flow header (proved by `route_proof`)
             callee_ns = dev.lane.namespace(callee.namespace, dev.versions[dep])  # where its dev copy lives
             wired = Targets([Target(dep, dev.dev_names[dep], callee_ns, callee.port_names)], dw.namespace)
             if _found(model, dev, dw, wired):

@@ -2,7 +2,8 @@
 
 Mode `none` (works on any cluster, no mesh): every annotated entry gets a per-flow copy whose
 host is `<flowId>.<domain>` and whose backends point at the dev Services where they exist.
-The other modes of the spec (`gateway-api`, `istio`) are not implemented yet and are refused.
+Mode `gateway-api`: the entry HTTPRoute's copy also adds the flow's baggage member, and `mesh` adds the
+flow's producer routes. `istio` is not implemented yet and is refused.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from typing import get_args
 from ..core.k8s import strip_metadata
 from ..core.names import KARDINAL, flow_labels
 from ..errors import Diagnostics, Where, fail
+from . import mesh
 from .clone import DevSet
 from .config import Routing
 from .model import Entry, Model
 
 MODES: tuple[str, ...] = get_args(Routing)
-IMPLEMENTED = ("none",)
+IMPLEMENTED = ("none", "gateway-api")
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ def check_mode(mode: str) -> Routing:
     if mode not in IMPLEMENTED:
         raise fail(
             f"routing mode {mode!r} is not implemented in this version of devlane",
-            hint="use --routing none (per-flow entry hosts; works on any cluster)",
+            hint="use --routing gateway-api (Istio implements Gateway API for the mesh) or --routing none",
             code="routing",
         )
     return mode  # type: ignore[return-value]
@@ -82,17 +84,32 @@ class HostMap:
         return new
 
 
-def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, diags: Diagnostics) -> Entries:
-    """Per-flow entry objects and a summary of them (kind, name, host)."""
+def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, diags: Diagnostics,
+                  routing: Routing = "none", baggage_key: str = mesh.DEFAULT_KEY) -> Entries:
+    """Per-flow entry objects and a summary of them (kind, name, host); on a mesh, the flow's routes too."""
     hosts = HostMap(flow_id, domain)
     objects: list[dict] = []
     summary: list[dict] = []
+    routes = [e.doc.ref for e in model.entries if e.kind == "HTTPRoute"]
     for entry in sorted(model.entries, key=lambda e: (e.kind, e.doc.name)):
         where = entry.doc.where()
+        if routing != "none" and entry.kind in ("Ingress", "Service"):
+            message = (f"routing {routing}: the entry {entry.doc.ref} is an {entry.kind}, which cannot add the flow "
+                       "header to the requests it forwards")
+            if routes:  # the flow is reached through the route
+                diags.warn(message + f"; the flow is reached through {', '.join(routes)} only", where,
+                           hint="remove kardinal.dev.service/ingress from it, or use --routing none",
+                           code="mesh-entry")
+            else:
+                diags.error(message, where, hint="mark an HTTPRoute attached to your Gateway as the entry "
+                            "(kardinal.dev.service/route: \"true\"), or use --routing none", code="mesh-entry")
+            continue
         if entry.kind == "Ingress":
             obj = _ingress(entry, dev, flow_id, hosts, where, model.namespace_of(entry.doc))
         elif entry.kind == "HTTPRoute":
             obj = _httproute(entry, dev, flow_id, hosts, where, model.namespace_of(entry.doc))
+            if routing != "none":
+                obj = mesh.add_member(obj, flow_id, baggage_key)
         elif entry.kind == "Service":
             obj = _legacy_service_ingress(entry, dev, flow_id, hosts, where, model)
         else:  # Gateway: shared by all flows; check that it will accept the flow hosts
@@ -101,6 +118,8 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
         objects.append(obj)
         host_list = [r.get("host") for r in obj["spec"].get("rules") or []] or obj["spec"].get("hostnames") or []
         summary.append({"kind": obj["kind"], "name": obj["metadata"]["name"], "hosts": sorted(set(host_list))})
+    if routing == "gateway-api":
+        objects += mesh.gamma_routes(model, dev, flow_id, baggage_key)
     return Entries(objects, summary)
 
 

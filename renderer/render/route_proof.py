@@ -1,0 +1,141 @@
+"""The static routing proof of a mesh flow: where each request goes, from the rendered routes alone.
+
+A small model of the mesh (GAMMA semantics): every Route attached to a Service (`parentRef` kind Service,
+the repository's and the flow's) is merged; of the rules that match a request, the one with the most header
+matches wins, ties going to the route's `namespace/name` and then to rule order; a request no rule matches
+is rejected (404). A header match is `Exact` (the whole value) or `RegularExpression` (a full match of the
+value, as Envoy does: repeated `baggage` headers are joined with `,`). A request from a gateway goes straight
+to the entry route's backend.
+
+The walk follows every dependency path from each entry twice: with the flow header (a `baggage` value
+carrying another member too, as OpenTelemetry's would) every hop must reach the dev version where the flow
+has one and the baseline otherwise; without it, every hop must reach the baseline. A hop to a service the
+mesh cannot route by header (TCP) follows the reference rewriting instead: a dev caller reaches the dev copy.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import Diagnostics, Where
+from . import mesh
+from .clone import DevSet
+from .model import Model
+
+OTHER_MEMBER = "othervendor=1"  # another baggage member: an `Exact` match on the flow's would fail
+
+
+@dataclass(frozen=True)
+class Rule:
+    route: str  # namespace/name of the route, for precedence and messages
+    headers: tuple[tuple[str, str, str], ...]  # (type, name, value)
+    backend: str | None  # the first backend's Service name (None: no backend)
+
+
+@dataclass(frozen=True)
+class Proof:
+    paths: int  # dependency paths walked (each with and without the header)
+    violations: list[str]
+
+
+class Mesh:
+    """The routes attached to each Service, merged as the mesh merges them."""
+
+    def __init__(self, objects: list[dict], default_namespace: str | None):
+        self.rules: dict[tuple[str | None, str], list[Rule]] = {}
+        for obj in objects:
+            if obj.get("kind") not in ("HTTPRoute", "GRPCRoute"):
+                continue
+            meta = obj.get("metadata") or {}
+            ns = meta.get("namespace") or default_namespace
+            spec = obj.get("spec") or {}
+            for parent in spec.get("parentRefs") or []:
+                if not isinstance(parent, dict) or parent.get("kind") != "Service":
+                    continue
+                key = (parent.get("namespace") or ns, str(parent.get("name")))
+                for rule in spec.get("rules") or []:
+                    backends = [b for b in rule.get("backendRefs") or [] if isinstance(b, dict)]
+                    matches = rule.get("matches") or [{}]
+                    for match in matches:
+                        headers = tuple((str(h.get("type", "Exact")), str(h.get("name", "")).lower(),
+                                         str(h.get("value", ""))) for h in match.get("headers") or [])
+                        self.rules.setdefault(key, []).append(
+                            Rule(f"{ns}/{meta.get('name')}", headers, str(backends[0]["name"]) if backends else None))
+
+    def destination(self, namespace: str | None, service: str, headers: dict[str, str]) -> str | None:
+        """The Service a request to `service` reaches: itself without routes; None when rejected (404)."""
+        rules = self.rules.get((namespace, service))
+        if not rules:
+            return service
+        best: Rule | None = None
+        for rule in sorted(rules, key=lambda r: r.route):  # stable: rule order within a route is kept
+            matched = all(_header_matches(kind, headers.get(name), value) for kind, name, value in rule.headers)
+            if matched and (best is None or len(rule.headers) > len(best.headers)):
+                best = rule
+        return None if best is None else best.backend
+
+
+def _header_matches(kind: str, actual: str | None, value: str) -> bool:
+    if actual is None:
+        return False
+    if kind == "RegularExpression":
+        try:
+            return re.fullmatch(value, actual) is not None
+        except re.error:
+            return False
+    return actual == value
+
+
+def prove(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str = mesh.DEFAULT_KEY) -> Proof:
+    """Walk every dependency path from every entry, with and without the flow header."""
+    routes = Mesh([*(d.obj for d in model.documents), *objects], model.default_namespace)
+    dev_name = {k: dev.dev_names[k] for k in dev.dev_names if dev.versions.get(k) in (flow_id, "shared")}
+    by_name = {dev.dev_names[k]: k for k in dev_name}
+    with_header = {mesh.BAGGAGE: f"{OTHER_MEMBER}, {mesh.member(flow_id, key)}"}
+    without = {mesh.BAGGAGE: OTHER_MEMBER}
+    violations: list[str] = []
+    paths = 0
+    entries = [(e.doc.ref, [b for b in e.backends if b in model.services]) for e in model.entries
+               if e.kind != "Gateway"]
+    for ref, backends in entries:
+        for start in backends:
+            for header, label in ((with_header, "with"), (without, "without")):
+                first = dev_name.get(start, model.services[start].name) if label == "with" else \
+                    model.services[start].name
+                stack = [([ref, first], start, first)]
+                seen: set[tuple[str, str]] = set()
+                while stack:
+                    trail, node_key, reached = stack.pop()
+                    node = model.services.get(node_key)
+                    if node is None or (node_key, reached) in seen:
+                        continue
+                    seen.add((node_key, reached))
+                    for dep, _port in node.dependencies:
+                        callee = model.services.get(dep)
+                        if callee is None or not callee.is_service:
+                            continue
+                        paths += 1
+                        want = dev_name.get(dep, callee.name) if label == "with" else callee.name
+                        if dep in dev.by_header:
+                            got = routes.destination(model.namespace_of(callee.doc), callee.name, header)
+                        else:  # TCP: the dev caller's rewritten reference, or the baseline address
+                            got = dev_name.get(dep, callee.name) if reached in by_name and dep in dev_name \
+                                else callee.name
+                        path = " -> ".join([*trail, callee.name])
+                        if got != want:
+                            where = "is rejected (no rule matches: 404)" if got is None else f"reaches {got}"
+                            violations.append(f"{label} the flow header, {path} {where}, not {want}")
+                            continue
+                        stack.append(([*trail, got], dep, got))
+    return Proof(paths, sorted(set(violations)))
+
+
+def check(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str, diags: Diagnostics) -> Proof:
+    """The proof on the final objects of a mesh flow; a violation is an error."""
+    proof = prove(model, dev, objects, flow_id, key)
+    for v in proof.violations:
+        diags.error(f"routing proof: {v}", Where(object=f"flow {flow_id}"),
+                    hint="report this as a devlane bug, or check the routes a plugin or post-render step changed",
+                    code="routing-proof")
+    return proof
