@@ -17,7 +17,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
         return 0
     the_plan, choices = report.plan, report.choices
-    print(f"flow {the_plan.flow_id} (routing {the_plan.routing})")
+    mine = report.copies.get(the_plan.routing)
+    others = [f"routing {mode} would need {n}" for mode, n in sorted(report.copies.items()) if mode != the_plan.routing]
+    copies = f": {mine} dev copies" + (f"; {'; '.join(others)}" if others else "") if mine is not None else ""
+    print(f"flow {the_plan.flow_id} (routing {the_plan.routing}){copies}")
     rows = [the_plan.decisions[n] for n in sorted(the_plan.decisions)]
     width = max([len(d.name) for d in rows] + [7])
     print(f"  {'SERVICE':<{width}}  {'VERSION':<9}  WHY")
@@ -33,10 +36,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 print(f"     uses {choice.name} ({choice.manifest.runtime}): {choice.reason}")
                 for skipped in choice.skipped:
                     print(f"     skipped {skipped['name']}: {skipped['reason']}")
-    mine = report.copies.get(the_plan.routing)
-    others = [f"routing {mode} would need {n}" for mode, n in sorted(report.copies.items()) if mode != the_plan.routing]
-    if mine is not None:
-        print(f"{mine} dev copies" + (f"; {'; '.join(others)}" if others else ""))
     lane = report.isolation
     if lane:
         print("isolation namespace: " + ", ".join(f"{b} -> {f}" for b, f in lane["namespaces"].items()))
