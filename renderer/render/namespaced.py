@@ -83,7 +83,7 @@ def provide_secrets(model: Model, dev: DevSet, made: list[dict], diags: Diagnost
             continue
         # a plugin's object without a namespace lands in its dependent's (emit): any flow namespace
         for ns in [meta["namespace"]] if meta.get("namespace") else dev.namespaces.values():
-            needs.made.add(("Secret", ns, name))
+            needs.provided.add(("Secret", ns, name))
     for dw in dev.unique_workloads():
         needs.secrets(dw)
     return replace(dev, objects=[*dev.objects, *needs.objects])
@@ -147,7 +147,7 @@ class _Needs:
         self.model, self.dev, self.warn = model, dev, warn
         self.objects: list[DevObject] = []
         self._made: set[tuple[str, str | None, str]] = set()
-        self.made: set[tuple[str, str | None, str]] = set()  # Secrets a plugin provides
+        self.provided: set[tuple[str, str | None, str]] = set()  # Secrets plugins made (or will make)
         # indexes, so that a wide flow costs what its pods read, not that times the repository
         self.bindings: dict[tuple[str | None, str], list[Document]] = {}  # (ns, ServiceAccount) -> bindings
         self.makers: dict[tuple[str | None, str], Document] = {}  # (ns, Secret) -> its ExternalSecret
@@ -231,7 +231,7 @@ class _Needs:
                 self._secret(dw, str(ref["name"]), home)
 
     def _secret(self, dw: DevWorkload, name: str, home: str | None) -> None:
-        if ("Secret", dw.namespace, name) in self._made or ("Secret", dw.namespace, name) in self.made:
+        if ("Secret", dw.namespace, name) in self._made or ("Secret", dw.namespace, name) in self.provided:
             return
         maker = self.makers.get((home, name))
         if maker is not None:

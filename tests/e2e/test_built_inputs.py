@@ -331,16 +331,21 @@ def test_services_auto_sees_a_change_to_an_overlay_patch_only(harness):
     assert rows["shop-api"] == "dev" and rows["shop-redis"] == "baseline", plan
 
 
-@needs_helm
-def test_services_auto_sees_a_change_to_a_values_file_only(harness):
+def values_only_pr(harness: Harness, before: str, after: str) -> None:
+    """A git repo of the chart with env/prod.yaml as its values; HEAD changes only the values file."""
     for name, text in CHART.items():
         harness.write(f"charts/shop/{name}", text)
-    harness.write("env/prod.yaml", "replicas: 3\n")
+    harness.write("env/prod.yaml", before)
     harness.config({"inputs": [{"helm": "charts/shop", "values": ["env/prod.yaml"], "releaseName": "prod"}]})
     git(harness.root, "init", "-q")
     _commit(harness.root, "chart")
-    (harness.root / "env" / "prod.yaml").write_text("replicas: 4\n")
-    _commit(harness.root, "scale")
+    (harness.root / "env" / "prod.yaml").write_text(after)
+    _commit(harness.root, "values")
+
+
+@needs_helm
+def test_services_auto_sees_a_change_to_a_values_file_only(harness):
+    values_only_pr(harness, "replicas: 3\n", "replicas: 4\n")
     plan = _auto_targets(harness, harness.root)
     rows = {line.split()[0]: line.split()[1] for line in plan.splitlines()[2:] if line.strip()}
     assert rows == {"prod-api": "dev"}, plan
@@ -348,14 +353,7 @@ def test_services_auto_sees_a_change_to_a_values_file_only(harness):
 
 @needs_helm
 def test_diff_and_ref_of_a_pr_that_changes_only_a_values_file(harness):
-    for name, text in CHART.items():
-        harness.write(f"charts/shop/{name}", text)
-    harness.write("env/prod.yaml", "logLevel: info\n")
-    harness.config({"inputs": [{"helm": "charts/shop", "values": ["env/prod.yaml"], "releaseName": "prod"}]})
-    git(harness.root, "init", "-q")
-    _commit(harness.root, "chart")
-    (harness.root / "env" / "prod.yaml").write_text("logLevel: debug\n")
-    _commit(harness.root, "debug logs")
+    values_only_pr(harness, "logLevel: info\n", "logLevel: debug\n")
     flow = ["--flow", "pr-1", "--service", "prod-api=api:2"]
     out = harness.cli("diff", *flow, "--base", "HEAD~1", "--head", "HEAD", "--fail-on", "never")
     assert out.returncode == 0, out.stderr
