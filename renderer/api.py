@@ -64,6 +64,7 @@ class RenderResult:
     flows: list[RenderedFlow]
     messages: list[Problem]  # warnings, and `info` messages such as plugin stderr (shown with --debug)
     dev: clone.DevSet = field(default_factory=clone.DevSet)  # the dev copies after plugins (namespaces, aliases)
+    mesh: RenderedFlow | None = None  # istio: `flows/_mesh/` as this flow alone needs it (writing merges every flow)
 
     @property
     def warnings(self) -> list[Problem]:
@@ -173,17 +174,20 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     cloned, dev = dev, clone.patch(dev, plugins.pod_specs)
     dev = namespaced.provide_secrets(model, dev, [o for r in plugins.results for o in r.resources], s.diagnostics,
                                      s.strict)
-    entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics, s.routing, s.config.baggage_key)
+    entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics, s.routing, s.config.baggage_key,
+                            s.config.mesh_gateway)
     objects = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace), flow.id,
                              plugins, policy)
     invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics, policy.selectors)
-    if s.routing != "none":
-        route_proof.check(model, dev, objects.all(), flow.id, s.config.baggage_key, s.diagnostics)
+    shared = emit.mesh_flow({flow.id: entries.mesh}) if entries.mesh and s.routing == "istio" else None
+    if s.routing != "none":  # istio: with this flow's rules in the VirtualServices shared with other flows
+        route_proof.check(model, dev, [*objects.all(), *(shared.objects if shared else [])], flow.id,
+                          s.config.baggage_key, s.diagnostics)
     s.finish()
     flows = emit.render(objects, flow.id, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins,
                                                                          choices))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
-                        [p for p in s.diagnostics.problems if p.severity != "error"], dev)
+                        [p for p in s.diagnostics.problems if p.severity != "error"], dev, shared)
 
 
 def _by_header(s: Session, model: Model, the_plan: Plan) -> frozenset[str]:

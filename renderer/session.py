@@ -69,7 +69,7 @@ class Session:
 
     @property
     def routing(self) -> Routing:
-        return check_mode(self.options.routing or self.config.routing)
+        return check_mode(self.options.routing or self.config.routing, self.lane.isolation)
 
     @property
     def lane(self) -> Lane:

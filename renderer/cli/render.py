@@ -17,11 +17,17 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.stdout:
         result = api.render(options(args), flow)
         _check(args, result)
+        if result.mesh:
+            show([Problem(f"routing istio: the VirtualServices of {', '.join(result.mesh.metadata['files'])} are "
+                          "shared by every flow, so they are not in this stream", severity="warning",
+                          hint="render into an output directory (--out DIR): its flows/_mesh/ lists every flow")])
         sys.stdout.write(result.stream())
         return 0
     result, paths = api.render_and_write(options(args), flow, args.out, lambda r: _check(args, r))
-    for rendered, path in zip(result.flows, paths, strict=True):
+    for rendered, path in zip(result.flows, paths, strict=False):
         say(f"rendered flow {rendered.flow_id}: {len(rendered.files)} objects in {path}")
+    for path in paths[len(result.flows):]:
+        say(f"rebuilt {path}: the VirtualServices of every flow in the output directory")
     return 0
 
 

@@ -87,6 +87,7 @@ class RepoConfig:
     exclude: list[str] = field(default_factory=list)
     routing: Routing = "none"
     baggage_key: str = "devlane-flow"  # mesh.baggageKey: the baggage member that carries the flow id
+    mesh_gateway: str | None = None  # mesh.gateway: `ns/name` of the Gateway an Ingress entry's flow route attaches to
     isolation: Isolation = "suffix"
     namespace_template: str = "{namespace}-{flow}"
     cluster_domain: str = "cluster.local"
@@ -136,6 +137,7 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       exclude=list(raw.get("exclude") or []),
                       routing=raw.get("routing", "none"), isolation=raw.get("isolation", "suffix"),
                       baggage_key=(raw.get("mesh") or {}).get("baggageKey", "devlane-flow"),
+                      mesh_gateway=(raw.get("mesh") or {}).get("gateway"),
                       namespace_template=raw.get("namespaceTemplate", "{namespace}-{flow}"),
                       cluster_domain=raw.get("clusterDomain", "cluster.local"),
                       secrets_mirror=(raw.get("secrets") or {}).get("replicator", "reflector")

@@ -17,6 +17,7 @@ from ..core.names import SHARED, flow_labels, flow_uuid, suffixed
 from ..core.version import VERSION
 from ..core.yamlio import dump
 from ..protocol.krm import STATE_KEY
+from . import mesh
 from .apply_plugins import PluginResults
 from .clone import DevSet
 from .flow import FlowSpec
@@ -54,6 +55,7 @@ class Provenance:
     rewrites: list[dict]
     bypassed: list[dict]
     isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
+    mesh: dict | None = None  # mesh routing: the header the flow is matched by, and (istio) the hosts it routes
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def provenance(loaded: Loaded, flow: FlowSpec, routing: str, ref: str | None, di
     template = {"file": Path(flow.template_file).name, "args": flow.template_args} if flow.template_file else None
     return Provenance(loaded.revision, ref, input_hash(loaded, flow, routing, digests, dev.lane.isolation),
                       flow.as_dict()["services"], template, digests, entries.summary,
-                      [r.as_dict() for r in dev.rewrites], plugins.bypassed, isolation)
+                      [r.as_dict() for r in dev.rewrites], plugins.bypassed, isolation, entries.mesh)
 
 
 def state_configmap(servicename: str, flow_id: str, config_map, namespace: str | None, source_name: str,
@@ -234,6 +236,7 @@ def build_metadata(flow_id: str, plan: Plan, provenance: Provenance, plugins: Pl
         "rewrites": provenance.rewrites if flow_group else [],
         "files": sorted(files),
         **({"isolation": provenance.isolation} if provenance.isolation and flow_group else {}),
+        **({"mesh": provenance.mesh} if provenance.mesh and flow_group else {}),
     }
 
 
@@ -260,6 +263,7 @@ def build_readme(meta: dict) -> str:
             lines += [f"- `{a}`" for a in lane["aliases"]]
         if lane["needs"]:
             lines += ["", "The lane still needs:", ""] + [f"- {n}" for n in lane["needs"]]
+    lines += mesh_section(meta.get("mesh"))
     if meta["entries"]:
         lines += ["", "## Entry points", ""]
         for e in meta["entries"]:
@@ -267,3 +271,43 @@ def build_readme(meta: dict) -> str:
                 lines.append(f"- {e['kind']} `{e['name']}`: http://{h}/")
     lines += ["", "## Files", ""] + [f"- `{f}`" for f in meta["files"]]
     return "\n".join(lines) + "\n"
+
+
+def mesh_section(record: dict | None) -> list[str]:
+    """The README's routing section on a mesh: how a request joins the flow, and what the app must do."""
+    if not record:
+        return []
+    lines = ["", f"## Routing: {record['mode']}", "",
+             f"Requests carrying the W3C `{record['header']}` member `{record['member']}` reach this flow's dev "
+             "versions; every other request reaches the baseline. The entry adds the member; each service must "
+             "propagate `baggage` on its outgoing calls (OpenTelemetry does by default).", "",
+             f"Matched with `{record['match']}`."]
+    if record["mode"] == "istio":
+        lines += ["", "Routed hosts (their VirtualServices, shared by every flow, are in `flows/_mesh/`):", ""]
+        lines += [f"- `{h['service']}` -> `{h['dev']}` (ports {', '.join(map(str, h['ports']))})"
+                  for h in record.get("hosts") or []] or ["- none"]
+    return lines
+
+
+def mesh_flow(records: dict[str, dict]) -> RenderedFlow | None:
+    """`flows/_mesh/`: istio's one VirtualService per baseline host, from the `mesh` records of every flow in the
+    output directory (None when no flow routes a host). A function of the records alone, so a directory after a
+    delete equals a fresh render of the flows that remain."""
+    objects = mesh.virtual_services(records)
+    if not objects:
+        return None
+    files, written = render_files(objects)
+    flows = sorted(records)
+    meta = {"apiVersion": "devlane.dev/v1alpha1", "kind": "MeshRoutes", "flow": mesh.MESH_DIR, "routing": "istio",
+            "devlaneVersion": VERSION, "flows": flows, "files": sorted(files)}
+    readme = "\n".join([
+        "# devlane mesh routes (`istio`)", "",
+        "Istio sidecars do not merge VirtualServices of one host, so every baseline host that has a dev version "
+        "in any flow gets exactly one VirtualService here, listing every flow (sorted by flow id) and then the "
+        "catch-all to the baseline. devlane rebuilds this directory from the flows in `flows/` on every "
+        "`render` and `delete`. Do not edit: re-render instead.", "",
+        "Deploy it with one Argo CD Application or Flux Kustomization for the whole output directory's mesh "
+        "(path `flows/_mesh`), never from a per-flow one.", "",
+        "## Flows", "", *[f"- `{f}`" for f in flows], "", "## Files", "", *[f"- `{f}`" for f in sorted(files)],
+    ]) + "\n"
+    return RenderedFlow(mesh.MESH_DIR, files, meta, readme, written)

@@ -12,6 +12,16 @@ and the mandatory catch-all back to the baseline (once a route is attached to a 
 request gets a 404). Routes of one Service merge; a flow rule (one header match) outranks every catch-all
 (none), so each flow owns its routes and no object is shared between flows. Ports that are neither HTTP nor
 gRPC cannot be routed by header: references to their dev copies are rewritten instead (`clone`).
+
+`istio`: sidecars do not merge VirtualServices of one host, so each baseline host with dev versions in any
+flow gets exactly one VirtualService listing every flow (one rule per flow, sorted by flow id, the catch-all
+to the baseline last), routing to the per-flow Services by FQDN (DestinationRule subsets would need dev pods
+behind the baseline selector). A flow records the hosts it routes in `flow.metadata` (`mesh.hosts`); the
+output directory's `flows/_mesh/` is rebuilt from every flow present (`virtual_services`).
+
+An entry that cannot add the header (an Ingress, a LoadBalancer Service) becomes, with `mesh.gateway`, a
+per-flow route on that Gateway: an HTTPRoute (gateway-api) or a Gateway-bound VirtualService (istio; those
+merge, so it can be per flow).
 """
 
 from __future__ import annotations
@@ -26,6 +36,8 @@ from .model import Model
 BAGGAGE = "baggage"
 DEFAULT_KEY = "devlane-flow"
 MESH_MODES = ("gateway-api", "istio")
+MESH_DIR = "_mesh"  # flows/_mesh/: istio's per-host VirtualServices, shared by every flow in the output
+ISTIO_GROUP = "networking.istio.io"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 _GRPC = re.compile(r"^grpc(-|$)")
 _HTTP = re.compile(r"^(http|https|http2)(-|$)")
@@ -115,3 +127,81 @@ def add_member(route: dict, flow_id: str, key: str = DEFAULT_KEY) -> dict:
         else:
             filters.append({"type": "RequestHeaderModifier", "requestHeaderModifier": {"add": [dict(header)]}})
     return route
+
+
+def fqdn(name: str, namespace: str | None, cluster_domain: str) -> str:
+    """A Service's name as Istio needs it: short names resolve in the VirtualService's namespace, so a fully
+    qualified one wherever the namespace is known (a namespace-less app keeps short names, and so do its
+    VirtualServices, which land in the same namespace)."""
+    return f"{name}.{namespace}.svc.{cluster_domain}" if namespace else name
+
+
+def istio_hosts(model: Model, dev: DevSet, flow_id: str) -> list[dict]:
+    """What a flow records for the shared VirtualServices: per dev Service with an HTTP or gRPC port, the
+    baseline host, the dev Service and the routed ports."""
+    out = []
+    for svc in sorted(dev.services, key=lambda s: (s.baseline.namespace or "", s.baseline.name)):
+        ports = [int(p["port"]) for p in (svc.baseline.obj.get("spec") or {}).get("ports") or []
+                 if isinstance(p, dict) and port_protocol(p) != "tcp"]
+        if svc.version != flow_id or not ports:
+            continue
+        out.append({"namespace": model.namespace_of(svc.baseline), "service": svc.baseline.name,
+                    "dev": svc.obj["metadata"]["name"], "ports": sorted(set(ports))})
+    return out
+
+
+def virtual_services(records: dict[str, dict]) -> list[dict]:
+    """The one VirtualService per baseline host that sidecars need, from every flow's `mesh` record: a rule per
+    flow (and port, where several are routed), sorted by flow id, then the catch-all to the baseline."""
+    hosts: dict[tuple[str, str], dict[str, tuple[str, list[int], str, str]]] = {}
+    for flow_id, record in records.items():
+        domain = record.get("clusterDomain") or "cluster.local"
+        for h in record.get("hosts") or []:
+            hosts.setdefault((h.get("namespace") or "", h["service"]), {})[flow_id] = (
+                h["dev"], [int(p) for p in h["ports"]], record.get("key") or DEFAULT_KEY, domain)
+    out = []
+    for (ns, service), flows in sorted(hosts.items()):
+        namespace = ns or None
+        ports = sorted({p for _, routed, _, _ in flows.values() for p in routed})
+        by_port = len(ports) > 1
+        domain = flows[min(flows)][3]
+
+        http = [_vs_rule(f"flow-{flow_id}", fqdn(dev_name, namespace, dev_domain), port, by_port,
+                         header_regex(flow_id, key))
+                for flow_id, (dev_name, routed, key, dev_domain) in sorted(flows.items()) for port in routed]
+        http += [_vs_rule("baseline", fqdn(service, namespace, domain), port, by_port) for port in ports]
+        meta: dict = {"name": f"devlane-{service}", "labels": {"app.kubernetes.io/managed-by": "devlane",
+                                                                 "devlane.dev/mesh": "istio"}}
+        if namespace:
+            meta["namespace"] = namespace
+        out.append({"apiVersion": f"{ISTIO_GROUP}/v1", "kind": "VirtualService", "metadata": meta,
+                    "spec": {"hosts": [fqdn(service, namespace, domain)], "http": http}})
+    return out
+
+
+def _vs_rule(name: str, host: str, port: int, by_port: bool, regex: str | None = None) -> dict:
+    """One HTTP rule: the flow header (if any) on one port (where several are routed) to `host`."""
+    match = {**({"headers": {BAGGAGE: {"regex": regex}}} if regex else {}), **({"port": port} if by_port else {})}
+    return {"name": f"{name}-{port}" if by_port else name, **({"match": [match]} if match else {}),
+            "route": [{"destination": {"host": host, "port": {"number": port}}}]}
+
+
+def gateway_ref(value: str, namespace: str | None) -> tuple[str | None, str]:
+    """`mesh.gateway` (`ns/name` or `name`) as (namespace, name); a bare name is in the entry's namespace."""
+    ns, _, name = value.rpartition("/")
+    return (ns or namespace), name
+
+
+def entry_paths(obj: dict) -> list[tuple[str | None, str, str, dict]]:
+    """An Ingress's (host, path, pathType, service backend) list, a default backend as `/` on every host."""
+    spec = obj.get("spec") or {}
+    out = []
+    for rule in spec.get("rules") or []:
+        for path in (rule.get("http") or {}).get("paths") or []:
+            backend = (path.get("backend") or {}).get("service")
+            if isinstance(backend, dict) and backend.get("name"):
+                out.append((rule.get("host"), path.get("path") or "/", path.get("pathType") or "Prefix", backend))
+    default = (spec.get("defaultBackend") or {}).get("service")
+    if isinstance(default, dict) and default.get("name"):
+        out.append((None, "/", "Prefix", default))
+    return out

@@ -7,6 +7,10 @@ is rejected (404). A header match is `Exact` (the whole value) or `RegularExpres
 value, as Envoy does: repeated `baggage` headers are joined with `,`). A request from a gateway goes straight
 to the entry route's backend.
 
+Istio (`VirtualService` without `gateways`, or with `mesh` among them, for a Service's host): the rules are
+tried in order and the first whose match holds wins (a rule without `match` matches everything); no rule
+matching is a 404. A VirtualService for a host takes precedence over routes attached to the Service.
+
 The walk follows every dependency path from each entry twice: with the flow header (a `baggage` value
 carrying another member too, as OpenTelemetry's would) every hop must reach the dev version where the flow
 has one and the baseline otherwise; without it, every hop must reach the baseline. A hop to a service the
@@ -44,7 +48,10 @@ class Mesh:
 
     def __init__(self, objects: list[dict], default_namespace: str | None):
         self.rules: dict[tuple[str | None, str], list[Rule]] = {}
+        self.ordered: dict[tuple[str | None, str], list[Rule]] = {}  # Istio: first match wins
         for obj in objects:
+            if obj.get("kind") == "VirtualService":
+                self._virtual_service(obj, default_namespace)
             if obj.get("kind") not in ("HTTPRoute", "GRPCRoute"):
                 continue
             meta = obj.get("metadata") or {}
@@ -63,8 +70,32 @@ class Mesh:
                         self.rules.setdefault(key, []).append(
                             Rule(f"{ns}/{meta.get('name')}", headers, str(backends[0]["name"]) if backends else None))
 
+    def _virtual_service(self, obj: dict, default_namespace: str | None) -> None:
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or default_namespace
+        spec = obj.get("spec") or {}
+        if spec.get("gateways") and "mesh" not in spec["gateways"]:
+            return  # bound to a gateway only: not what sidecars use
+        rules = []
+        for rule in spec.get("http") or []:
+            route = [r for r in rule.get("route") or [] if isinstance(r, dict)]
+            backend = _service_of(str(((route[0].get("destination") or {}).get("host")) or "")) if route else None
+            for match in rule.get("match") or [{}]:
+                headers = tuple(_istio_header(name, m) for name, m in (match.get("headers") or {}).items())
+                rules.append(Rule(f"{ns}/{meta.get('name')}", headers, backend))
+        for host in spec.get("hosts") or []:
+            name, _, rest = str(host).partition(".")
+            key = (rest.split(".")[0] if rest else ns, name)
+            self.ordered.setdefault(key, []).extend(rules)
+
     def destination(self, namespace: str | None, service: str, headers: dict[str, str]) -> str | None:
         """The Service a request to `service` reaches: itself without routes; None when rejected (404)."""
+        ordered = self.ordered.get((namespace, service))
+        if ordered is not None:
+            for rule in ordered:
+                if all(_header_matches(kind, headers.get(name), value) for kind, name, value in rule.headers):
+                    return rule.backend
+            return None
         rules = self.rules.get((namespace, service))
         if not rules:
             return service
@@ -76,9 +107,27 @@ class Mesh:
         return None if best is None else best.backend
 
 
+def _service_of(host: str) -> str:
+    """A destination host (`name`, `name.ns`, `name.ns.svc.<domain>`) as the Service name."""
+    return host.split(".")[0]
+
+
+def _istio_header(name: str, match: object) -> tuple[str, str, str]:
+    """An Istio `StringMatch` (`exact`, `prefix` or `regex`) as (type, name, value)."""
+    match = match if isinstance(match, dict) else {}
+    for key, kind in (("regex", "RegularExpression"), ("prefix", "Prefix"), ("exact", "Exact")):
+        if key in match:
+            return kind, name.lower(), str(match[key])
+    return "Present", name.lower(), ""
+
+
 def _header_matches(kind: str, actual: str | None, value: str) -> bool:
     if actual is None:
         return False
+    if kind == "Present":
+        return True
+    if kind == "Prefix":
+        return actual.startswith(value)
     if kind == "RegularExpression":
         try:
             return re.fullmatch(value, actual) is not None

@@ -2,8 +2,9 @@
 
 Mode `none` (works on any cluster, no mesh): every annotated entry gets a per-flow copy whose
 host is `<flowId>.<domain>` and whose backends point at the dev Services where they exist.
-Mode `gateway-api`: the entry HTTPRoute's copy also adds the flow's baggage member, and `mesh` adds the
-flow's producer routes. `istio` is not implemented yet and is refused.
+Mesh modes (`gateway-api`, `istio`): the entry adds the flow's baggage member (an HTTPRoute entry's copy
+does; an Ingress or LoadBalancer Service entry becomes a route on `mesh.gateway`), and `mesh` adds the
+flow's producer routes (gateway-api) or records the hosts the shared VirtualServices route (istio).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from .config import Routing
 from .model import Entry, Model
 
 MODES: tuple[str, ...] = get_args(Routing)
-IMPLEMENTED = ("none", "gateway-api")
 
 
 @dataclass(frozen=True)
@@ -30,17 +30,17 @@ class Entries:
 
     objects: list[dict]
     summary: list[dict]
+    mesh: dict | None = None  # mesh modes: the header, and (istio) the hosts the shared VirtualServices route
 
 
-def check_mode(mode: str) -> Routing:
+def check_mode(mode: str, isolation: str = "suffix") -> Routing:
     if mode not in MODES:
         raise fail(f"unknown routing mode {mode!r}", hint=f"use one of: {', '.join(MODES)}", code="routing")
-    if mode not in IMPLEMENTED:
-        raise fail(
-            f"routing mode {mode!r} is not implemented in this version of devlane",
-            hint="use --routing gateway-api (Istio implements Gateway API for the mesh) or --routing none",
-            code="routing",
-        )
+    if mode != "none" and isolation == "namespace":
+        raise fail(f"routing {mode} cannot be combined with isolation namespace: a flow namespace is reached by DNS "
+                   "alone and holds a copy of every service on the path, so there is nothing for the mesh to route",
+                   hint="use --isolation namespace with --routing none, or a mesh with --isolation suffix",
+                   code="routing")
     return mode  # type: ignore[return-value]
 
 
@@ -85,7 +85,8 @@ class HostMap:
 
 
 def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, diags: Diagnostics,
-                  routing: Routing = "none", baggage_key: str = mesh.DEFAULT_KEY) -> Entries:
+                  routing: Routing = "none", baggage_key: str = mesh.DEFAULT_KEY,
+                  gateway: str | None = None) -> Entries:
     """Per-flow entry objects and a summary of them (kind, name, host); on a mesh, the flow's routes too."""
     hosts = HostMap(flow_id, domain)
     objects: list[dict] = []
@@ -93,34 +94,114 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
     routes = [e.doc.ref for e in model.entries if e.kind == "HTTPRoute"]
     for entry in sorted(model.entries, key=lambda e: (e.kind, e.doc.name)):
         where = entry.doc.where()
+        made: list[dict] = []
         if routing != "none" and entry.kind in ("Ingress", "Service"):
-            message = (f"routing {routing}: the entry {entry.doc.ref} is an {entry.kind}, which cannot add the flow "
-                       "header to the requests it forwards")
-            if routes:  # the flow is reached through the route
-                diags.warn(message + f"; the flow is reached through {', '.join(routes)} only", where,
-                           hint="remove kardinal.dev.service/ingress from it, or use --routing none",
-                           code="mesh-entry")
+            if gateway:
+                made = _gateway_entry(entry, dev, flow_id, hosts, model, routing, baggage_key, gateway)
             else:
-                diags.error(message, where, hint="mark an HTTPRoute attached to your Gateway as the entry "
-                            "(kardinal.dev.service/route: \"true\"), or use --routing none", code="mesh-entry")
-            continue
-        if entry.kind == "Ingress":
-            obj = _ingress(entry, dev, flow_id, hosts, where, model.namespace_of(entry.doc))
+                message = (f"routing {routing}: the entry {entry.doc.ref} is an {entry.kind}, which cannot add the "
+                           "flow header to the requests it forwards")
+                hint = ("set mesh.gateway in .devlane.yaml (the Gateway each flow's route attaches to), mark an "
+                        "HTTPRoute attached to your Gateway as the entry (kardinal.dev.service/route: \"true\"), or "
+                        "use --routing none")
+                if routes:  # the flow is reached through the route
+                    diags.warn(message + f"; the flow is reached through {', '.join(routes)} only", where,
+                               hint=hint, code="mesh-entry")
+                else:
+                    diags.error(message, where, hint=hint, code="mesh-entry")
+                continue
+        elif entry.kind == "Ingress":
+            made = [_ingress(entry, dev, flow_id, hosts, where, model.namespace_of(entry.doc))]
         elif entry.kind == "HTTPRoute":
             obj = _httproute(entry, dev, flow_id, hosts, where, model.namespace_of(entry.doc))
-            if routing != "none":
-                obj = mesh.add_member(obj, flow_id, baggage_key)
+            made = [mesh.add_member(obj, flow_id, baggage_key) if routing != "none" else obj]
         elif entry.kind == "Service":
-            obj = _legacy_service_ingress(entry, dev, flow_id, hosts, where, model)
+            made = [_legacy_service_ingress(entry, dev, flow_id, hosts, where, model)]
         else:  # Gateway: shared by all flows; check that it will accept the flow hosts
             _check_gateway(entry, flow_id, domain, diags)
             continue
-        objects.append(obj)
-        host_list = [r.get("host") for r in obj["spec"].get("rules") or []] or obj["spec"].get("hostnames") or []
-        summary.append({"kind": obj["kind"], "name": obj["metadata"]["name"], "hosts": sorted(set(host_list))})
+        for obj in made:
+            objects.append(obj)
+            summary.append({"kind": obj["kind"], "name": obj["metadata"]["name"], "hosts": _hosts_of(obj)})
+    record = None
+    if routing != "none":
+        record = {"mode": routing, "header": mesh.BAGGAGE, "key": baggage_key,
+                  "member": mesh.member(flow_id, baggage_key), "match": mesh.header_regex(flow_id, baggage_key)}
     if routing == "gateway-api":
         objects += mesh.gamma_routes(model, dev, flow_id, baggage_key)
-    return Entries(objects, summary)
+    elif routing == "istio" and record is not None:
+        record.update(hosts=mesh.istio_hosts(model, dev, flow_id), clusterDomain=dev.lane.cluster_domain)
+    return Entries(objects, summary, record)
+
+
+def _hosts_of(obj: dict) -> list[str]:
+    spec = obj.get("spec") or {}
+    hosts = [r.get("host") for r in spec.get("rules") or []] if obj["kind"] == "Ingress" else \
+        spec.get("hostnames") or spec.get("hosts") or []
+    return sorted({h for h in hosts if h})
+
+
+def _gateway_entry(entry: Entry, dev: DevSet, flow_id: str, hosts: HostMap, model: Model, routing: Routing,
+                   key: str, gateway: str) -> list[dict]:
+    """An Ingress or LoadBalancer Service entry on a mesh: per flow host, a route on `mesh.gateway` that adds the
+    flow header and sends each path where the entry sent it (the dev Service where the flow has one). Paths are
+    ordered exact first, then longest prefix: Ingress precedence, which VirtualService's first match needs."""
+    where = entry.doc.where()
+    ns = model.namespace_of(entry.doc)
+    if entry.kind == "Service":
+        ports = [p for p in (entry.doc.obj.get("spec") or {}).get("ports") or [] if isinstance(p, dict)]
+        backend = {"name": entry.doc.name, "port": {"number": ports[0].get("port", 80) if ports else 80}}
+        paths = [(entry.hosts[0] if entry.hosts else None, "/", "Prefix", backend)]
+    else:
+        paths = mesh.entry_paths(entry.doc.obj)
+    if not paths:
+        raise fail(f"the entry {entry.doc.ref} sends no path to a Service, so no flow route can be made from it",
+                   where, hint="give it a rule with a service backend", code="mesh-entry")
+    by_host: dict[str, list[tuple[str, str, str, int]]] = {}
+    for host, path, kind, backend in paths:
+        port = _port_number(model, ns, backend, where)
+        by_host.setdefault(hosts.get(host, where), []).append(
+            (path, kind, dev.service_name(str(backend["name"]), ns), port))
+    gw_ns, gw_name = mesh.gateway_ref(gateway, ns)
+    out = []
+    for i, (host, rules) in enumerate(sorted(by_host.items()), start=1):
+        base = entry.doc.name if len(by_host) == 1 else f"{entry.doc.name}-{i}"
+        meta: dict = {"name": dev.lane.name(base, flow_id), "labels": flow_labels(flow_id)}
+        if ns:
+            meta["namespace"] = ns
+        rules = sorted(set(rules), key=lambda r: (r[1] != "Exact", -len(r[0]), r[0]))
+        if routing == "gateway-api":
+            parent = {"name": gw_name, **({"namespace": gw_ns} if gw_ns and gw_ns != ns else {})}
+            route = {"apiVersion": f"{mesh.GATEWAY_GROUP}/v1", "kind": "HTTPRoute", "metadata": meta, "spec": {
+                "parentRefs": [parent], "hostnames": [host],
+                "rules": [{"matches": [{"path": {"type": "Exact" if kind == "Exact" else "PathPrefix", "value": path}}],
+                           "backendRefs": [{"name": svc, "port": port}]} for path, kind, svc, port in rules]}}
+            out.append(mesh.add_member(route, flow_id, key))
+        else:
+            add = {"request": {"add": {mesh.BAGGAGE: mesh.member(flow_id, key)}}}
+            out.append({"apiVersion": f"{mesh.ISTIO_GROUP}/v1", "kind": "VirtualService", "metadata": meta, "spec": {
+                "hosts": [host], "gateways": [f"{gw_ns}/{gw_name}" if gw_ns else gw_name],
+                "http": [{"match": [{"uri": {"exact" if kind == "Exact" else "prefix": path}}], "headers": add,
+                          "route": [{"destination": {"host": mesh.fqdn(svc, ns, dev.lane.cluster_domain),
+                                                     "port": {"number": port}}}]}
+                         for path, kind, svc, port in rules]}})
+    return out
+
+
+def _port_number(model: Model, namespace: str | None, backend: dict, where: Where) -> int:
+    """An Ingress backend's port as a number (routes and VirtualServices take numbers): a named port is looked up
+    on the Service."""
+    port = backend.get("port") or {}
+    if isinstance(port, dict) and isinstance(port.get("number"), int):
+        return port["number"]
+    name = port.get("name") if isinstance(port, dict) else None
+    key = model.service_key(str(backend.get("name")), namespace)
+    node = model.services.get(key) if key else None
+    for p in ((node.doc.obj.get("spec") or {}).get("ports") or []) if node else []:
+        if isinstance(p, dict) and p.get("name") == name and isinstance(p.get("port"), int):
+            return p["port"]
+    raise fail(f"the entry's backend {backend.get('name')} port {name!r} is not a port of that Service", where,
+               hint="give the backend a port number, or name a port the Service has", code="mesh-entry")
 
 
 def _entry_copy(entry: Entry, dev: DevSet, flow_id: str, namespace: str | None) -> dict:

@@ -14,6 +14,7 @@ outside `flows/<id>/` but that lock file, which exists only while a run holds it
 from __future__ import annotations
 
 import errno
+import json
 import os
 import secrets
 import shutil
@@ -25,7 +26,8 @@ from ..core import files
 from ..core.dirlock import DirLock, alive
 from ..core.source import Source
 from ..errors import DevlaneError, Problem, UsageError, fail
-from .emit import RenderedFlow
+from .emit import RenderedFlow, mesh_flow
+from .mesh import MESH_DIR
 
 LOCK_WAIT = 120.0  # seconds a render or delete waits for another one into the same output directory
 PREFIX = ".devlane-"
@@ -72,11 +74,14 @@ class Output:
                 break
 
     def write(self, flows: list[RenderedFlow]) -> list[Path]:
-        """Stage every flow, then swap each in; returns their paths. Nothing changes when staging fails."""
+        """Stage every flow (and `_mesh`, rebuilt with them), then swap each in; returns their paths. Nothing
+        changes when staging fails."""
         staged: list[tuple[Path, Path]] = []
         final = self.flows
+        flows = [f for f in flows if f.flow_id != MESH_DIR]
         try:
-            for flow in flows:
+            routes = self._mesh({f.flow_id: f.metadata for f in flows})
+            for flow in [*flows, *([routes] if routes else [])]:
                 final = self.flows / flow.flow_id
                 staged.append((_stage(flow, self.flows), final))
             for tmp, final in staged:
@@ -86,11 +91,60 @@ class Output:
         finally:
             for tmp, _ in staged:
                 _discard(tmp)  # a swapped tmp holds the old tree; an unswapped one, the new
-        return [final for _, final in staged]
+        if routes is None:
+            _remove(self.flows / MESH_DIR)  # no flow routes a host any more
+        return [final for _, final in staged]  # `_mesh` last, when a flow routes a host
 
     def remove(self, name: str) -> Path | None:
-        """Remove `flows/<name>`; None when it is not there."""
-        return _remove(self.flows / name)
+        """Remove `flows/<name>`, then rebuild `_mesh` from the flows that remain; None when it was not there."""
+        removed = _remove(self.flows / name)
+        routes = self._mesh({name: None})
+        if routes is None:
+            _remove(self.flows / MESH_DIR)
+            return removed
+        tmp = None
+        try:
+            tmp = _stage(routes, self.flows)
+            _swap(tmp, self.flows / MESH_DIR)
+        except OSError as exc:
+            raise output_error(exc, self.flows / MESH_DIR) from None
+        finally:
+            if tmp is not None:
+                _discard(tmp)
+        return removed
+
+    def _mesh(self, pending: dict[str, dict | None]) -> RenderedFlow | None:
+        """`flows/_mesh/` from the `mesh` records of every flow present once `pending` is applied (a flow's new
+        metadata, or None for a flow going away)."""
+        metadata: dict[str, dict] = {}
+        if self.flows.is_dir():
+            for entry in sorted(os.scandir(self.flows), key=lambda e: e.name):
+                if entry.name.startswith((".", "_")) or not entry.is_dir(follow_symlinks=False):
+                    continue
+                meta = _read_metadata(Path(entry.path) / "flow.metadata")
+                if meta is not None:
+                    metadata[entry.name] = meta
+        for name, meta in pending.items():
+            if meta is None:
+                metadata.pop(name, None)
+            else:
+                metadata[name] = meta
+        records = {name: meta["mesh"] for name, meta in metadata.items()
+                   if meta.get("kind") == "FlowMetadata" and (meta.get("mesh") or {}).get("mode") == "istio"}
+        return mesh_flow(records)
+
+
+def _read_metadata(path: Path) -> dict | None:
+    """A flow directory's `flow.metadata` (None: none there). One devlane cannot read stops the run: dropping its
+    routes from `_mesh` would cut that flow off silently."""
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise fail(f"cannot read {path}: {exc}", hint=f"re-render flow {path.parent.name}, or delete it",
+                   code="output") from None
+    return data if isinstance(data, dict) else None
 
 
 def write_flows(flows: list[RenderedFlow], out_dir: Path, wait: float | None = None) -> list[Path]:

@@ -20,8 +20,8 @@ from pathlib import Path, PurePosixPath
 
 from .. import api
 from ..core.yamlio import parse_documents
-from ..errors import DevlaneError, Problem
-from ..render.flow import FlowRequest
+from ..errors import DevlaneError, Problem, Where
+from ..render.flow import FlowRequest, FlowSpec
 
 DEFAULT_EXEC_TIMEOUT = 90.0  # Argo CD's default ARGOCD_EXEC_TIMEOUT
 MARGIN = 5.0  # finish before the cmp-server's SIGTERM (at most a tenth of a short budget)
@@ -152,7 +152,18 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
     revision = req.revision or "(no ARGOCD_APP_REVISION)"
     log(f"cmp: application {app}, revision {revision}, path {env.get('ARGOCD_APP_SOURCE_PATH') or '.'}: "
         f"flow {req.flow_id}, targets {', '.join(sorted(req.images))}, budget {req.timeout:g}s")
-    flow = api.resolve(FlowRequest(flow_id=req.flow_id, images=req.images))
+    spec = api.resolve(FlowRequest(flow_id=req.flow_id, images=req.images))
+
+    def flow(session: api.Session) -> FlowSpec:
+        if session.routing == "istio":  # before anything runs
+            raise DevlaneError(Problem(
+                "routing istio cannot be rendered by the Config Management Plugin: Istio sidecars need one "
+                "VirtualService per host listing every flow (flows/_mesh/), and the plugin renders one flow at a "
+                "time without seeing the others", Where(file=".devlane.yaml"),
+                hint="use routing: gateway-api (Istio implements Gateway API for the mesh, and each flow then owns "
+                     "its routes), or publish with `devlane render` in CI and point Argo CD at flows/"))
+        return spec
+
     result = api.render(api.Options(repo=app_dir, timeout=req.timeout, top=repository_dir(app_dir, env)), flow)
     stream = result.stream()
     try:

@@ -98,5 +98,5 @@ def validate_objects(files: dict[str, dict], kube_version: str, crds: dict[tuple
 def validate(result: RenderResult, kube_version: str, crd_dirs: list[Path]) -> Report:
     """Every object of a render, against Kubernetes `kube_version` and the CRDs of the repository and `crd_dirs`."""
     files = {f"flows/{f.flow_id}/{name}": yaml.load(text, Loader=yaml.CSafeLoader)
-             for f in result.flows for name, text in f.files.items()}
+             for f in [*result.flows, *([result.mesh] if result.mesh else [])] for name, text in f.files.items()}
     return validate_objects(files, kube_version, crd_schemas(result.loaded.documents, crd_dirs))

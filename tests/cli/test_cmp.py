@@ -105,3 +105,15 @@ def test_params_announces_the_repository_services(harness):
     assert announced["services"]["collectionType"] == "array"
     assert set(announced["repo-services"]["array"]) >= {"web", "catalog", "orders", "orders-db"}
     assert announced["repo-plugins"]["array"] == ["./plugins/seed-postgres", "./plugins/stripe-test-mode"]
+
+
+def test_istio_routing_is_refused_with_the_reason_and_the_alternative(harness, shop):
+    (shop / ".devlane.yaml").write_text((shop / ".devlane.yaml").read_text().replace("routing: none", "routing: istio"))
+    out = _generate(harness, shop, {"PARAM_FLOW_ID": "pr-7", "PARAM_SERVICES_0": SERVICE})
+    assert out.returncode == 1 and out.stdout == ""
+    assert "routing istio cannot be rendered by the Config Management Plugin" in out.stderr
+    assert "use routing: gateway-api" in out.stderr
+    (shop / ".devlane.yaml").write_text((shop / ".devlane.yaml").read_text().replace("istio", "gateway-api"))
+    ok = _generate(harness, shop, {"PARAM_FLOW_ID": "pr-7", "PARAM_SERVICES_0": SERVICE})
+    assert ok.returncode == 0, ok.stderr
+    assert "kind: HTTPRoute" in ok.stdout

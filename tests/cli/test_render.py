@@ -148,9 +148,14 @@ def test_plan_explains_each_service(harness):
     assert [p["instance"] for p in plan["plugins"]] == ["stripe-test-mode", "seed-orders-db"]
 
 
-def test_unimplemented_routing_modes_are_refused(harness, bookshop):
-    out = harness.cli("render", *FLOW, "--routing", "istio")
-    assert out.returncode == 1 and "not implemented" in out.stderr
+@pytest.mark.parametrize("routing", ["gateway-api", "istio"])
+def test_the_bookshop_renders_on_a_mesh_through_its_configured_gateway(harness, bookshop, routing):
+    out = harness.cli("render", *FLOW, "--routing", routing, "--stdout")
+    assert out.returncode == 0, out.stderr
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(out.stdout) if d}
+    assert ("HTTPRoute" if routing == "gateway-api" else "VirtualService", "shop-pr-7") in kinds
+    assert ("Deployment", "web-pr-7") not in kinds  # on the entry path, reached through the mesh
+    assert "devlane-flow=pr-7" in out.stdout
 
 
 def test_flags_add_to_a_flow_file(harness, bookshop):

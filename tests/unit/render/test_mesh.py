@@ -222,3 +222,195 @@ def test_a_broken_route_fails_the_render(harness, monkeypatch):
     monkeypatch.setattr(mesh, "gamma_routes", without_catch_all)
     out = harness.cli("render", "--flow", FLOW, "--service", "api=api:2", "--stdout")
     assert out.returncode == 1 and "routing proof: without the flow header" in out.stderr
+
+
+# --- istio: one VirtualService per host, shared by every flow ---------------------------------------------------
+
+
+def crd_schema(file: str, kind: str, version: str = "v1") -> dict:
+    import yaml
+
+    for crd in yaml.safe_load_all(file.read_text() if hasattr(file, "read_text") else file):
+        if crd and crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["names"]["kind"] == kind:
+            return next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
+    raise AssertionError(f"no CRD for {kind}")
+
+
+ISTIO_CRDS = CRDS / "istio" / "customresourcedefinitions.gen.yaml"
+
+
+def test_istio_routes_each_dev_host_in_one_virtual_service_per_host(harness):
+    shop(harness)
+    harness.config({"routing": "istio"})
+    result = harness.render(FLOW, {"api": "api:2", "catalog": "catalog:2"})
+    got = objects(result)
+    assert not [k for k in got if k[0] in ("HTTPRoute", "GRPCRoute") and k[1] != "shop-pr-42"]  # no GAMMA routes
+    shared = {o["metadata"]["name"]: o for o in result.mesh.objects}
+    assert sorted(shared) == ["devlane-api", "devlane-catalog"]  # db is TCP: rewritten, not routed
+    api = shared["devlane-api"]
+    assert api["metadata"]["namespace"] == "shop" and "gateways" not in api["spec"]  # the mesh, not a gateway
+    assert api["spec"]["hosts"] == ["api.shop.svc.cluster.local"]
+    flow_rule, catch_all = api["spec"]["http"]
+    assert flow_rule == {
+        "name": "flow-pr-42", "match": [{"headers": {"baggage": {"regex": mesh.header_regex(FLOW)}}}],
+        "route": [{"destination": {"host": "api-pr-42.shop.svc.cluster.local", "port": {"number": 80}}}]}
+    assert catch_all == {"name": "baseline", "route": [{"destination": {"host": "api.shop.svc.cluster.local",
+                                                                         "port": {"number": 80}}}]}
+    assert not [o for o in got.values() if o["kind"] == "DestinationRule"]  # per-flow Services, no subsets
+    meta = result.main.metadata["mesh"]
+    assert meta["mode"] == "istio" and meta["member"] == "devlane-flow=pr-42"
+    assert [h["service"] for h in meta["hosts"]] == ["api", "catalog"]
+    entry = got["HTTPRoute", "shop-pr-42"]  # an HTTPRoute entry stays one, adding the member
+    assert entry["spec"]["rules"][0]["filters"][0]["requestHeaderModifier"]["add"] == [
+        {"name": "baggage", "value": "devlane-flow=pr-42"}]
+
+
+def test_virtual_services_list_every_flow_sorted_with_the_catch_all_last():
+    record = {"key": "devlane-flow", "clusterDomain": "cluster.local",
+              "hosts": [{"namespace": "shop", "service": "api", "dev": "api-X", "ports": [80, 8080]}]}
+    records = {f: {**record, "hosts": [{**record["hosts"][0], "dev": f"api-{f}"}]} for f in ("pr-9", "pr-10", "pr-1")}
+    (vs,) = mesh.virtual_services(records)
+    names = [r["name"] for r in vs["spec"]["http"]]
+    assert names == ["flow-pr-1-80", "flow-pr-1-8080", "flow-pr-10-80", "flow-pr-10-8080", "flow-pr-9-80",
+                     "flow-pr-9-8080", "baseline-80", "baseline-8080"]
+    assert vs["spec"]["http"][1]["match"][0]["port"] == 8080  # several ports: each rule names its port
+    assert vs["spec"]["http"][-1] == {"name": "baseline-8080", "match": [{"port": 8080}], "route": [
+        {"destination": {"host": "api.shop.svc.cluster.local", "port": {"number": 8080}}}]}
+    assert mesh.virtual_services({}) == []
+
+
+@pytest.mark.skipif(not ISTIO_CRDS.is_file(), reason="upstream Istio CRDs not available")
+def test_every_virtual_service_passes_the_istio_crd(harness):
+    import jsonschema
+
+    ingress_entry(harness, "istio")
+    result = harness.render(FLOW, {"api": "api:2", "catalog": "catalog:2"})
+    schema = crd_schema(ISTIO_CRDS, "VirtualService")
+    services = [*result.mesh.objects, *(o for o in result.main.objects if o["kind"] == "VirtualService")]
+    assert len(services) == 3  # api, catalog, and the Gateway-bound entry
+    for vs in services:
+        jsonschema.Draft7Validator(schema).validate(vs)
+
+
+def ingress_entry(harness, routing: str, gateway: str | None = "gateways/public") -> None:
+    """The shop with an Ingress entry (web's port by name), and `mesh.gateway`."""
+    ingress = yaml_doc({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                        "metadata": {"name": "shop", "namespace": "shop", "annotations": {K + "ingress": "true"}},
+                        "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [
+                            {"path": "/", "pathType": "Prefix",
+                             "backend": {"service": {"name": "web", "port": {"name": "http"}}}},
+                            {"path": "/api/v1", "pathType": "Exact",
+                             "backend": {"service": {"name": "api", "port": {"number": 80}}}}]}}]}})
+    shop(harness)
+    text = (harness.root / "app.yaml").read_text()
+    harness.write("app.yaml", text.replace(GATEWAY + ENTRY, ingress))
+    harness.config({"routing": routing, "domain": "dev.example.com",
+                    **({"mesh": {"gateway": gateway}} if gateway else {})})
+
+
+def test_an_ingress_entry_becomes_a_route_on_the_configured_gateway(harness):
+    ingress_entry(harness, "gateway-api")
+    got = objects(harness.render(FLOW, {"api": "api:2"}))
+    route = got["HTTPRoute", "shop-pr-42"]
+    assert route["spec"]["parentRefs"] == [{"name": "public", "namespace": "gateways"}]
+    assert route["spec"]["hostnames"] == ["pr-42.dev.example.com"]
+    exact, prefix = route["spec"]["rules"]  # exact first, as the Ingress ranks them
+    assert exact["matches"] == [{"path": {"type": "Exact", "value": "/api/v1"}}]
+    assert exact["backendRefs"] == [{"name": "api-pr-42", "port": 80}]  # the entry goes straight to a dev version
+    assert prefix["backendRefs"] == [{"name": "web", "port": 80}]  # the named port, as a number
+    assert prefix["filters"] == [{"type": "RequestHeaderModifier", "requestHeaderModifier": {
+        "add": [{"name": "baggage", "value": "devlane-flow=pr-42"}]}}]
+    assert ("Ingress", "shop-pr-42") not in got
+
+
+def test_an_ingress_entry_becomes_a_gateway_bound_virtual_service_on_istio(harness):
+    ingress_entry(harness, "istio")
+    got = objects(harness.render(FLOW, {"web": "web:2"}))
+    vs = got["VirtualService", "shop-pr-42"]
+    assert vs["spec"]["gateways"] == ["gateways/public"] and vs["spec"]["hosts"] == ["pr-42.dev.example.com"]
+    exact, prefix = vs["spec"]["http"]
+    assert exact["match"] == [{"uri": {"exact": "/api/v1"}}]
+    assert prefix["headers"] == {"request": {"add": {"baggage": "devlane-flow=pr-42"}}}  # add keeps client baggage
+    assert prefix["route"] == [{"destination": {"host": "web-pr-42.shop.svc.cluster.local", "port": {"number": 80}}}]
+
+
+def test_an_ingress_entry_without_a_gateway_says_how_to_set_one(harness):
+    ingress_entry(harness, "istio", gateway=None)
+    out = harness.cli("render", "--flow", FLOW, "--service", "web=web:2", "--stdout")
+    assert out.returncode == 1 and "set mesh.gateway in .devlane.yaml" in out.stderr
+
+
+def test_a_mesh_is_refused_with_namespace_isolation(harness):
+    shop(harness)
+    out = harness.cli("render", "--flow", FLOW, "--service", "api=api:2", "--isolation", "namespace", "--stdout")
+    assert out.returncode == 1
+    assert "routing gateway-api cannot be combined with isolation namespace" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def istio_proof(result, mutate=None) -> list[str]:
+    objs = [copy.deepcopy(o) for f in [*result.flows, result.mesh] for o in f.objects]
+    if mutate:
+        mutate({(o["kind"], o["metadata"]["name"]): o for o in objs})
+    return route_proof.prove(result.model, result.dev, objs, FLOW).violations
+
+
+def test_the_istio_proof_holds_and_catches_a_flow_rule_after_the_catch_all(harness):
+    shop(harness)
+    harness.config({"routing": "istio"})
+    result = harness.render(FLOW, {"api": "api:2"})
+    assert istio_proof(result) == []
+
+    def reorder(objs):
+        objs["VirtualService", "devlane-api"]["spec"]["http"].reverse()  # first match: the catch-all wins
+
+    violations = istio_proof(result, reorder)
+    assert "with the flow header, HTTPRoute/shop -> web -> api reaches api, not api-pr-42" in violations
+
+
+def test_the_istio_proof_catches_a_missing_catch_all_and_an_exact_match(harness):
+    shop(harness)
+    harness.config({"routing": "istio"})
+    result = harness.render(FLOW, {"api": "api:2"})
+    assert "without the flow header, HTTPRoute/shop -> web -> api is rejected (no rule matches: 404), not api" in \
+        istio_proof(result, lambda o: o["VirtualService", "devlane-api"]["spec"]["http"].pop())
+
+    def exact(objs):
+        objs["VirtualService", "devlane-api"]["spec"]["http"][0]["match"][0]["headers"]["baggage"] = {
+            "exact": "devlane-flow=pr-42"}
+
+    assert "with the flow header, HTTPRoute/shop -> web -> api reaches api, not api-pr-42" in istio_proof(result, exact)
+
+
+def test_istio_on_stdout_warns_that_the_shared_virtual_services_are_not_in_the_stream(harness):
+    shop(harness)
+    harness.config({"routing": "istio"})
+    out = harness.cli("render", "--flow", FLOW, "--service", "api=api:2", "--stdout")
+    assert out.returncode == 0, out.stderr
+    assert "virtualservice-devlane-api.yaml are shared by every flow" in out.stderr
+    assert "kind: VirtualService" not in out.stdout
+
+
+def test_flows_mesh_lists_the_flows_present_and_a_delete_leaves_a_fresh_render(harness, tmp_path):
+    shop(harness)
+    harness.config({"routing": "istio"})
+    out, alone = tmp_path / "out", tmp_path / "alone"
+    for flow, svc in (("pr-1", "api=api:2"), ("pr-2", "catalog=catalog:2")):
+        r = harness.cli("render", "--flow", flow, "--service", svc, "--out", out)
+        assert r.returncode == 0, r.stderr
+    meshdir = out / "flows" / "_mesh"
+    assert "rebuilt" in r.stderr and sorted(p.name for p in meshdir.iterdir()) == [
+        "README.md", "flow.metadata", "kustomization.yaml", "virtualservice-devlane-api.yaml",
+        "virtualservice-devlane-catalog.yaml"]
+    again = harness.cli("render", "--flow", "pr-1", "--service", "api=api:3", "--out", out)  # a re-render keeps pr-2
+    assert again.returncode == 0 and "flow-pr-2" in (meshdir / "virtualservice-devlane-catalog.yaml").read_text()
+
+    d = harness.cli("delete", "--flow", "pr-1", "--out", out)
+    assert d.returncode == 0, d.stderr
+    fresh = harness.cli("render", "--flow", "pr-2", "--service", "catalog=catalog:2", "--out", alone)
+    assert fresh.returncode == 0, fresh.stderr
+    left = {p.name: p.read_bytes() for p in meshdir.iterdir()}
+    assert left == {p.name: p.read_bytes() for p in (alone / "flows" / "_mesh").iterdir()}
+    assert b"pr-1" not in b"".join(left.values())
+    assert harness.cli("delete", "--flow", "pr-2", "--out", out).returncode == 0
+    assert not meshdir.exists()  # no flow routes a host any more
