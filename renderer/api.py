@@ -86,6 +86,7 @@ class PlanReport:
     warnings: list[Problem]
     isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
     copies: dict[str, int] = field(default_factory=dict)  # routing mode -> dev copies the flow needs in it
+    proof: dict | None = None  # mesh modes: the routing proof (header, paths walked, violations, routes)
 
     def as_dict(self) -> dict:
         out = self.plan.as_dict()
@@ -93,7 +94,7 @@ class PlanReport:
             if p["instance"] in self.choices:
                 p["choice"] = self.choices[p["instance"]].as_dict()
         return {**out, "pipeline": self.steps, **({"isolation": self.isolation} if self.isolation else {}),
-                "copies": self.copies}
+                "copies": self.copies, **({"proof": self.proof} if self.proof else {})}
 
 
 @dataclass(frozen=True)
@@ -223,8 +224,27 @@ def plan(options: Options, flow: FlowInput) -> PlanReport:
         other = "gateway-api" if the_plan.routing == "none" else "none"
         copies = {the_plan.routing: len(the_plan.dev_services()),
                   other: len(make_plan(model, flow, other, Diagnostics()).dev_services())}  # what the other would need
+        proof = _proof(s, model, the_plan) if s.routing != "none" else None
         return PlanReport(the_plan, choices, steps.plan_steps(s.host, s.config.pipeline, flow.id),
-                          s.diagnostics.warnings, _lane(s, model, the_plan), copies)
+                          s.diagnostics.warnings, _lane(s, model, the_plan), copies, proof)
+
+
+def _proof(s: Session, model: Model, the_plan: Plan) -> dict:
+    """The routing proof `plan` shows, on the routes of the dev copies as the manifests make them (no plugin runs;
+    `render` proves the final objects again)."""
+    diags = Diagnostics()
+    dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, diags, s.strict, s.lane,
+                                                _by_header(s, model, the_plan)), diags)
+    entries = route_entries(model, dev, the_plan.flow_id, s.config.domain, s.diagnostics, s.routing,
+                            s.config.baggage_key, s.config.mesh_gateway)
+    s.finish()  # an entry that cannot carry the header stops `plan` as it stops `render`
+    shared = mesh.virtual_services({the_plan.flow_id: entries.mesh}) if s.routing == "istio" and entries.mesh else []
+    routes = [*(o for o in entries.objects if o["kind"] != "Ingress"), *shared]
+    proof = route_proof.prove(model, dev, [*(d.obj for d in dev.services), *routes], the_plan.flow_id,
+                              s.config.baggage_key)
+    return {"header": mesh.BAGGAGE, "member": mesh.member(the_plan.flow_id, s.config.baggage_key),
+            "paths": proof.paths, "violations": proof.violations,
+            "routes": sorted(f"{o['kind']}/{o['metadata']['name']}" for o in routes)}
 
 
 def _lane(s: Session, model: Model, the_plan: Plan) -> dict | None:

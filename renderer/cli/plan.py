@@ -46,6 +46,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print("  the lane still needs:")
             for need in lane["needs"]:
                 print(f"    {need}")
+    proof = report.proof
+    if proof:
+        header = f"{proof['header']} {proof['member']}"
+        verdict = "holds" if not proof["violations"] else f"fails ({len(proof['violations'])})"
+        print(f"routing proof {verdict}: {proof['paths']} hops checked on the dependency paths from the entry, with "
+              f"and without {header}")
+        if not proof["violations"]:
+            print("  with it, every hop reaches the dev version where the flow has one; without it, the baseline")
+        for violation in proof["violations"]:
+            print(f"  {violation}")
+        print(f"  routes: {', '.join(proof['routes']) or 'none'}")
     if report.steps:
         print("pipeline steps (.devlane.yaml), in order:")
         for step in report.steps:

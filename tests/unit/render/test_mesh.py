@@ -5,12 +5,16 @@ against the upstream Gateway API CRDs, and the static routing proof catching bro
 from __future__ import annotations
 
 import copy
+import json
 import re
 
 import pytest
 from support import CRDS, yaml_doc
 
+from renderer import api
 from renderer.render import mesh, route_proof
+from renderer.render.flow import FlowRequest, resolve
+from renderer.session import Options
 
 K = "kardinal.dev.service/"
 FLOW = "pr-42"
@@ -132,6 +136,24 @@ def test_plan_says_how_many_copies_each_mode_needs(harness):
     out = harness.cli("plan", "--flow", FLOW, "--service", "api=api:2")
     assert out.returncode == 0, out.stderr
     assert "2 dev copies; routing none would need 3" in out.stdout  # api, db; none adds web
+
+
+@pytest.mark.parametrize("routing", ["gateway-api", "istio"])
+def test_plan_shows_the_routing_proof(harness, routing, monkeypatch):
+    shop(harness)
+    harness.config({"routing": routing})
+    out = harness.cli("plan", "--flow", FLOW, "--service", "api=api:2")
+    assert out.returncode == 0, out.stderr
+    assert "routing proof holds: 6 hops checked on the dependency paths from the entry, with and without baggage " \
+           "devlane-flow=pr-42" in out.stdout
+    shown = json.loads(harness.cli("plan", "--flow", FLOW, "--service", "api=api:2", "-o", "json").stdout)["proof"]
+    assert shown["violations"] == [] and shown["member"] == "devlane-flow=pr-42"
+    assert shown["routes"] == (["HTTPRoute/api-pr-42", "HTTPRoute/shop-pr-42"] if routing == "gateway-api" else
+                               ["HTTPRoute/shop-pr-42", "VirtualService/devlane-api"])
+    real = mesh.header_regex
+    monkeypatch.setattr(mesh, "header_regex", lambda flow, key="devlane-flow": real(flow + "0", key))
+    broken = api.plan(Options(repo=harness.root), resolve(FlowRequest(flow_id=FLOW, images={"api": "api:2"})))
+    assert "with the flow header, HTTPRoute/shop -> web -> api reaches api, not api-pr-42" in broken.proof["violations"]
 
 
 def test_an_ingress_entry_cannot_add_the_header(harness):
