@@ -92,6 +92,8 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
     objects: list[dict] = []
     summary: list[dict] = []
     routes = [e.doc.ref for e in model.entries if e.kind == "HTTPRoute"]
+    producers = mesh.gamma_routes(model, dev, flow_id, baggage_key) if routing == "gateway-api" else []
+    taken = {r["metadata"]["name"] for r in producers}  # named after the dev Services
     for entry in sorted(model.entries, key=lambda e: (e.kind, e.doc.name)):
         where = entry.doc.where()
         made: list[dict] = []
@@ -121,15 +123,16 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
             _check_gateway(entry, flow_id, domain, diags)
             continue
         for obj in made:
+            if routing == "gateway-api" and obj["kind"] == "HTTPRoute" and obj["metadata"]["name"] in taken:
+                obj["metadata"]["name"] = dev.lane.name(f"{entry.doc.name}-entry", flow_id)  # a producer route's
             objects.append(obj)
             summary.append({"kind": obj["kind"], "name": obj["metadata"]["name"], "hosts": _hosts_of(obj)})
     record = None
     if routing != "none":
         record = {"mode": routing, "header": mesh.BAGGAGE, "key": baggage_key,
                   "member": mesh.member(flow_id, baggage_key), "match": mesh.header_regex(flow_id, baggage_key)}
-    if routing == "gateway-api":
-        objects += mesh.gamma_routes(model, dev, flow_id, baggage_key)
-    elif routing == "istio" and record is not None:
+    objects += producers
+    if routing == "istio" and record is not None:
         record.update(hosts=mesh.istio_hosts(model, dev, flow_id), clusterDomain=dev.lane.cluster_domain)
     return Entries(objects, summary, record)
 

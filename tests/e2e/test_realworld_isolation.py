@@ -590,3 +590,44 @@ def test_a_flow_in_namespace_isolation_resolves_every_edge_by_dns(app: App, tmp_
     assert len(built) == len(r.objects)
     for obj in built:
         validate_strict(obj)
+
+
+MESH_APPS = ["bank-of-anthos", "eks-workshop-retail-store", "retail-store-sample-app (helm)"]
+
+
+@pytest.mark.parametrize("routing", ["gateway-api", "istio"])
+@pytest.mark.parametrize("app_id", MESH_APPS)
+def test_a_flow_on_a_mesh_routes_every_hop_by_the_header(app_id: str, routing: str, tmp_path: Path):
+    """On a mesh a real app's flow copies only what changed (and its stateful stores), and `support.mesh_model`, a
+    model of GAMMA and Istio routing, finds from the rendered routes (and `flows/_mesh/`) that the flow's baggage
+    member reaches every dev copy and anything else the baseline. Routes pass the upstream CRDs (strict)."""
+    from support import CRDS
+    from support.mesh_model import check_mesh_flow, entry_adds_member
+
+    if not (CRDS / "gateway-api").is_dir() or not (CRDS / "istio").is_dir():
+        pytest.skip("upstream Gateway API / Istio CRDs not available")
+    app = next(a for a in APPS + BUILT if a.id == app_id)
+    crds = ["--validate", "strict", "--crds", str(CRDS / "gateway-api"), "--crds", str(CRDS / "istio")]
+    r = render(app, tmp_path, *crds, settings={"routing": routing, "mesh": {"gateway": "gateways/public"}})
+    assert r.returncode == 0, r.stderr
+    assert "not validated" not in r.stderr, r.stderr
+    shared: list[dict] = []
+    if routing == "istio":
+        shared = kubectl_kustomize(r.flow_dir.parent / "_mesh")
+        assert shared
+    built = kubectl_kustomize(r.flow_dir)
+    assert len(built) == len(r.objects)
+    for obj in [*built, *shared]:
+        validate_strict(obj)
+    producers = [o for o in r.objects
+                 if o["kind"] == "HTTPRoute" and o["spec"]["parentRefs"][0].get("kind") == "Service"]
+    assert bool(producers) == (routing == "gateway-api"), "gateway-api routes each dev Service; istio in _mesh"
+    violations = check_mesh_flow(r.baseline, [*r.objects, *shared], FLOW)
+    assert not violations, "\n".join(violations)
+    assert entry_adds_member(r.objects, FLOW)
+    none = render(app, tmp_path / "none")
+    copies = {key for key in (o["metadata"]["name"] for o in r.objects if o["kind"] == "Service")}
+    assert len(copies) < len([o for o in none.objects if o["kind"] == "Service"]), \
+        "a mesh flow copies fewer services than routing none"  # the entry path stays baseline
+    for target in app.targets:
+        assert any(n == f"{target.rsplit('/', 1)[-1]}-{FLOW}" for n in copies), f"no dev copy of {target}"

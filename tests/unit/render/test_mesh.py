@@ -436,3 +436,21 @@ def test_flows_mesh_lists_the_flows_present_and_a_delete_leaves_a_fresh_render(h
     assert b"pr-1" not in b"".join(left.values())
     assert harness.cli("delete", "--flow", "pr-2", "--out", out).returncode == 0
     assert not meshdir.exists()  # no flow routes a host any more
+
+
+@pytest.mark.parametrize("routing", ["gateway-api", "istio"])
+def test_a_load_balancer_service_entry_becomes_a_route_on_the_gateway(harness, routing):
+    entry = service("web", HTTP, ingress="true", host="shop.example.com")
+    harness.write("app.yaml", entry + deployment("web"))
+    harness.config({"routing": routing, "mesh": {"gateway": "public"}})
+    got = objects(harness.render(FLOW, {"web": "web:2"}))
+    if routing == "gateway-api":
+        route = got["HTTPRoute", "web-entry-pr-42"]  # web-pr-42 is the producer route of web's dev copy
+        assert got["HTTPRoute", "web-pr-42"]["spec"]["parentRefs"][0]["kind"] == "Service"
+        assert route["spec"]["parentRefs"] == [{"name": "public"}]  # a bare name: the entry's namespace
+        assert route["spec"]["hostnames"] == ["pr-42.example.com"]
+        assert route["spec"]["rules"][0]["backendRefs"] == [{"name": "web-pr-42", "port": 80}]
+    else:
+        vs = got["VirtualService", "web-pr-42"]
+        assert vs["spec"]["gateways"] == ["shop/public"] and vs["spec"]["hosts"] == ["pr-42.example.com"]
+    assert ("Ingress", "web-pr-42") not in got
