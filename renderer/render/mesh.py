@@ -27,11 +27,13 @@ merge, so it can be per flow).
 from __future__ import annotations
 
 import copy
-import re
 
 from ..core.names import flow_labels
 from .clone import DevSet
 from .model import Model
+from .protocols import port_protocol, routed_by_header
+
+__all__ = ["port_protocol", "routed_by_header"]  # re-exported: the mesh modules ask them
 
 BAGGAGE = "baggage"
 DEFAULT_KEY = "devlane-flow"
@@ -39,9 +41,6 @@ MESH_MODES = ("gateway-api", "istio")
 MESH_DIR = "_mesh"  # flows/_mesh/: istio's per-host VirtualServices, shared by every flow in the output
 ISTIO_GROUP = "networking.istio.io"
 GATEWAY_GROUP = "gateway.networking.k8s.io"
-_GRPC = re.compile(r"^grpc(-|$)")
-_HTTP = re.compile(r"^(http|https|http2)(-|$)")
-HTTP_APP_PROTOCOLS = ("http", "https", "http2", "kubernetes.io/h2c", "kubernetes.io/ws", "kubernetes.io/wss")
 
 
 def header_regex(flow_id: str, key: str = DEFAULT_KEY) -> str:
@@ -54,30 +53,6 @@ def header_regex(flow_id: str, key: str = DEFAULT_KEY) -> str:
 def member(flow_id: str, key: str = DEFAULT_KEY) -> str:
     """What the entry adds to `baggage`."""
     return f"{key}={flow_id}"
-
-
-def port_protocol(port: dict) -> str:
-    """`http`, `grpc` or `tcp`: `appProtocol` first, else the port's name (`grpc-*`, `http-*`, `http2`: Istio's
-    and Linkerd's conventions). Only HTTP and gRPC can be routed by a header."""
-    app = str(port.get("appProtocol") or "").lower()
-    name = str(port.get("name") or "").lower()
-    if app:
-        if app == "grpc" or app.endswith("/grpc") or (app == "kubernetes.io/h2c" and _GRPC.match(name)):
-            return "grpc"
-        return "http" if app in HTTP_APP_PROTOCOLS else "tcp"
-    if _GRPC.match(name):
-        return "grpc"
-    return "http" if _HTTP.match(name) else "tcp"
-
-
-def routed_by_header(model: Model, key: str) -> bool:
-    """Whether requests reach the dev copy of service `key` by the flow header (an HTTP or gRPC port): if not,
-    references to it are rewritten, as the mesh cannot route TCP by header."""
-    node = model.services.get(key)
-    if node is None or not node.is_service:
-        return False
-    ports = (node.doc.obj.get("spec") or {}).get("ports") or []
-    return any(isinstance(p, dict) and port_protocol(p) != "tcp" for p in ports)
 
 
 def gamma_routes(model: Model, dev: DevSet, flow_id: str, key: str = DEFAULT_KEY) -> list[dict]:

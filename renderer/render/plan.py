@@ -24,6 +24,7 @@ from ..errors import Diagnostics, Where
 from .config import Routing
 from .flow import FlowSpec, ServiceOverride
 from .model import Model, ServiceNode
+from .protocols import routed_by_header
 from .reads import config_reads, data_refs, pod_slots
 
 Kind = Literal["service", "external"]
@@ -151,6 +152,8 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics
                         mark(p, f"carries external {e} downstream of {t}")
     if routing == "none":
         _routing_paths(model, graph, decisions, mark)
+    else:
+        _tcp_callers(model, graph, decisions, mark)
     _apply_shared(model, graph, decisions, set(targets))
     _jobs(model, decisions, mark, diags)
     _same_workload(model, decisions)
@@ -302,6 +305,28 @@ def _routing_paths(model: Model, graph: _Graph, decisions: dict[str, _Draft], ma
             for n in on_path:
                 if n in reaching and n not in dev and n in model.services:
                     mark(n, f"routing: on path from entry {entry.doc.ref} to a dev service")
+
+
+def _tcp_callers(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark) -> None:
+    """On a mesh, a dev version the mesh cannot route by the header (no HTTP or gRPC port) is reached only through
+    its callers' rewritten references, so each caller the flow's requests pass (one reachable from an entry) needs a
+    dev copy, and so on up while those callers are TCP too. Kardinal's rule covers stateful services; a changed TCP
+    service has the same need."""
+    on_paths = {n for e in model.entries for b in e.backends for n in (b, *graph.reachable(b))}
+    queue = sorted(n for n in decisions if n in model.services)
+    seen = set(queue)
+    while queue:
+        name = queue.pop(0)
+        if routed_by_header(model, name):
+            continue
+        for parent in sorted(graph.parents.get(name, [])):
+            if parent not in on_paths or parent not in model.services:
+                continue
+            if f"parent of TCP stateful {name}" not in decisions.get(parent, _Draft("service", "dev")).reasons:
+                mark(parent, f"parent of TCP {name}: the mesh routes only HTTP and gRPC by the header")
+            if parent not in seen:
+                seen.add(parent)
+                queue.append(parent)
 
 
 def _apply_shared(model: Model, graph: _Graph, decisions: dict[str, _Draft], targets: set[str]) -> None:

@@ -454,3 +454,23 @@ def test_a_load_balancer_service_entry_becomes_a_route_on_the_gateway(harness, r
         vs = got["VirtualService", "web-pr-42"]
         assert vs["spec"]["gateways"] == ["shop/public"] and vs["spec"]["hosts"] == ["pr-42.example.com"]
     assert ("Ingress", "web-pr-42") not in got
+
+
+def test_a_changed_tcp_service_brings_its_callers_as_the_mesh_cannot_route_it(harness):
+    """web -> api -> cache (TCP, not stateful): changing cache copies api, whose reference is rewritten, and web
+    reaches api's copy by the header; without it, web's baseline api would reach the baseline cache."""
+    harness.write("app.yaml", GATEWAY + ENTRY
+                  + service("web", HTTP, deps="api:http") + deployment("web", [{"name": "API", "value": "http://api"}])
+                  + service("api", HTTP, deps="cache:tcp")
+                  + deployment("api", [{"name": "CACHE", "value": "cache:6379"}])
+                  + service("cache", {"name": "tcp", "port": 6379}) + deployment("cache"))
+    harness.config({"routing": "gateway-api"})
+    result = harness.render(FLOW, {"cache": "cache:2"})
+    reasons = {d.name: list(d.reasons) for d in result.plan.decisions.values() if d.version == "dev"}
+    assert reasons == {"cache": ["target"],
+                       "api": ["parent of TCP cache: the mesh routes only HTTP and gRPC by the header"]}
+    got = objects(result)
+    env = got["Deployment", "api-pr-42"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "CACHE", "value": "cache-pr-42:6379"}]
+    assert ("HTTPRoute", "api-pr-42") in got and ("HTTPRoute", "cache-pr-42") not in got
+    assert proof_of(result) == []

@@ -10,12 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from renderer.errors import Diagnostics
+from renderer.render import clone, mesh, route_proof
 from renderer.render.clone import isolate_labels
 from renderer.render.flow import build_flow, substitute
+from renderer.render.lane import Lane
 from renderer.render.load import Document
 from renderer.render.model import build_model, parse_dependency_item
 from renderer.render.plan import make_plan
-from renderer.render.routing import flow_host
+from renderer.render.protocols import routed_by_header
+from renderer.render.routing import flow_host, route_entries
 
 label = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?", fullmatch=True)
 flow_id = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?", fullmatch=True)
@@ -137,6 +140,32 @@ def test_plan_follows_kardinal_rules_and_is_deterministic(topo, rnd: random.Rand
     assert again.as_dict() == plan.as_dict()  # document order never changes the plan
     routed = make_plan(build_model(docs), flow, "none", Diagnostics())
     assert dev <= {int(s[1:]) for s in routed.dev_services()}
+
+
+ENTRY = Document({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                  "metadata": {"name": "entry", "annotations": {"kardinal.dev.service/route": "true"}},
+                  "spec": {"parentRefs": [{"name": "public"}], "hostnames": ["app.example.com"],
+                           "rules": [{"backendRefs": [{"name": "s0", "port": 80}]}]}}, "entry.yaml", 0)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(topologies())
+def test_on_a_mesh_the_routing_proof_holds_and_needs_no_more_copies_than_none(topo):
+    """Every topology (HTTP and TCP services, stateful or not) behind an entry to s0: the routes each mesh mode
+    renders pass the static proof, and a mesh flow never copies more than routing `none` would."""
+    n, edges, stateful, http, targets = topo
+    model = build_model([*_repo(n, edges, stateful, http), ENTRY])
+    flow = build_flow("pr-1", {f"s{t}": "new" for t in targets}, [])
+    none = set(make_plan(model, flow, "none", Diagnostics()).dev_services())
+    for routing in ("gateway-api", "istio"):
+        plan = make_plan(model, flow, routing, Diagnostics())
+        assert set(plan.dev_services()) <= none
+        by_header = frozenset(k for k in plan.dev_services() if routed_by_header(model, k))
+        dev = clone.make(model, plan, 1, Diagnostics(), False, Lane(), by_header)
+        entries = route_entries(model, dev, "pr-1", "example.com", Diagnostics(), routing)
+        shared = mesh.virtual_services({"pr-1": entries.mesh}) if routing == "istio" else []
+        objects = [*(s.obj for s in dev.services), *entries.objects, *shared]
+        assert route_proof.prove(model, dev, objects, "pr-1").violations == []
 
 
 # --- flow hosts -------------------------------------------------------------------------------
