@@ -181,7 +181,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
                              plugins, policy)
     invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics, policy.selectors)
     shared = emit.mesh_flow({flow.id: entries.mesh}) if entries.mesh and s.routing == "istio" else None
-    if s.routing != "none":  # istio: with this flow's rules in the VirtualServices shared with other flows
+    if s.routing != "none" and not s.diagnostics.errors:  # istio: with the rules shared with other flows
         route_proof.check(model, dev, [*objects.all(), *(shared.objects if shared else [])], flow.id,
                           s.config.baggage_key, s.diagnostics)
     s.finish()

@@ -30,6 +30,7 @@ import copy
 
 from ..core.names import flow_labels
 from .clone import DevSet
+from .load import Document
 from .model import Model
 from .protocols import port_protocol, routed_by_header
 
@@ -122,6 +123,22 @@ def istio_hosts(model: Model, dev: DevSet, flow_id: str) -> list[dict]:
             continue
         out.append({"namespace": model.namespace_of(svc.baseline), "service": svc.baseline.name,
                     "dev": svc.obj["metadata"]["name"], "ports": sorted(set(ports))})
+    return out
+
+
+def own_virtual_services(model: Model, hosts: list[dict]) -> list[tuple[Document, str]]:
+    """The repository's own sidecar VirtualServices for a host devlane routes, with that host: sidecars do not merge
+    two VirtualServices of one host (Istio's analyzer reports IST0109), so one of them would be ignored."""
+    routed = {(h.get("namespace"), h["service"]) for h in hosts}
+    out = []
+    for doc in model.documents:
+        spec = doc.obj.get("spec") or {}
+        if doc.kind != "VirtualService" or (spec.get("gateways") and "mesh" not in spec["gateways"]):
+            continue
+        for host in spec.get("hosts") or []:
+            name, _, rest = str(host).partition(".")
+            if (rest.split(".")[0] if rest else model.namespace_of(doc), name) in routed:
+                out.append((doc, str(host)))
     return out
 
 

@@ -134,6 +134,11 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
     objects += producers
     if routing == "istio" and record is not None:
         record.update(hosts=mesh.istio_hosts(model, dev, flow_id), clusterDomain=dev.lane.cluster_domain)
+        for doc, host in mesh.own_virtual_services(model, record["hosts"]):
+            diags.error(f"routing istio: {doc.ref} routes {host}, which devlane routes in flows/{mesh.MESH_DIR}/ "
+                        "too; Istio sidecars do not merge two VirtualServices of one host (IST0109), so one is ignored",
+                        doc.where(), hint="move its rules into a Gateway-bound VirtualService, or use --routing "
+                       "gateway-api (routes attached to a Service merge)", code="mesh-conflict")
     return Entries(objects, summary, record)
 
 

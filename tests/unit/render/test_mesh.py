@@ -474,3 +474,19 @@ def test_a_changed_tcp_service_brings_its_callers_as_the_mesh_cannot_route_it(ha
     assert env == [{"name": "CACHE", "value": "cache-pr-42:6379"}]
     assert ("HTTPRoute", "api-pr-42") in got and ("HTTPRoute", "cache-pr-42") not in got
     assert proof_of(result) == []
+
+
+def test_the_repositorys_own_virtual_service_for_a_routed_host_is_an_error(harness):
+    shop(harness)
+    own = yaml_doc({"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+                    "metadata": {"name": "api-retries", "namespace": "shop"},
+                    "spec": {"hosts": ["api"], "http": [{"retries": {"attempts": 3},
+                                                         "route": [{"destination": {"host": "api"}}]}]}})
+    harness.write("vs.yaml", own)
+    harness.config({"routing": "istio"})
+    out = harness.cli("render", "--flow", FLOW, "--service", "api=api:2", "--stdout")
+    assert out.returncode == 1
+    assert "vs.yaml (document 1), VirtualService/api-retries: routing istio: VirtualService/api-retries routes api, " \
+           "which devlane routes in flows/_mesh/ too" in out.stderr
+    assert "IST0109" in out.stderr and "routing proof" not in out.stderr
+    assert harness.cli("render", "--flow", FLOW, "--service", "catalog=catalog:2", "--stdout").returncode == 0
