@@ -353,7 +353,7 @@ spec:
 """
 
 
-def generate(repo: Path, n: int, isolation: str = "suffix") -> None:
+def generate(repo: Path, n: int, isolation: str = "suffix", routing: str = "none") -> None:
     """Write a repository of `n` services (plus namespace, ingress, kustomization and the plugin) into `repo`."""
     (repo / "plugins" / "seed").mkdir(parents=True)
     (repo / "plugins" / "seed" / "main.py").write_text(PLUGIN_MAIN)
@@ -369,7 +369,9 @@ def generate(repo: Path, n: int, isolation: str = "suffix") -> None:
     kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
     kustomization += "".join(f"  - {f}\n" for f in files)
     (repo / "kustomization.yaml").write_text(kustomization)
-    (repo / ".devlane.yaml").write_text(f"inputs: [{{path: '**/*.yaml'}}]\nisolation: {isolation}\n")
+    mesh = "mesh: {gateway: gateways/public}\n" if routing != "none" else ""  # the Ingress entry's route on a mesh
+    (repo / ".devlane.yaml").write_text(f"inputs: [{{path: '**/*.yaml'}}]\nisolation: {isolation}\n"
+                                        f"routing: {routing}\n{mesh}")
 
 
 def flow_target(n: int) -> str:
@@ -432,12 +434,13 @@ class Row:
     profile: str = field(default="", repr=False)
 
 
-def measure(n: int, repeat: int, work: Path, kubectl: str | None, profile: bool, isolation: str = "suffix") -> Row:
+def measure(n: int, repeat: int, work: Path, kubectl: str | None, profile: bool, isolation: str = "suffix",
+            routing: str = "none") -> Row:
     from renderer import api
     from renderer.render.flow import build_flow
 
     repo = work / f"n{n}" / "repo"
-    generate(repo, n, isolation)
+    generate(repo, n, isolation, routing)
     target = flow_target(n)
     image = f"ghcr.io/acme/{target}:{FLOW_ID}"
     options = api.Options(repo=repo)
@@ -642,6 +645,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--isolation", choices=["suffix", "namespace"], default="suffix",
                         help="the isolation mode of the rendered flow (namespace: every other Service is aliased)")
+    parser.add_argument("--routing", choices=["none", "gateway-api", "istio"], default="none",
+                        help="the routing mode (a mesh copies what changed and routes it by the flow header)")
     args = parser.parse_args(argv)
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     if not sizes or min(sizes) < 1 or args.repeat < 1:
@@ -664,7 +669,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="devlane-bench-") as tmp:
         for n in sizes:
             print(f"... N={n}", file=sys.stderr, flush=True)
-            rows.append(measure(n, args.repeat, Path(tmp), kubectl, args.profile and n == sizes[-1], args.isolation))
+            rows.append(measure(n, args.repeat, Path(tmp), kubectl, args.profile and n == sizes[-1], args.isolation,
+                                args.routing))
     print(report(rows))
     if source_revision() != revision:
         print(f"warning: the renderer changed during the run ({revision} -> {source_revision()}); rerun")
