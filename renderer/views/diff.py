@@ -59,6 +59,9 @@ class Report:
     versions: dict[str, str] = field(default_factory=dict)  # every service at head: dev | shared | baseline
     edges: list[tuple[str, str]] = field(default_factory=list)  # service dependency edges at head, for the picture
     isolation: dict | None = None  # isolation namespace at head: flow namespaces, aliases, what the lane needs
+    mesh: dict | None = None  # mesh routing at head: flow.metadata's record (mode, header, member, match, hosts)
+    by_header: list[str] = field(default_factory=list)  # mesh: dev services the mesh reaches by the flow header
+    entry_backends: list[str] = field(default_factory=list)  # services the entries send to, for the picture
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for c in self.changes if c.status == s) for s in STATUSES}
@@ -70,6 +73,7 @@ class Report:
             "images": self.images, "notes": self.notes, "problems": [p.as_dict() for p in self.problems],
             "objects": [c.as_dict() for c in self.changes],
             **({"isolation": self.isolation} if self.isolation else {}),
+            **({"mesh": {**self.mesh, "byHeader": self.by_header}} if self.mesh else {}),
         }
 
 
@@ -190,8 +194,10 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
         notes.append(f"the flow does not render at {base_ref}{why}: every object is reported as added")
     entries = sorted(h for f in head.flows for e in f.metadata.get("entries") or [] for h in e.get("hosts") or [])
     edges = sorted((name, dep) for name, node in head.model.services.items() for dep, _ in node.dependencies)
+    backends = sorted({b for e in head.model.entries for b in e.backends})
     return Report(flow_id, base_ref, head_ref, changes, rows, plugins, list(problems or []), notes, entries, images,
-                  {n: decisions[n].version for n in services}, edges, head.main.metadata.get("isolation"))
+                  {n: decisions[n].version for n in services}, edges, head.main.metadata.get("isolation"),
+                  head.main.metadata.get("mesh"), sorted(head.dev.by_header), backends)
 
 
 def run(options: Options, flow: FlowInput, base_ref: str, head_ref: str) -> Report:

@@ -6,13 +6,15 @@ Mermaid picture of the flow, and the per-service diffs in collapsible blocks. Gi
 comments over 65,536 characters, so when the full comment is too long the diffs are dropped and
 the comment points at the artifact instead; the tables and the picture stay (and if even the
 tables are too long, their rows are cut with a count of what was left out). The result never
-exceeds the cap and always starts with the marker.
+exceeds the cap and always starts with the marker. On a mesh the comment says how requests find the
+flow, and the picture labels each call the mesh sends to a dev version by the flow header.
 """
 
 from __future__ import annotations
 
 import re
 
+from . import routing
 from .diff import FLOW_ROW, Report
 
 MAX_COMMENT = 65_536
@@ -38,7 +40,8 @@ def _node(name: str) -> str:
 def mermaid(
     report: Report, entries: list[str], edges: list[tuple[str, str]], max_nodes: int = MAX_MERMAID_NODES
 ) -> str:
-    """The entry, dev versions vs the baseline services they call, and the plugins acting on each."""
+    """The entry, dev versions vs the baseline services they call, and the plugins acting on each; on a mesh, the
+    routing mode, the header the entry adds, and the calls the mesh routes to a dev version by it."""
     rows = [r for r in report.services if r["service"] != FLOW_ROW and r.get("kind") != "external"]
     changed = [r for r in rows if r["version"] != "baseline"] + [r for r in rows if r["version"] == "baseline"]
     shown = {r["service"]: r["version"] for r in changed[:max_nodes]}
@@ -54,20 +57,30 @@ def mermaid(
                 shown[far] = "baseline"
     hidden = len(changed) - sum(1 for r in changed if r["service"] in shown)
     plugins = {r["service"]: r["plugins"] for r in rows}
+    record = report.mesh
+    header = _label(routing.header(record)) if record else ""
     lines = ["```mermaid", "flowchart LR"]
+    if record:
+        lines.append(f'  routing>"{_mesh_note(record)}"]')
     for e in entries:
-        lines.append(f'  entry(["{_label(e)}"])')
+        lines.append(f'  entry(["{_label(e)}{f"<br/>adds {header}" if header else ""}"])')
     for name in sorted(shown):
         version = shown[name]
         lines.append(f'  {_node(name)}["{_label(name)}<br/>{version}"]:::{version or "baseline"}')
     for name in sorted(shown):
         for p in plugins.get(name, []):
             lines.append(f'  {_node("p_" + p)}{{{{"{_label(p)}"}}}}:::plugin -.-> {_node(name)}')
+    by_header = set(report.by_header) if record else set()
     for a, b in sorted(edges):
         if a in shown and b in shown:
-            lines.append(f"  {_node(a)} --> {_node(b)}")
-    if entries:  # the entry reaches the shown dev services nothing else shown calls
-        called = {b for a, b in edges if a in shown and b in shown}
+            arrow = f'-->|"{header}"|' if b in by_header else "-->"  # the mesh picks b's dev version by it
+            lines.append(f"  {_node(a)} {arrow} {_node(b)}")
+    called = {b for a, b in edges if a in shown and b in shown}
+    if entries and record:  # the entry's own backends, and (dotted: through services not shown) the other roots
+        for name in sorted(shown):
+            if name in report.entry_backends or name not in called:
+                lines.append(f"  entry {'-->' if name in report.entry_backends else '-.->'} {_node(name)}")
+    elif entries:  # the entry reaches the shown dev services nothing else shown calls
         for name in sorted(shown):
             if name not in called and shown[name] != "baseline":
                 lines.append(f"  entry --> {_node(name)}")
@@ -77,6 +90,29 @@ def mermaid(
               "  classDef shared fill:#dbe9ff,stroke:#2a5db0", "  classDef plugin fill:#fff4d6,stroke:#b58900",
               "```"]
     return "\n".join(lines)
+
+
+def _mesh_note(record: dict) -> str:
+    """The picture's note on a mesh: the mode and the header that selects the flow (istio: where its routes are)."""
+    text = routing.summary(record) + (f"; {routing.shared_note()}" if record["mode"] == "istio" else "")
+    return _label(text.replace(": ", ":<br/>", 1).replace("; ", ";<br/>"))
+
+
+def _mesh_line(report: Report) -> list[str]:
+    """The comment's routing line on a mesh (none on routing `none`)."""
+    record = report.mesh
+    if not record:
+        return []
+
+    def code(text: str) -> str:
+        return f"`{text}`"
+
+    line = routing.capital(routing.summary(record, code)) + "."
+    if report.by_header:
+        line += " Reached by header: " + ", ".join(map(code, report.by_header)) + "."
+    if record["mode"] == "istio":
+        line += f" {routing.capital(routing.shared_note(code))}."
+    return ["", line]
 
 
 def _cut(rows: list[str], limit: int | None, what: str) -> list[str]:
@@ -101,6 +137,7 @@ def _tables(report: Report, limit: int | None = None) -> list[str]:
                 + f"; {len(lane['aliases'])} alias(es) to the baseline."]
         if lane["needs"]:
             out += ["", "**The lane still needs:**", ""] + [f"- {_cell(n)}" for n in lane["needs"]]
+    out += _mesh_line(report)
     if report.problems:
         out += ["", "**Plugins refuse these changes:**", ""] + [f"- {_cell(p.format())}" for p in report.problems]
     out += ["", "| service | change | objects +/~/- | plugins |", "|---|---|---|---|"]

@@ -3,7 +3,9 @@
 Both views come from one `View` built from a real render: which services get a dev version and
 why, the plugins acting on them, the entry URLs, the dependency edges and the rendered objects.
 The HTML page draws the flow as an SVG computed here (layers by call depth from the entries), with
-no scripts or resources from the network, so it works offline and in CI artifacts.
+no scripts or resources from the network, so it works offline and in CI artifacts. On a mesh both
+also say how requests find the flow (the header its entry adds) and which dev versions the mesh
+reaches by that header rather than through rewritten references; routing `none` shows none of it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..render.apply_plugins import InstanceResult
 from ..render.emit import RenderedFlow
 from ..render.lane import Lane
 from ..render.model import Model
+from . import routing
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 200, 50, 80, 24, 20
 ENTRY = "entry:"  # prefix of entry node ids in the layout (never a Service name: ':' is not DNS-1123)
@@ -26,32 +29,61 @@ ENTRY = "entry:"  # prefix of entry node ids in the layout (never a Service name
 class View:
     flow_id: str
     routing: str
-    services: list[dict]  # name, version, kind, reasons
+    services: list[dict]  # name, version, kind, reasons, reach (mesh: header | rewrite, see routing.reach)
     edges: list[tuple[str, str, str]]  # caller -> callee, with the kind (http, tcp, external, ...)
     plugins: list[dict]  # instance, flow_uuid, plugin, runtime, reason, status, dependents, actions
-    entries: list[dict]  # kind, name, urls, backends
+    entries: list[dict]  # kind, name, urls, backends; mesh: adds (the header), as (the routes it became)
     files: dict[str, str] = field(default_factory=dict)  # flows/<id>/<file> -> YAML
     isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
+    mesh: dict | None = None  # mesh routing: flow.metadata's record (mode, header, member, match, istio hosts)
 
     @property
     def urls(self) -> list[str]:
         return [u for e in self.entries for u in e["urls"]]
 
 
-def _entries(model: Model, flow: RenderedFlow, lane: Lane) -> list[dict]:
-    """Each rendered entry with its URLs (https when its TLS section covers the host) and its backends."""
+def _entries(model: Model, flow: RenderedFlow, lane: Lane, record: dict | None) -> list[dict]:
+    """Each rendered entry with its URLs (https when its TLS section covers the host) and its backends; on a mesh,
+    the header it adds and the routes on `mesh.gateway` an Ingress or Service entry became."""
     rendered = {(o.get("kind"), (o.get("metadata") or {}).get("name")): o for o in flow.objects}
     out = []
     for e in sorted(model.entries, key=lambda e: (e.kind, e.doc.name)):
         if e.kind == "Gateway":  # shared by every flow: no per-flow host
             continue
         kind = "Ingress" if e.kind == "Service" else e.kind  # a legacy entry Service becomes an Ingress
-        obj = rendered.get((kind, lane.name(e.doc.name, flow.flow_id))) or {}
-        spec = obj.get("spec") or {}
-        hosts = sorted({r["host"] for r in spec.get("rules") or [] if r.get("host")} | set(spec.get("hostnames") or []))
-        tls = {h for t in spec.get("tls") or [] for h in t.get("hosts") or []}
+        objs = [rendered.get((kind, lane.name(e.doc.name, flow.flow_id))) or {}]
+        if record and e.kind in ("Ingress", "Service"):
+            objs = _gateway_routes(rendered, lane, e.doc.name, flow.flow_id)
+        hosts = sorted(set().union(*map(_hosts, objs)))
+        tls = {h for o in objs for t in (o.get("spec") or {}).get("tls") or [] for h in t.get("hosts") or []}
         urls = [f"{'https' if h in tls else 'http'}://{h}/" for h in hosts]
-        out.append({"kind": e.kind, "name": e.doc.name, "urls": urls, "backends": list(e.backends)})
+        made = [o for o in objs if o] if record else []  # on a mesh every rendered entry adds the flow's member
+        out.append({"kind": e.kind, "name": e.doc.name, "urls": urls, "backends": list(e.backends),
+                    "adds": routing.header(record) if record and made else "",
+                    "as": [f"{o['kind']}/{o['metadata']['name']}" for o in made if o["kind"] != e.kind]})
+    return out
+
+
+def _hosts(obj: dict) -> set[str]:
+    """The hosts a rendered entry serves: an Ingress's rules, an HTTPRoute's hostnames, a VirtualService's hosts."""
+    spec = obj.get("spec") or {}
+    hosts = {r["host"] for r in spec.get("rules") or [] if r.get("host")} | set(spec.get("hostnames") or [])
+    return hosts | set(spec.get("hosts") or []) if obj.get("kind") == "VirtualService" else hosts
+
+
+def _gateway_routes(rendered: dict[tuple, dict], lane: Lane, name: str, flow_id: str) -> list[dict]:
+    """On a mesh, the routes an Ingress or Service entry became on `mesh.gateway`: one named after it, or one per
+    flow host numbered from 1 (an HTTPRoute, or an istio VirtualService)."""
+    def found(base: str) -> dict | None:
+        return next((rendered[k, n] for k in ("HTTPRoute", "VirtualService")
+                     if (k, n := lane.name(base, flow_id)) in rendered), None)
+
+    first = found(name)
+    if first is not None:
+        return [first]
+    out = []
+    while (route := found(f"{name}-{len(out) + 1}")) is not None:
+        out.append(route)
     return out
 
 
@@ -72,9 +104,11 @@ def _actions(result: InstanceResult, capabilities: tuple) -> list[str]:
 
 def build_view(result: RenderResult) -> View:
     model, plan, main = result.model, result.plan, result.main
-    services = [{"name": d.name, "version": d.version, "kind": d.kind, "reasons": list(d.reasons)}
-                for _, d in sorted(plan.decisions.items())]
-    services += [{"name": n, "version": "baseline", "kind": "service", "reasons": ["not in the flow"]}
+    record = main.metadata.get("mesh")
+    services = [{"name": d.name, "version": d.version, "kind": d.kind, "reasons": list(d.reasons),
+                 "reach": routing.reach(n, d.version, d.kind, result.dev.by_header) if record else ""}
+                for n, d in sorted(plan.decisions.items())]
+    services += [{"name": n, "version": "baseline", "kind": "service", "reasons": ["not in the flow"], "reach": ""}
                  for n in sorted(set(model.services) - {s["name"] for s in services})]
     names = {s["name"] for s in services}
     edges = sorted({(a, b, t) for a, node in model.services.items() for b, t in node.dependencies if b in names}
@@ -92,9 +126,18 @@ def build_view(result: RenderResult) -> View:
             "dependents": list(inst.dependents),
             "actions": _actions(r, choice.manifest.capabilities if choice else ()) if r else [],
         })
-    files = {f"flows/{f.flow_id}/{n}": t for f in result.flows for n, t in sorted(f.files.items())}
-    return View(plan.flow_id, plan.routing, services, edges, plugins, _entries(model, main, result.dev.lane), files,
-                main.metadata.get("isolation"))
+    shared = [result.mesh] if result.mesh else []  # istio: flows/_mesh/ with this flow's rules alone
+    files = {f"flows/{f.flow_id}/{n}": t for f in [*result.flows, *shared] for n, t in sorted(f.files.items())}
+    return View(plan.flow_id, plan.routing, services, edges, plugins,
+                _entries(model, main, result.dev.lane, record), files, main.metadata.get("isolation"), record)
+
+
+def _entry_note(entry: dict) -> str:
+    """On a mesh, what an entry does besides routing, as ` (...)` to append: the routes it became, the header it
+    adds; empty otherwise."""
+    parts = [*([f"as {', '.join(entry['as'])}"] if entry.get("as") else []),
+             *([f"adds {entry['adds']}"] if entry.get("adds") else [])]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def _children(view: View) -> dict[str, list[str]]:
@@ -143,8 +186,9 @@ def print_terminal(view: View, out) -> None:
     def label(name: str) -> str:
         s = by_name.get(name, {"version": "baseline", "kind": "service", "reasons": []})
         kind = ", external service" if s["kind"] == "external" else ""
+        reach = f", {routing.REACH[s['reach']]}" if s.get("reach") else ""
         why = f" ({escape('; '.join(s['reasons']))})" if s["reasons"] else ""
-        return f"[{style.get(s['version'], 'bold')}]{escape(name)}[/] {escape(s['version'])}{kind}{why}"
+        return f"[{style.get(s['version'], 'bold')}]{escape(name)}[/] {escape(s['version'])}{kind}{reach}{why}"
 
     lane = view.isolation
     tree = Tree(f"flow [bold]{escape(view.flow_id)}[/] (routing {escape(view.routing)}"
@@ -155,6 +199,13 @@ def print_terminal(view: View, out) -> None:
             node.add(f"alias {escape(alias)}")
         for need in lane["needs"]:
             node.add(f"[yellow]needs[/] {escape(need)}")
+    if view.mesh:
+        node = tree.add(escape(routing.summary(view.mesh)))
+        hosts = routing.hosts(view.mesh)
+        if hosts:
+            shared = node.add(escape(routing.shared_note()))
+            for host in hosts:
+                shared.add(escape(host))
 
     def add(node, name: str) -> None:
         """`name` and what it calls under `node`, each path stopping where it would repeat itself (a cycle);
@@ -173,7 +224,8 @@ def print_terminal(view: View, out) -> None:
     for root in _roots(view):
         if root.startswith(ENTRY):
             e = next(e for e in view.entries if ENTRY + e["name"] == root)
-            node = tree.add(f"entry {escape(e['kind'])}/{escape(e['name'])} {escape(' '.join(e['urls']))}")
+            line, note = f"entry {escape(e['kind'])}/{escape(e['name'])} {escape(' '.join(e['urls']))}", _entry_note(e)
+            node = tree.add(line.rstrip() + escape(note) if note else line)  # routing none: the line as it always was
             for child in children.get(root, []):
                 add(node, child)
         else:
@@ -223,37 +275,43 @@ def svg(view: View) -> str:
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" '
            'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>']
     kinds = {(a, b): t for a, b, t in view.edges}
+    header = routing.header(view.mesh) if view.mesh else ""
     for a, targets in sorted(_children(view).items()):
         for b in targets:
             if a in pos and b in pos:
                 (x1, y1), (x2, y2) = pos[a], pos[b]
-                kind = kinds.get((a, b), "entry")
+                kind = title = kinds.get((a, b), "entry")
+                if header and by_name.get(b, {}).get("reach") == "header":  # the mesh picks b's dev version
+                    kind, title = f"{kind} header", f"{kind}, {header}"
                 out.append(
                     f'<line class="edge {e(kind)}" data-from="{e(a.removeprefix(ENTRY))}" data-to="{e(b)}" '
                     f'x1="{x1 + NODE_W}" y1="{y1 + NODE_H // 2}" x2="{x2}" y2="{y2 + NODE_H // 2}" '
-                    f'marker-end="url(#arrow)"><title>{e(kind)}</title></line>'
+                    f'marker-end="url(#arrow)"><title>{e(title)}</title></line>'
                 )
     for name, (x, y) in sorted(pos.items()):
         if name in entries:
             entry = entries[name]
             shown = entry["urls"][0].split("://", 1)[1].rstrip("/") if entry["urls"] else "(no host)"
             shown = shown if len(shown) <= 30 else shown[:29] + "…"
+            adds = f' data-adds="{e(entry["adds"])}"' if entry.get("adds") else ""
             out.append(
-                f'<g class="node entry" data-entry="{e(entry["name"])}"><title>{e(" ".join(entry["urls"]))}'
-                f'</title><rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="24"/>'
+                f'<g class="node entry" data-entry="{e(entry["name"])}"{adds}><title>{e(" ".join(entry["urls"]))}'
+                f'{e(_entry_note(entry))}</title><rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="24"/>'
                 f'<text x="{x + 12}" y="{y + 21}">entry {e(entry["kind"])}/{e(entry["name"])}</text>'
                 f'<text class="sub" x="{x + 12}" y="{y + 38}">{e(shown)}</text></g>'
             )
             continue
         s = by_name[name]
         external = ' data-kind="external"' if s["kind"] == "external" else ""
+        reach = routing.REACH.get(s.get("reach", ""), "")  # in words; the attribute keeps the key for styles
+        marked = f' data-reach="{e(s["reach"])}"' if reach else ""
         out.append(
-            f'<g class="node {e(s["version"])}" data-service="{e(name)}"{external}>'
-            f"<title>{e(name)}: {e(s['version'])} ({e('; '.join(s['reasons']))})</title>"
-            f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="{14 if external else 6}"/>'
+            f'<g class="node {e(s["version"])}" data-service="{e(name)}"{external}{marked}>'
+            f"<title>{e(name)}: {e(s['version'] + (f', {reach}' if reach else ''))} ({e('; '.join(s['reasons']))})"
+            f'</title><rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="{14 if external else 6}"/>'
             f'<text x="{x + 12}" y="{y + 21}">{e(name)}</text>'
             f'<text class="sub" x="{x + 12}" y="{y + 38}">{e(s["version"])}{" · external" if external else ""}'
-            f"</text>"
+            f"{e(f' · {reach}' if reach else '')}</text>"
         )
         bx = x + NODE_W - 8
         for instance in reversed(plugins_of.get(name, [])):  # badges right-aligned on the top edge
@@ -288,29 +346,57 @@ LEGEND = ('<p class="legend"><span style="background:#d1f7c4;border-color:#2d7a1
           '<span style="background:#fff3c4;border-color:#b08a00">entry</span>'
           '<span style="background:#6b3fa0;border-color:#6b3fa0;color:#fff">plugin</span></p>')
 
+# on a mesh only: the edges and dev versions the mesh reaches by the flow header
+MESH_CSS = ".edge.header{stroke:#2d7a14;stroke-width:2.4}[data-reach=header]>rect{stroke-width:3}\n"
+MESH_LEGEND = '<span style="border-color:#2d7a14;border-width:3px">by header: {}</span>'  # the header, escaped
+
 
 def render_html(view: View) -> str:
     """One self-contained page: the picture, the plan table, the plugins and the rendered objects."""
     e = html.escape
     rows = "".join(f"<tr><td>{e(s['name'])}</td><td>{e(s['version'])}{' (external)' * (s['kind'] == 'external')}"
+                   f"{e(', ' + routing.REACH[s['reach']]) if s.get('reach') else ''}"
                    f"</td><td>{e('; '.join(s['reasons']))}</td></tr>" for s in view.services)
     plugins = "".join(f"<tr><td>{e(p['instance'])}</td><td>{e(p['plugin'])}</td><td>{e(p['runtime'])}</td>"
                       f"<td>{e(', '.join(p['dependents']))}</td><td>{e(p['reason'])}</td>"
                       f"<td>{'<br>'.join(e(a) for a in p['actions'])}</td></tr>" for p in view.plugins)
-    entries = "".join(f"<li>{e(x['kind'])}/{e(x['name'])} → {e(', '.join(x['backends']))}: "
+    entries = "".join(f"<li>{e(x['kind'])}/{e(x['name'])}{e(_entry_note(x))} → {e(', '.join(x['backends']))}: "
                       + ", ".join(f'<a href="{e(u)}">{e(u)}</a>' for u in x["urls"]) + "</li>"
                       for x in view.entries)
     objects = "".join(f"<details><summary>{e(name)}</summary><pre>{e(text)}</pre></details>"
                       for name, text in view.files.items())
+    css, legend = CSS, LEGEND
+    if view.mesh:
+        css, legend = CSS + MESH_CSS, LEGEND.replace("</p>", MESH_LEGEND.format(e(routing.header(view.mesh))) + "</p>")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>devlane flow {e(view.flow_id)}</title><style>{CSS}</style></head><body>\n"
+            f"<title>devlane flow {e(view.flow_id)}</title><style>{css}</style></head><body>\n"
             f"<h1>devlane flow <code>{e(view.flow_id)}</code></h1><p>routing {e(view.routing)}</p>\n"
-            f"{_isolation_html(view.isolation)}"
-            f"<h2>Entry</h2><ul>{entries}</ul>\n<h2>Flow</h2>\n{LEGEND}\n{svg(view)}\n"
+            f"{_mesh_html(view.mesh)}{_isolation_html(view.isolation)}"
+            f"<h2>Entry</h2><ul>{entries}</ul>\n<h2>Flow</h2>\n{legend}\n{svg(view)}\n"
             f"<h2>Plan</h2><table><tr><th>service</th><th>version</th><th>why</th></tr>{rows}</table>\n"
             f"<h2>Plugins</h2><table><tr><th>instance</th><th>plugin</th><th>runtime</th><th>for</th>"
             f"<th>choice</th><th>actions</th></tr>{plugins}</table>\n"
             f"<h2>Rendered objects</h2>{objects}\n</body></html>\n")
+
+
+def _mesh_html(record: dict | None) -> str:
+    """On a mesh: the header that selects the flow, its expression, and (istio) the hosts routed in flows/_mesh/."""
+    if not record:
+        return ""
+    e = html.escape
+
+    def code(text: str) -> str:
+        return f"<code>{e(text)}</code>"
+
+    out = (f"<h2>Routing: {e(record['mode'])}</h2><p class=\"mesh\">{routing.summary(record, code)}; the entry "
+           f"adds the member, and each service must propagate {code(record['header'])}. Matched with "
+           f"{code(record['match'])}.</p>\n")
+    hosts = routing.hosts(record)
+    if hosts:
+        out += (f"<p>{routing.capital(routing.shared_note(code))}; the rendered objects below hold this flow's "
+                "rules alone:</p>"
+                f"<ul class=\"hosts\">{''.join(f'<li>{e(h)}</li>' for h in hosts)}</ul>\n")
+    return out
 
 
 def _isolation_html(lane: dict | None) -> str:

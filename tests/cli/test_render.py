@@ -16,21 +16,15 @@ from pathlib import Path
 import pytest
 import yaml
 from support import EXAMPLE, FIXTURES, Harness, tree
+from support.repos import bookshop_builtins
 
 FLOW = ["--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7"]
-PLUGINS = ("seed-postgres", "stripe-test-mode")
 
 
 @pytest.fixture
 def bookshop(harness: Harness) -> Path:
     """The bookshop example, its plugins moved out of the repository and served as built-ins by plain name."""
-    harness.copy(EXAMPLE)
-    builtins = harness.builtins()
-    for name in PLUGINS:
-        (harness.root / "plugins" / name).rename(builtins / name)
-    defs = harness.root / "k8s" / "plugins.yaml"
-    defs.write_text(defs.read_text().replace("name: ./plugins/", "name: "))
-    return harness.root
+    return bookshop_builtins(harness)
 
 
 def test_flow_file_gives_the_same_objects_as_flags(harness, bookshop):

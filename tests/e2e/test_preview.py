@@ -1,6 +1,6 @@
 """`devlane preview` (in-process CLI) on the bookshop example with its real plugins: the terminal tree (readable
 without colour) and the self-contained, deterministic HTML page, opened in headless Chromium to check the flow's
-nodes are really drawn."""
+nodes are really drawn (and, on a mesh, the edges the header routes drawn apart)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from support import EXAMPLE, ROOT
 
 FLOW = ["--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7"]
 SERVICES = {"web": "dev", "orders": "dev", "orders-db": "dev", "catalog": "baseline", "stripe-test-mode": "dev"}
+MESH_SERVICES = {**SERVICES, "web": "baseline"}  # on a mesh web carries the header to orders' dev version
 ENTRY_URL = "http://pr-7.preview.bookshop.example.com/"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
@@ -25,6 +26,9 @@ window.addEventListener("load", () => {
   for (const g of document.querySelectorAll("g.node[data-service]")) {
     const b = g.getBBox();
     g.setAttribute("data-drawn", Math.round(b.width) + "x" + Math.round(b.height));
+  }
+  for (const line of document.querySelectorAll("line.edge")) {
+    line.setAttribute("data-stroke", getComputedStyle(line).stroke);
   }
 });
 </script></body>"""
@@ -64,10 +68,10 @@ def test_terminal_tree_without_colour(harness, monkeypatch):
     assert order == sorted(order), text
 
 
-def _page(harness, directory):
+def _page(harness, directory, *extra: str):
     directory.mkdir(exist_ok=True)
     page = directory / "flow.html"
-    out = harness.cli("preview", str(EXAMPLE), *FLOW, "--html", str(page))
+    out = harness.cli("preview", str(EXAMPLE), *FLOW, *extra, "--html", str(page))
     assert out.returncode == 0, out.stderr
     assert f"wrote {page}" in out.stderr and out.stdout == ""
     return page, page.read_text(encoding="utf-8")
@@ -113,9 +117,10 @@ def _chromium() -> str:
     return found
 
 
-def test_the_picture_is_drawn_in_headless_chromium(harness, tmp_path):
+@pytest.mark.parametrize("routing,services", [("none", SERVICES), ("istio", MESH_SERVICES)])
+def test_the_picture_is_drawn_in_headless_chromium(harness, tmp_path, routing, services):
     chromium = _chromium()
-    _, text = _page(harness, tmp_path / "page")
+    _, text = _page(harness, tmp_path / "page", "--routing", routing)
     measured = tmp_path / "measured.html"
     measured.write_text(text.replace("</body>", MEASURE), encoding="utf-8")
     out = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
@@ -123,6 +128,9 @@ def test_the_picture_is_drawn_in_headless_chromium(harness, tmp_path):
     if out.returncode != 0 or "<svg" not in out.stdout:
         pytest.skip(f"chromium could not render here: {out.stderr[-300:]}")
     nodes = re.findall(r'<g class="node (\w+)" data-service="([^"]+)"[^>]*data-drawn="(\d+)x(\d+)"', out.stdout)
-    assert {name: version for version, name, _, _ in nodes} == SERVICES
+    assert {name: version for version, name, _, _ in nodes} == services
     for version, name, w, h in nodes:
         assert int(w) >= 150 and int(h) >= 40, (name, version, w, h)
+    strokes = dict(re.findall(r'<line class="edge ([\w ]+)" data-from="web" data-to="orders"[^>]*data-stroke="([^"]+)"',
+                              out.stdout))
+    assert strokes == ({"http header": "rgb(45, 122, 20)"} if routing == "istio" else {"http": "rgb(85, 85, 85)"})

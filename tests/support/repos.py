@@ -7,6 +7,9 @@ from pathlib import Path
 from renderer.authoring.scaffold import scaffold
 
 from .harness import Harness
+from .paths import EXAMPLE
+
+BOOKSHOP_PLUGINS = ("seed-postgres", "stripe-test-mode")
 
 
 def inspection_repo(harness: Harness) -> Path:
@@ -23,4 +26,16 @@ def inspection_repo(harness: Harness) -> Path:
         file="defs.yaml",
     )
     harness.config({"exclude": ["plugins/**"]})
+    return harness.root
+
+
+def bookshop_builtins(harness: Harness) -> Path:
+    """The bookshop example, its plugins moved out of the repository and served as built-ins by plain name: the
+    real plugin code, run in-process, so no process is started."""
+    harness.copy(EXAMPLE)
+    builtins = harness.builtins()
+    for name in BOOKSHOP_PLUGINS:
+        (harness.root / "plugins" / name).rename(builtins / name)
+    defs = harness.root / "k8s" / "plugins.yaml"
+    defs.write_text(defs.read_text().replace("name: ./plugins/", "name: "))
     return harness.root

@@ -1,12 +1,15 @@
 """The diff report's views, in-process: Secret values are masked before anything is compared or shown, and the
 pull-request comment degrades under GitHub's size cap (marker kept, tables cut, picture shrunk) but never exceeds
-it. `devlane diff` on real git histories is in tests/e2e/test_diff.py."""
+it; on a mesh, the comment and its Mermaid picture name the routing mode and the header, and label the calls the
+mesh sends to a dev version by it. `devlane diff` on real git histories is in tests/e2e/test_diff.py."""
 
 from __future__ import annotations
 
 import pytest
+from support.repos import bookshop_builtins
 
 from renderer.errors import Problem
+from renderer.render import mesh
 from renderer.views import diff, markdown
 from renderer.views.markdown import MAX_COMMENT
 
@@ -36,3 +39,74 @@ def test_the_comment_never_exceeds_the_cap(cap):
     if cap >= 4_000:
         assert "| service | change |" in body and "more services in the artifact" in body
         assert "```mermaid" in body and body.count("```") % 2 == 0
+
+
+# --- the picture on a mesh ------------------------------------------------------------------------------------
+
+MEMBER = "baggage devlane-flow=pr-7"
+ORDERS = "orders=ghcr.io/acme/bookshop-orders:pr-7"
+
+
+def bookshop_report(harness, routing: str) -> diff.Report:
+    """The report of the bookshop flow against itself (nothing changed): its tables and picture are still whole."""
+    bookshop_builtins(harness)
+    result = harness.render("pr-7", dict([ORDERS.split("=", 1)]), routing=routing)
+    return diff.compare("pr-7", "base", "head", result, result)
+
+
+def picture_body(report: diff.Report) -> list[str]:
+    """The Mermaid lines between `flowchart LR` and the class definitions."""
+    lines = markdown.mermaid(report, report.entries, report.edges).splitlines()
+    return lines[2:next(i for i, line in enumerate(lines) if line.startswith("  classDef"))]
+
+
+NOTE = {"gateway-api": "", "istio": ";<br/>the per-host VirtualServices are in flows/_mesh/ (shared by every flow)"}
+
+
+@pytest.mark.parametrize("routing", ["gateway-api", "istio"])
+def test_the_mesh_picture_labels_the_calls_the_header_routes(harness, routing):
+    report = bookshop_report(harness, routing)
+    assert picture_body(report) == [
+        f'  routing>"routing {routing}:<br/>requests carrying {MEMBER} reach this flow\'s dev versions;<br/>the rest '
+        f'reach the baseline{NOTE[routing]}"]',
+        f'  entry(["pr-7.preview.bookshop.example.com<br/>adds {MEMBER}"])',
+        '  n_orders["orders<br/>dev"]:::dev',
+        '  n_orders_db["orders-db<br/>dev"]:::dev',
+        '  n_web["web<br/>baseline"]:::baseline',  # the entry's backend, a baseline caller of a dev version
+        '  n_p_stripe_test_mode{{"stripe-test-mode"}}:::plugin -.-> n_orders',
+        '  n_p_seed_orders_db{{"seed-orders-db"}}:::plugin -.-> n_orders_db',
+        "  n_orders --> n_orders_db",  # TCP: orders' dev copy names the dev database, no header involved
+        f'  n_web -->|"{MEMBER}"| n_orders',
+        "  entry --> n_web",
+    ]  # fmt: skip
+    body = markdown.render_markdown(report, report.entries, report.edges)
+    line = (f"Routing `{routing}`: requests carrying `{MEMBER}` reach this flow's dev versions; the rest reach the "
+            "baseline. Reached by header: `orders`.")
+    assert line + (" The per-host VirtualServices are in `flows/_mesh/` (shared by every flow)." if routing == "istio"
+                   else "\n") in body
+    assert report.as_dict()["mesh"] == {**report.mesh, "byHeader": ["orders"]}
+
+
+def test_routing_none_keeps_its_picture(harness):
+    report = bookshop_report(harness, "none")
+    body = picture_body(report)
+    assert '  entry(["pr-7.preview.bookshop.example.com"])' in body and "  n_web --> n_orders" in body
+    assert "  entry --> n_web" in body and not [line for line in body if "baggage" in line or "routing" in line]
+    assert "Routing" not in markdown.render_markdown(report, report.entries, report.edges)
+    assert "mesh" not in report.as_dict()
+
+
+def test_an_entry_backend_out_of_the_picture_is_reached_through_a_dotted_edge():
+    """Only catalog changed: its baseline caller orders is shown, the entry's backend web is not (no neighbour of a
+    change), so the entry reaches orders through services the picture leaves out."""
+    record = {"mode": "gateway-api", "header": "baggage", "key": mesh.DEFAULT_KEY, "member": mesh.member("pr-1"),
+              "match": mesh.header_regex("pr-1")}
+    rows = [{"service": "catalog", "kind": "service", "version": "dev", "reasons": ["target"], "plugins": [],
+             "added": 0, "changed": 1, "removed": 0}]
+    report = diff.Report("pr-1", "base", "head", [], rows, [], entries=["pr-1.example.com"],
+                         versions={"web": "baseline", "orders": "baseline", "catalog": "dev"},
+                         edges=[("orders", "catalog"), ("web", "orders")], mesh=record, by_header=["catalog"],
+                         entry_backends=["web"])  # fmt: skip
+    body = picture_body(report)
+    assert '  n_orders -->|"baggage devlane-flow=pr-1"| n_catalog' in body
+    assert "  entry -.-> n_orders" in body and "n_web" not in "".join(body)
