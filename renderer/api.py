@@ -39,6 +39,7 @@ from .render.apply_plugins import PluginResults
 from .render.emit import RenderedFlow
 from .render.flow import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
 from .render.load import Loaded, read_back
+from .render.mesh_lint import mesh_problems
 from .render.model import Model, build_model
 from .render.plan import Plan, make_plan
 from .render.plugin_defs import changed_args, used_plugin_names
@@ -281,7 +282,8 @@ def lint(options: Options) -> list[Problem]:
     with open_session(options, collect=True) as s:
         model = build_model(s.loaded.documents, s.config.namespace)
         wiring = [] if s.lane.by_namespace else invariants.unwirable_edges(model)
-        return s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model) + wiring
+        return (s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model) + wiring
+                + mesh_problems(model, s.config, s.options.routing, s.options.isolation))
 
 
 def _unresolvable(s: Session, model: Model) -> list[Problem]:

@@ -37,10 +37,7 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     g.add_argument("--template", type=Path, metavar="FILE", help="Kardinal template (Services with annotations)")
     g.add_argument("--template-arg", action="append", default=[], metavar="KEY=VALUE")
     g.add_argument("--template-args", type=Path, metavar="FILE", help="YAML/JSON file of template arguments")
-    g.add_argument("--routing", choices=["none", "gateway-api", "istio"], help="routing backend (default: none)")
-    g.add_argument("--isolation", choices=["suffix", "namespace"],
-                   help="suffix: dev copies named <name>-<flow> beside the baseline (default); namespace: the same "
-                        "names in a flow namespace, other services aliased there")
+    add_modes(g)
     g.add_argument("--strict", action="store_true", default=None,
                    help="fail when isolation cannot be verified: an unwired dev->dev edge, an address in a Secret "
                         "(also policy.strict in .devlane.yaml)")
@@ -57,6 +54,14 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     g.add_argument("--pr", metavar="N", help="pull request number for {pr} (default: $DEVLANE_PR or $GITHUB_REF)")
     g.add_argument("--timeout", type=float, metavar="SECONDS", help="budget for the whole render (default: none)")
     g.add_argument("--jobs", type=int, metavar="N", help="plugin instances run at once (default: CPUs, at most 8)")
+
+
+def add_modes(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--routing and --isolation, over `.devlane.yaml`: every rendering command, and `lint`, which checks them."""
+    p.add_argument("--routing", choices=["none", "gateway-api", "istio"], help="routing backend (default: none)")
+    p.add_argument("--isolation", choices=["suffix", "namespace"],
+                   help="suffix: dev copies named <name>-<flow> beside the baseline (default); namespace: the same "
+                        "names in a flow namespace, other services aliased there")
 
 
 def add_plugin_source(p: argparse.ArgumentParser, help: str = "use the plugin in PATH for plugin NAME") -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from .. import api
-from .common import add_common, options
+from .common import add_common, add_modes, options
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -24,5 +24,6 @@ def cmd_lint(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     lint = sub.add_parser("lint", help="report every problem in the repository at once")
     add_common(lint, flow=False)
+    add_modes(lint)
     lint.add_argument("-o", "--output", choices=["text", "json"], default="text")
     lint.set_defaults(handler=cmd_lint)

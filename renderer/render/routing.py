@@ -91,7 +91,6 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
     hosts = HostMap(flow_id, domain)
     objects: list[dict] = []
     summary: list[dict] = []
-    routes = [e.doc.ref for e in model.entries if e.kind == "HTTPRoute"]
     producers = mesh.gamma_routes(model, dev, flow_id, baggage_key) if routing == "gateway-api" else []
     taken = {r["metadata"]["name"] for r in producers}  # named after the dev Services
     for entry in sorted(model.entries, key=lambda e: (e.kind, e.doc.name)):
@@ -101,16 +100,7 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
             if gateway:
                 made = _gateway_entry(entry, dev, flow_id, hosts, model, routing, baggage_key, gateway)
             else:
-                message = (f"routing {routing}: the entry {entry.doc.ref} is an {entry.kind}, which cannot add the "
-                           "flow header to the requests it forwards")
-                hint = ("set mesh.gateway in .devlane.yaml (the Gateway each flow's route attaches to), mark an "
-                        "HTTPRoute attached to your Gateway as the entry (kardinal.dev.service/route: \"true\"), or "
-                        "use --routing none")
-                if routes:  # the flow is reached through the route
-                    diags.warn(message + f"; the flow is reached through {', '.join(routes)} only", where,
-                               hint=hint, code="mesh-entry")
-                else:
-                    diags.error(message, where, hint=hint, code="mesh-entry")
+                headerless_entry(entry, model.entries, routing, diags)
                 continue
         elif entry.kind == "Ingress":
             made = [_ingress(entry, dev, flow_id, hosts, where, model.namespace_of(entry.doc))]
@@ -140,6 +130,21 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
                         doc.where(), hint="move its rules into a Gateway-bound VirtualService, or use --routing "
                        "gateway-api (routes attached to a Service merge)", code="mesh-conflict")
     return Entries(objects, summary, record)
+
+
+def headerless_entry(entry: Entry, entries: list[Entry], routing: str, diags: Diagnostics) -> None:
+    """An Ingress or LoadBalancer Service entry on a mesh without `mesh.gateway` cannot add the flow header: an
+    error, or a warning when HTTPRoute entries reach the flow instead. `render` and `lint` both say it."""
+    routes = [e.doc.ref for e in entries if e.kind == "HTTPRoute"]
+    message = (f"routing {routing}: the entry {entry.doc.ref} is an {entry.kind}, which cannot add the flow header to "
+               "the requests it forwards")
+    hint = ("set mesh.gateway in .devlane.yaml (the Gateway each flow's route attaches to), mark an HTTPRoute attached "
+            "to your Gateway as the entry (kardinal.dev.service/route: \"true\"), or use --routing none")
+    if routes:  # the flow is reached through the route
+        diags.warn(message + f"; the flow is reached through {', '.join(routes)} only", entry.doc.where(), hint=hint,
+                   code="mesh-entry")
+    else:
+        diags.error(message, entry.doc.where(), hint=hint, code="mesh-entry")
 
 
 def _hosts_of(obj: dict) -> list[str]:

@@ -4,9 +4,13 @@ Dockerfile have what Argo CD needs, the devlane commands they run exist, and the
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
+from pathlib import Path
 
 import yaml
-from support import ROOT
+from support import EXAMPLE, ROOT
+
+from renderer.render.mesh import MESH_DIR
 
 ARGOCD = ROOT / "examples" / "argocd"
 APPSETS = ("applicationset.yaml", "applicationset-inventory.yaml")  # plain YAML; a kustomize overlay
@@ -63,3 +67,47 @@ def test_example_manifests_have_what_argocd_needs():
         assert plugin["parameters"][0]["name"] == "services" and isinstance(plugin["parameters"][0]["array"], list)
     default_repo = re.search(r"^ARG PLUGIN_REPO=(\S+)", (ARGOCD / "Dockerfile").read_text(), re.M).group(1)
     assert (ROOT / default_repo / ".devlane.yaml").is_file()
+
+
+def _directories(generator: dict, root: Path) -> list[str]:
+    """The directories an ApplicationSet git directory generator yields in `root` (a checkout): every directory a
+    `path` matches (Go's path.Match: `*` stays within one segment), but no excluded one and none starting with `.`."""
+
+    def match(pattern: str, path: str) -> bool:
+        parts, segments = pattern.split("/"), path.split("/")
+        return len(parts) == len(segments) and all(fnmatchcase(s, p) for s, p in zip(segments, parts, strict=True))
+
+    rules = generator["git"]["directories"]
+    found = [d.relative_to(root).as_posix() for d in sorted(root.rglob("*")) if d.is_dir()]
+    return [d for d in found if not d.rsplit("/", 1)[-1].startswith(".")
+            and any(match(r["path"], d) for r in rules if not r.get("exclude"))
+            and not any(match(r["path"], d) for r in rules if r.get("exclude"))]
+
+
+def test_istio_flows_are_applied_once_each_and_flows_mesh_by_one_application(harness):
+    """Routing istio: the mesh Application owns flows/_mesh, the rendered-flows ApplicationSet yields one Application
+    per flow directory and never _mesh or shared, and both point where `devlane render` writes."""
+    (app,) = [d for d in yaml.safe_load_all((ARGOCD / "application-mesh.yaml").read_text()) if d]
+    (appset,) = [d for d in yaml.safe_load_all((ARGOCD / "applicationset-rendered.yaml").read_text()) if d]
+    assert (app["apiVersion"], app["kind"]) == ("argoproj.io/v1alpha1", "Application")
+    assert (appset["apiVersion"], appset["kind"]) == ("argoproj.io/v1alpha1", "ApplicationSet")
+    source, template = app["spec"]["source"], appset["spec"]["template"]["spec"]
+    assert "plugin" not in source and "plugin" not in template["source"]  # committed plain files: the CMP refuses istio
+    assert template["source"]["path"] == "{{.path.path}}" and appset["spec"]["goTemplate"] is True
+    assert source["repoURL"] == template["source"]["repoURL"] == appset["spec"]["generators"][0]["git"]["repoURL"]
+    assert app["spec"]["syncPolicy"]["automated"]["prune"] is True
+    flows = source["path"].removesuffix(f"/{MESH_DIR}")
+    excluded = sorted(r["path"] for r in appset["spec"]["generators"][0]["git"]["directories"] if r.get("exclude"))
+    assert excluded == [f"{flows}/{MESH_DIR}", f"{flows}/shared"]
+    assert (ROOT / flows.split("/rendered/")[0] / ".devlane.yaml").is_file()
+
+    repo = harness.copy(EXAMPLE, "examples/bookshop")
+    for flow in ("pr-7", "pr-8"):  # catalog has no plugins: nothing runs
+        out = harness.cli("render", str(repo), "--flow", flow, "--service", f"catalog=ghcr.io/acme/catalog:{flow}",
+                          "--routing", "istio")
+        assert out.returncode == 0, out.stderr
+    (harness.root / flows / "shared").mkdir()  # as if the repository had shared services
+    assert _directories(appset["spec"]["generators"][0], harness.root) == [f"{flows}/pr-7", f"{flows}/pr-8"]
+    mesh = harness.root / source["path"]
+    (vs,) = [yaml.safe_load(f.read_text()) for f in sorted(mesh.glob("virtualservice-*.yaml"))]
+    assert [r["name"] for r in vs["spec"]["http"]] == ["flow-pr-7", "flow-pr-8", "baseline"]

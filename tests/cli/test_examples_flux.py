@@ -1,6 +1,7 @@
 """examples/flux: every file a user applies is a Flux object of a known version, the Kustomizations never set a
 target namespace and use the declared source, and the ResourceSet stamps the same flow Kustomization per pull
-request. That the flow Kustomization builds what `devlane render` writes is in tests/e2e/test_flux_example.py."""
+request; routing istio's flows/_mesh has exactly one Kustomization. That the Kustomizations build what `devlane render`
+writes is in tests/e2e/test_flux_example.py."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import re
 
 import yaml
 from support import ROOT
+
+from renderer.render.mesh import MESH_DIR
 
 FLUX = ROOT / "examples" / "flux"
 KINDS = {
@@ -38,7 +41,7 @@ def test_kustomizations_never_set_target_namespace_and_use_the_declared_source()
     objects = _all_objects()
     sources = {o["metadata"]["name"] for o in objects if o["kind"] == "GitRepository"}
     kustomizations = [o for o in objects if o["kind"] == "Kustomization"]
-    assert len(kustomizations) == 3
+    assert len(kustomizations) == 4
     for k in kustomizations:
         assert "targetNamespace" not in k["spec"]
         assert k["spec"]["prune"] is True
@@ -70,3 +73,16 @@ def test_readme_references_exist():
         assert (FLUX / link).is_file(), link
     for path in re.findall(r"examples/flux/[\w.-]+", text):
         assert (ROOT / path).is_file(), path
+
+
+def test_one_kustomization_applies_flows_mesh_from_the_flows_source():
+    """Routing istio: flows/_mesh is applied once for the whole output directory, from the source the flows are
+    committed to, and the per pull request ResourceSet never stamps it."""
+    (mesh,) = _docs("kustomization-mesh.yaml")
+    (flow,) = _docs("kustomization-pr-7.yaml")
+    flows = flow["spec"]["path"].rsplit("/", 1)[0]
+    assert mesh["spec"]["path"] == f"{flows}/{MESH_DIR}"
+    assert mesh["spec"]["sourceRef"] == flow["spec"]["sourceRef"]  # the branch every flow is committed to
+    assert [o for o in _all_objects() if o["kind"] == "Kustomization" and o["spec"]["path"].endswith(MESH_DIR)] \
+        == [mesh]  # fmt: skip
+    assert MESH_DIR not in yaml.safe_dump(_docs("resourceset-pull-requests.yaml"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from support import entry_ingress, yaml_doc
+
 BROKEN = """\
 apiVersion: apps/v1
 kind: Deployment
@@ -112,3 +114,98 @@ def test_lint_reports_broken_config_and_every_broken_file(harness):
     render = harness.cli("render", "--flow", "pr-1", "--service", "c=x:1")
     assert render.returncode == 1 and render.stderr.count("devlane: error:") == 2  # config first, then stop
     assert render.stderr.count("devlane: error: .devlane.yaml") == 2
+
+
+# --- routing gateway-api / istio: what a mesh flow needs that no render can see (renderer/render/mesh_lint.py) ---
+
+K = "kardinal.dev.service/"
+
+
+def mesh_problems(harness, *args: str) -> dict[str, list[dict]]:
+    """`devlane lint -o json` on the harness repository: the mesh problems by code."""
+    out = harness.cli("lint", "-o", "json", *args)
+    found: dict[str, list[dict]] = {}
+    for p in json.loads(out.stdout):
+        if p["code"].startswith("mesh-") or p["code"] == "routing":
+            found.setdefault(p["code"], []).append(p)
+    return found
+
+
+def gateway(name: str, namespace: str, group: str = "gateway.networking.k8s.io") -> str:
+    """A Gateway of the Gateway API, or of Istio (`networking.istio.io`)."""
+    http = {"name": "http", "port": 80, "protocol": "HTTP"}
+    spec = ({"gatewayClassName": "istio", "listeners": [http]} if group == "gateway.networking.k8s.io" else
+            {"servers": [{"port": {"number": 80, "name": "http", "protocol": "HTTP"}, "hosts": ["*"]}]})
+    return yaml_doc({"apiVersion": f"{group}/v1", "kind": "Gateway", "metadata": {"name": name, "namespace": namespace},
+                     "spec": spec})
+
+
+def test_lint_on_a_mesh_warns_of_an_entry_gateway_not_in_the_repository(harness):
+    harness.app("web")
+    harness.append("app.yaml", yaml_doc({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": "shop", "annotations": {K + "route": "true"}},
+        "spec": {"parentRefs": [{"name": "public", "namespace": "gateways"}], "hostnames": ["shop.example.com"],
+                 "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}}))
+    harness.config({"routing": "gateway-api"})
+    (warning,) = mesh_problems(harness)["mesh-gateway"]
+    assert warning["severity"] == "warning" and warning["where"]["object"] == "HTTPRoute/shop"
+    assert "Gateway gateways/public (gateway.networking.k8s.io), named in parentRefs by HTTPRoute/shop, is not among " \
+        "the repository's manifests: devlane cannot check that its listeners admit the per-flow hosts " \
+        "(<flowId>.example.com)" in warning["message"]
+    assert "wildcard listener (hostname *.example.com)" in warning["hint"]
+    assert mesh_problems(harness, "--routing", "none") == {}  # --routing over .devlane.yaml; no mesh, no check
+    harness.append("gateways.yaml", gateway("public", "gateways"))
+    assert mesh_problems(harness) == {}
+
+
+def test_lint_on_a_mesh_checks_an_ingress_entry_and_its_mesh_gateway(harness):
+    harness.app("web")
+    harness.append("app.yaml", entry_ingress("web"))
+    harness.config({"routing": "istio"})
+    (error,) = mesh_problems(harness)["mesh-entry"]
+    render = harness.cli("render", "--flow", "pr-1", "--service", "web=web:2", "--stdout")
+    assert error["severity"] == "error" and error["message"] in render.stderr  # the render's own words
+    assert harness.cli("lint").returncode == 1
+
+    harness.config({"routing": "istio", "domain": "dev.example.com", "mesh": {"gateway": "edge/public"}})
+    (warning,) = mesh_problems(harness)["mesh-gateway"]
+    assert "Istio Gateway edge/public (networking.istio.io), mesh.gateway in .devlane.yaml for Ingress/web-entry" in \
+        warning["message"]
+    assert "(<flowId>.dev.example.com)" in warning["message"] and warning["where"]["object"] == "Ingress/web-entry"
+    harness.append("gateways.yaml", gateway("public", "edge"))  # a Gateway API Gateway: not what istio binds to
+    assert "mesh-gateway" in mesh_problems(harness)
+    assert mesh_problems(harness, "--routing", "gateway-api") == {}
+    harness.append("gateways.yaml", gateway("public", "edge", "networking.istio.io"))
+    assert mesh_problems(harness) == {}
+
+
+def test_lint_on_a_mesh_warns_of_called_ports_that_declare_no_protocol(harness):
+    ports = {"bare": {"port": 80}, "httpish": {"name": "httpapi", "port": 80}, "db": {"name": "tcp", "port": 5432},
+             "cache": {"name": "redis", "port": 6379}, "named": {"name": "web", "port": 80},
+             "app": {"port": 80, "appProtocol": "http"}, "grpc": {"name": "grpc-api", "port": 9090},
+             "alone": {"port": 80}}  # fmt: skip
+    calls = "bare:80,httpish:httpapi,db:tcp,cache:redis,named:web,app:80,grpc:grpc-api"
+    for name, port in ports.items():
+        ann = {K + "dependencies": calls} if name == "alone" else {}
+        harness.append("app.yaml", yaml_doc({"apiVersion": "v1", "kind": "Service",
+                                             "metadata": {"name": name, **({"annotations": ann} if ann else {})},
+                                             "spec": {"selector": {"app": name}, "ports": [port]}}))
+    harness.append("app.yaml", yaml_doc({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "unused"},
+                                         "spec": {"selector": {"app": "unused"}, "ports": [{"port": 80}]}}))
+    harness.config({"routing": "gateway-api"})
+    found = mesh_problems(harness)["mesh-protocol"]
+    assert [p["where"]["object"] for p in found] == ["Service/bare", "Service/httpish"]  # no edge calls `unused`
+    bare, httpish = (p["message"] for p in found)
+    assert "Service bare (called by alone) port 80 has neither appProtocol nor a name" in bare
+    assert "treats it as TCP, which the mesh cannot route by the flow header" in bare
+    assert "port httpapi has no appProtocol and its name is not <protocol>[-<suffix>]" in httpish
+    assert "appProtocol: http (or grpc)" in found[0]["hint"] and "name it http or grpc-<suffix>" in found[0]["hint"]
+    assert mesh_problems(harness, "--routing", "none") == {}
+
+
+def test_lint_reports_a_mesh_that_namespace_isolation_refuses(harness):
+    harness.app("web")
+    harness.config({"routing": "gateway-api"})
+    (error,) = mesh_problems(harness, "--isolation", "namespace")["routing"]
+    assert "routing gateway-api cannot be combined with isolation namespace" in error["message"]

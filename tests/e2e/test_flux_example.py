@@ -85,3 +85,26 @@ def test_the_inventory_flow_in_namespace_isolation_is_what_flux_applies(harness)
     (flow_ks,) = [d for d in yaml.safe_load_all(
         (ROOT / "examples" / "flux" / "kustomization-inventory-pr-7.yaml").read_text()) if d]  # fmt: skip
     assert "targetNamespace" not in flow_ks["spec"]
+
+
+def test_the_mesh_kustomization_builds_the_virtual_services_of_every_flow(harness):
+    """Routing istio: two flows rendered into one output directory; the mesh Kustomization's path is the `_mesh`
+    directory devlane rebuilt from both, it builds with kubectl, each VirtualService passes the Istio CRD and lists
+    both flows, and no flow directory holds one of them (each holds only its entry's Gateway-bound one)."""
+    (mesh_ks,) = [d for d in yaml.safe_load_all((ROOT / "examples" / "flux" / "kustomization-mesh.yaml").read_text())
+                  if d]  # fmt: skip
+    repo = harness.copy(EXAMPLE, "examples/bookshop")
+    for flow in ("pr-7", "pr-8"):  # catalog has no plugins
+        out = harness.cli("render", str(repo), "--flow", flow, "--service", f"catalog=ghcr.io/acme/catalog:{flow}",
+                          "--routing", "istio")
+        assert out.returncode == 0, out.stderr
+    mesh_dir = harness.root / mesh_ks["spec"]["path"]
+    assert mesh_dir.is_dir(), f"{mesh_ks['spec']['path']} is not where devlane rendered flows/_mesh"
+    built = kubectl_kustomize(mesh_dir)
+    assert [o["kind"] for o in built] == ["VirtualService"]
+    for vs in built:
+        validate_strict(vs)
+        assert [r["name"] for r in vs["spec"]["http"]] == ["flow-pr-7", "flow-pr-8", "baseline"]
+    for flow in ("pr-7", "pr-8"):
+        objects = kubectl_kustomize(mesh_dir.parent / flow)  # its entry's Gateway-bound VirtualService, no shared one
+        assert [o["metadata"]["name"] for o in objects if o["kind"] == "VirtualService"] == [f"shop-{flow}"]
