@@ -281,7 +281,8 @@ def lint(options: Options) -> list[Problem]:
     resolve included; no plugin runs."""
     with open_session(options, collect=True) as s:
         model = build_model(s.loaded.documents, s.config.namespace)
-        wiring = [] if s.lane.by_namespace else invariants.unwirable_edges(model)
+        on_mesh = (s.options.routing or s.config.routing) != "none"
+        wiring = [] if s.lane.by_namespace else invariants.unwirable_edges(model, on_mesh)
         return (s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model) + wiring
                 + mesh_problems(model, s.config, s.options.routing, s.options.isolation))
 

@@ -289,17 +289,22 @@ def mesh_section(record: dict | None) -> list[str]:
     return lines
 
 
-def mesh_flow(records: dict[str, dict]) -> RenderedFlow | None:
+def mesh_flow(records: dict[str, dict], keep: bool = False) -> RenderedFlow | None:
     """`flows/_mesh/`: istio's one VirtualService per baseline host, from the `mesh` records of every flow in the
-    output directory (None when no flow routes a host). A function of the records alone, so a directory after a
-    delete equals a fresh render of the flows that remain."""
+    output directory. A function of the records alone, so a directory after a delete equals a fresh render of the
+    flows that remain. When no flow routes a host: None, or with `keep` (the directory exists) an empty
+    kustomization, so that Argo CD or Flux prune the VirtualServices rather than fail on a missing path."""
     objects = mesh.virtual_services(records)
-    if not objects:
+    if not objects and not keep:
         return None
     files, written = render_files(objects)
-    flows = sorted(records)
+    flows = sorted(r for r in records if any(h for h in records[r].get("hosts") or []))
     meta = {"apiVersion": "devlane.dev/v1alpha1", "kind": "MeshRoutes", "flow": mesh.MESH_DIR, "routing": "istio",
             "devlaneVersion": VERSION, "flows": flows, "files": sorted(files)}
+    state = ["## Flows", "", *[f"- `{f}`" for f in flows], "", "## Files", "", *[f"- `{f}`" for f in sorted(files)]] \
+        if objects else ["No flow routes a host now: the kustomization is empty, so the Application or Kustomization "
+                         "that deploys this directory prunes the VirtualServices (Argo CD needs `allowEmpty: true` in "
+                         "its automated sync policy)."]
     readme = "\n".join([
         "# devlane mesh routes (`istio`)", "",
         "Istio sidecars do not merge VirtualServices of one host, so every baseline host that has a dev version "
@@ -307,7 +312,6 @@ def mesh_flow(records: dict[str, dict]) -> RenderedFlow | None:
         "catch-all to the baseline. devlane rebuilds this directory from the flows in `flows/` on every "
         "`render` and `delete`. Do not edit: re-render instead.", "",
         "Deploy it with one Argo CD Application or Flux Kustomization for the whole output directory's mesh "
-        "(path `flows/_mesh`), never from a per-flow one.", "",
-        "## Flows", "", *[f"- `{f}`" for f in flows], "", "## Files", "", *[f"- `{f}`" for f in sorted(files)],
+        "(path `flows/_mesh`), never from a per-flow one.", "", *state,
     ]) + "\n"
     return RenderedFlow(mesh.MESH_DIR, files, meta, readme, written)

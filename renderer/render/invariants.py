@@ -39,6 +39,7 @@ from .clone import MAP_SELECTORS, VOLUME, DevSet, DevWorkload, volume_mode
 from .load import Document
 from .model import Model
 from .plan import service_targets
+from .protocols import routed_by_header
 from .reads import config_reads, data_refs, pod_slots
 
 PodItem = tuple[str | None, dict, Any]  # the pods' namespace, their labels, what makes them
@@ -347,10 +348,12 @@ def flow_risks(model: Model) -> list[Problem]:
     return diags.problems
 
 
-def unwirable_edges(model: Model) -> list[Problem]:
+def unwirable_edges(model: Model, on_mesh: bool = False) -> list[Problem]:
     """Dependency edges whose caller reads no address of the callee (env, command, args, its ConfigMaps): the
     address is compiled into the image, so suffix isolation can never rewrite it; `lint` suggests namespace
-    isolation, where the short name resolves to the dev copy by DNS."""
+    isolation, where the short name resolves to the dev copy by DNS. On a mesh an HTTP or gRPC callee is reached
+    by the flow header, whatever address the caller uses, so only TCP callees count (and a mesh cannot be
+    combined with namespace isolation)."""
     diags = Diagnostics()
     for key in sorted(model.services):
         node = model.services[key]
@@ -360,7 +363,7 @@ def unwirable_edges(model: Model) -> list[Problem]:
         home = model.namespace_of(node.workload.doc)
         for dep, _port in node.dependencies:
             callee = model.services.get(dep)
-            if callee is None or not callee.is_service:
+            if callee is None or not callee.is_service or (on_mesh and routed_by_header(model, dep)):
                 continue
             targets = Targets([Target(dep, callee.name, callee.namespace, callee.port_names)], home)
             if next(pod_slots(spec, targets), None) is not None:
@@ -371,6 +374,7 @@ def unwirable_edges(model: Model) -> list[Problem]:
             diags.warn(f"edge {node.ref} -> {callee.ref}: {node.ref} reads no address of {callee.name} (env, command, "
                        "args, ConfigMaps), so it is compiled into the image: in a flow that copies both, suffix "
                        "isolation cannot wire it", node.doc.where(),
-                       hint=f"use isolation: namespace (the short name {callee.name} then resolves to the dev copy by "
+                       hint="pass the address through env or a ConfigMap" if on_mesh else
+                       f"use isolation: namespace (the short name {callee.name} then resolves to the dev copy by "
                        "DNS), or pass the address through env or a ConfigMap", code="unwirable")
     return diags.problems

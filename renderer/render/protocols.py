@@ -12,7 +12,9 @@ from .model import Model
 
 _GRPC = re.compile(r"^grpc(-|$)")
 _HTTP = re.compile(r"^(http|https|http2)(-|$)")
-HTTP_APP_PROTOCOLS = ("http", "https", "http2", "kubernetes.io/h2c", "kubernetes.io/ws", "kubernetes.io/wss")
+# gRPC-Web rides on HTTP/1.1 or 2 requests: an HTTPRoute routes it, a GRPCRoute would not match it
+HTTP_APP_PROTOCOLS = ("http", "https", "http2", "grpc-web", "kubernetes.io/h2c", "kubernetes.io/ws",
+                      "kubernetes.io/wss")
 
 
 def port_protocol(port: dict) -> str:

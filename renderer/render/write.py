@@ -91,8 +91,6 @@ class Output:
         finally:
             for tmp, _ in staged:
                 _discard(tmp)  # a swapped tmp holds the old tree; an unswapped one, the new
-        if routes is None:
-            _remove(self.flows / MESH_DIR)  # no flow routes a host any more
         return [final for _, final in staged]  # `_mesh` last, when a flow routes a host
 
     def remove(self, name: str) -> Path | None:
@@ -100,7 +98,6 @@ class Output:
         removed = _remove(self.flows / name)
         routes = self._mesh({name: None})
         if routes is None:
-            _remove(self.flows / MESH_DIR)
             return removed
         tmp = None
         try:
@@ -131,7 +128,7 @@ class Output:
                 metadata[name] = meta
         records = {name: meta["mesh"] for name, meta in metadata.items()
                    if meta.get("kind") == "FlowMetadata" and (meta.get("mesh") or {}).get("mode") == "istio"}
-        return mesh_flow(records)
+        return mesh_flow(records, keep=(self.flows / MESH_DIR).is_dir())
 
 
 def _read_metadata(path: Path) -> dict | None:

@@ -9,6 +9,7 @@ import json
 import re
 
 import pytest
+import yaml
 from support import CRDS, yaml_doc
 
 from renderer import api
@@ -50,7 +51,7 @@ def test_the_expression_is_the_one_checked_in_the_research_and_needs_no_backslas
     ({"name": "http", "port": 80}, "http"), ({"name": "http-api", "port": 80}, "http"),
     ({"name": "grpc", "port": 9}, "grpc"), ({"name": "x", "port": 9, "appProtocol": "grpc"}, "grpc"),
     ({"name": "tcp", "port": 5432}, "tcp"), ({"port": 6379}, "tcp"), ({"name": "x", "appProtocol": "HTTP"}, "http"),
-    ({"name": "redis", "appProtocol": "redis"}, "tcp"),
+    ({"name": "redis", "appProtocol": "redis"}, "tcp"), ({"name": "web", "appProtocol": "grpc-web"}, "http"),
     ({"name": "grpc-x", "appProtocol": "kubernetes.io/h2c"}, "grpc"),
 ])  # fmt: skip
 def test_port_protocols_follow_app_protocol_then_the_name(port, protocol):
@@ -172,7 +173,6 @@ def test_an_ingress_entry_cannot_add_the_header(harness):
 @pytest.mark.skipif(not (CRDS / "gateway-api").is_dir(), reason="upstream Gateway API CRDs not available")
 def test_every_route_passes_the_gateway_api_crd(harness):
     import jsonschema
-    import yaml
 
     shop(harness)
     got = objects(harness.render(FLOW, {"api": "api:2", "catalog": "catalog:2"}))
@@ -250,8 +250,6 @@ def test_a_broken_route_fails_the_render(harness, monkeypatch):
 
 
 def crd_schema(file: str, kind: str, version: str = "v1") -> dict:
-    import yaml
-
     for crd in yaml.safe_load_all(file.read_text() if hasattr(file, "read_text") else file):
         if crd and crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["names"]["kind"] == kind:
             return next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
@@ -435,7 +433,10 @@ def test_flows_mesh_lists_the_flows_present_and_a_delete_leaves_a_fresh_render(h
     assert left == {p.name: p.read_bytes() for p in (alone / "flows" / "_mesh").iterdir()}
     assert b"pr-1" not in b"".join(left.values())
     assert harness.cli("delete", "--flow", "pr-2", "--out", out).returncode == 0
-    assert not meshdir.exists()  # no flow routes a host any more
+    # no flow routes a host any more: an empty kustomization, so that Argo CD or Flux prune the VirtualServices
+    assert sorted(p.name for p in meshdir.iterdir()) == ["README.md", "flow.metadata", "kustomization.yaml"]
+    assert yaml.safe_load((meshdir / "kustomization.yaml").read_text())["resources"] == []
+    assert "allowEmpty: true" in (meshdir / "README.md").read_text()
 
 
 @pytest.mark.parametrize("routing", ["gateway-api", "istio"])
@@ -490,3 +491,18 @@ def test_the_repositorys_own_virtual_service_for_a_routed_host_is_an_error(harne
            "which devlane routes in flows/_mesh/ too" in out.stderr
     assert "IST0109" in out.stderr and "routing proof" not in out.stderr
     assert harness.cli("render", "--flow", FLOW, "--service", "catalog=catalog:2", "--stdout").returncode == 0
+
+
+def test_lint_on_a_mesh_warns_only_about_tcp_edges_compiled_into_the_image(harness):
+    """web reads no address of api (HTTP) nor api of db (TCP): on a mesh the header reaches api's copy whatever
+    address web uses, but db's copy is reached only by rewriting, which needs an address to rewrite."""
+    harness.write("app.yaml", GATEWAY + ENTRY + service("web", HTTP, deps="api:http") + deployment("web")
+                  + service("api", HTTP, deps="db:tcp") + deployment("api")
+                  + service("db", {"name": "tcp", "port": 5432}, stateful="true") + deployment("db"))
+    none = harness.cli("lint", "--routing", "none")
+    assert "edge shop/web -> shop/api" in none.stdout + none.stderr
+    out = harness.cli("lint", "--routing", "gateway-api")
+    said = out.stdout + out.stderr
+    assert "edge shop/web -> shop/api" not in said
+    assert "edge shop/api -> shop/db: shop/api reads no address of db" in said
+    assert "hint: pass the address through env or a ConfigMap" in said and "isolation: namespace" not in said
