@@ -51,6 +51,7 @@ class Password:
     unless: Mapping[str, str | None] = field(default_factory=dict)  # env that makes it unneeded (None: any value)
     only_with: str | None = None  # needed only when this env is set (MYSQL_PASSWORD goes with MYSQL_USER)
     fallback: tuple[str, str] | None = None  # env set when nothing configures the password
+    needed_for: str = "will not initialize a database"  # what the image does without it
 
     @property
     def secret_arg(self) -> str:
@@ -213,15 +214,15 @@ def _password(engine: Engine, container: Json, p: Password, args: Mapping[str, s
     if p.only_with and all(_env_index(container, n) is None for n in (p.only_with, f"{p.only_with}_FILE")):
         return []
     plain = _plain_env(container)
-    if any(name in plain and (value is None or plain[name] == value) for name, value in p.unless.items()):
+    if any(plain.get(name) if value is None else plain.get(name) == value for name, value in p.unless.items()):
         return []
     if p.fallback:
         _set_env(engine, container, p.fallback[0], {"value": p.fallback[1]})
         return [_result(f"{p.env} is not set, so the dev database gets {p.fallback[0]}={p.fallback[1]}", "info",
                         f"set {p.secret_arg} to choose the password")]
-    raise _Refused(f"the dev copy sets no {p.env}, and the {engine.product} image will not initialize a database "
-                   "without it", f"set {p.secret_arg} to the Secret that holds the password (key "
-                   f"{p.key_arg}, default {p.default_key!r})")
+    raise _Refused(f"the dev copy sets no {p.env}, and without it the {engine.product} image {p.needed_for}",
+                   f"set {p.secret_arg} to the Secret that holds the password (and {p.key_arg} when the key is not "
+                   f"{p.default_key!r})")
 
 
 def _overlaps(a: str, b: str) -> bool:
