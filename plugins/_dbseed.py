@@ -20,6 +20,7 @@ import base64
 import binascii
 import copy
 import hashlib
+import inspect
 import posixpath
 import re
 from collections.abc import Callable, Mapping
@@ -356,6 +357,12 @@ def seed_configmap(name: str, data: Json, binary: Json) -> Json:
     return obj
 
 
+def arg_names(engine: Engine) -> tuple[str, ...]:
+    """Every arg of the engine's plugin, in signature order (its plugin.yaml argsSchema lists the same)."""
+    passwords = tuple(n for p in engine.passwords for n in (p.arg, p.secret_arg, p.key_arg))
+    return ("seed_script", "db_name", "db_user", *passwords, "data_dir")
+
+
 def create_flow(engine: Engine, pod_specs: list[Json], flow_uuid: str, extensions: list[Json] | None,
                 args: Mapping[str, str]) -> Json:
     """Kardinal's create_flow result: the seeded pod specs (same count and order), the seed ConfigMap and
@@ -374,3 +381,29 @@ def create_flow(engine: Engine, pod_specs: list[Json], flow_uuid: str, extension
         return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
     return {"pod_specs": specs, "config_map": {"seedConfigMap": name, "files": sorted({*data, *binary})},
             "resources": [seed_configmap(name, data, binary)], "results": results}
+
+
+def kardinal_functions(engine: Engine) -> tuple[Callable[..., Any], ...]:
+    """The plugin's `validate_args`, `create_flow` and `delete_flow`. Kardinal binds args by name from a
+    function's signature, so create_flow advertises every arg of the engine (`__signature__`)."""
+
+    def validate(args: dict[str, Any]) -> list[Json]:
+        """Checks beyond argsSchema (which devlane applies first); an empty list means valid."""
+        return validate_args(engine, args)
+
+    def create(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str, extensions: list[Json] | None = None,
+               **args: str) -> Json:
+        """The seeded pod specs (same count and order), the seed ConfigMap, and the state."""
+        return create_flow(engine, pod_specs, flow_uuid, extensions, args)
+
+    def delete(config_map: Json, flow_uuid: str) -> None:
+        """Nothing to undo: the data lives in the pod's emptyDir, and the ConfigMap is pruned with the flow."""
+        return None
+
+    own = [p for p in inspect.signature(create).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    extra = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=str)
+             for n in arg_names(engine)]
+    create.__signature__ = inspect.Signature([*own, *extra])  # type: ignore[attr-defined]
+    for fn, name in ((validate, "validate_args"), (create, "create_flow"), (delete, "delete_flow")):
+        fn.__name__ = fn.__qualname__ = name
+    return validate, create, delete

@@ -9,8 +9,6 @@ postgres-seed-plugin's. The shared mechanics are in `plugins/_dbseed.py`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from plugins import _dbseed
 from plugins._dbseed import Engine, Password
 
@@ -36,35 +34,6 @@ ENGINE = Engine(
 )
 
 
-def validate_args(args: dict[str, Any]) -> list[dict[str, str]]:
-    """Checks beyond argsSchema (which devlane applies first); an empty list means valid."""
-    return _dbseed.validate_args(ENGINE, args)
-
-
-def create_flow(
-    service_specs: list[dict[str, Any]],
-    pod_specs: list[dict[str, Any]],
-    flow_uuid: str,
-    extensions: list[dict[str, Any]] | None = None,
-    seed_script: str = "",
-    db_name: str = "",
-    db_user: str = "",
-    db_password: str = "",
-    db_password_secret: str = "",
-    db_password_secret_key: str = "",
-    root_password: str = "",
-    root_password_secret: str = "",
-    root_password_secret_key: str = "",
-    data_dir: str = "",
-) -> dict[str, Any]:
-    """The seeded pod specs (same count and order), the seed ConfigMap, and the state."""
-    args = {"seed_script": seed_script, "db_name": db_name, "db_user": db_user, "db_password": db_password,
-            "db_password_secret": db_password_secret, "db_password_secret_key": db_password_secret_key,
-            "root_password": root_password, "root_password_secret": root_password_secret,
-            "root_password_secret_key": root_password_secret_key, "data_dir": data_dir}
-    return _dbseed.create_flow(ENGINE, pod_specs, flow_uuid, extensions, args)
-
-
-def delete_flow(config_map: dict[str, Any], flow_uuid: str) -> None:
-    """Nothing to undo: the seeded data lives in the pod's emptyDir and the ConfigMap is pruned with the flow."""
-    return None
+# Kardinal's functions, bound by name: create_flow(service_specs, pod_specs, flow_uuid, extensions, <each arg of
+# plugin.yaml's argsSchema>), validate_args(args), delete_flow(config_map, flow_uuid).
+validate_args, create_flow, delete_flow = _dbseed.kardinal_functions(ENGINE)
