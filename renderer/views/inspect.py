@@ -17,12 +17,11 @@ from ..host.budget import DEFAULT_PLUGIN_TIMEOUT, Budget
 from ..host.confine import Limits, confinement
 from ..host.manifest import MANIFEST, Manifest, load_manifest
 from ..host.resolve import BUILTIN_PACKAGE, PluginSource, builtin_root, is_plugin_dir, plugin_digest
-from ..host.sandbox import ENV_ALLOWLIST
+from ..host.sandbox import ENV_ALLOWLIST, is_secret_name, schema_mark
 from ..protocol.krm import MAX_MESSAGE_BYTES
 from ..render.config import RepoConfig
 from ..render.model import Model, build_model
 
-SECRET_WORDS = ("key", "token", "secret", "password")
 MASK = "***"
 
 
@@ -206,16 +205,17 @@ def sandbox_facts(info: PluginInfo) -> dict[str, Any]:
 # Describing
 
 
-def _secret_fields(schema: dict | None) -> set[str]:
-    props = (schema or {}).get("properties") or {}
-    return {k for k, v in props.items()
-            if isinstance(v, dict) and (v.get("writeOnly") or v.get("format") == "password")}
-
-
 def mask_args(args: dict[str, str], schema: dict | None = None) -> dict[str, str]:
-    """Hide values whose names look secret (or that argsSchema marks writeOnly / format: password)."""
-    marked = _secret_fields(schema)
-    return {k: MASK if k in marked or any(w in k.lower() for w in SECRET_WORDS) else v for k, v in sorted(args.items())}
+    """Hide the values the sandbox hides in logs: args argsSchema marks secret (writeOnly, format: password,
+    x-devlane-secret: true) or whose names look secret, unless the schema says otherwise (x-devlane-secret:
+    false, e.g. the name of a Secret)."""
+    props = (schema or {}).get("properties") or {}
+
+    def secret(name: str) -> bool:
+        mark = schema_mark(props.get(name))
+        return is_secret_name(name) if mark is None else mark
+
+    return {k: MASK if secret(k) else v for k, v in sorted(args.items())}
 
 
 def find(inventory: Inventory, name: str) -> PluginInfo:

@@ -84,6 +84,8 @@ def test_render_by_short_name_is_secret_free(harness, plugin):
         "devlane-seed-data": True, "devlane-seed": "seed-shop-seed-pr-7"}
     metadata = json.loads(files["flows/pr-7/flow.metadata"])
     assert [(p["name"], p["source"]) for p in metadata["plugins"]] == [(plugin, "builtin")]
+    described = harness.cli("plugins", "describe", plugin, harness.root).stdout
+    assert "db_password_secret: shop-db" in described  # a Secret's name is no secret (x-devlane-secret: false)
 
 
 def test_a_literal_password_is_never_written_nor_logged(harness):
