@@ -7,26 +7,18 @@ schema validation and `kubectl kustomize` of the rendered flows are in tests/e2e
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 
 import pytest
 import yaml
 from support import ROOT, demo_file
+from support.kardinal import import_builtin
 from support.repos import SEED_DATABASES, SEED_SECRET, seeded_shop
 
 from plugins import _dbseed
 
 SEEDS = sorted(SEED_DATABASES)
 FLOW = ["--flow", "pr-7", "--service", "shop=example.com/shop:2"]
-
-
-def engine_of(plugin: str) -> _dbseed.Engine:
-    spec = importlib.util.spec_from_file_location(f"seed_main_{plugin.replace('-', '_')}",
-                                                  ROOT / "plugins" / plugin / "main.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ENGINE
 
 
 def rendered(out) -> dict[str, str]:
@@ -52,7 +44,7 @@ def test_args_schema_lists_exactly_the_args_create_flow_binds(plugin):
     manifest = yaml.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())
     schema = manifest["spec"]["argsSchema"]
     assert schema["additionalProperties"] is False and manifest["spec"]["emits"] == ["ConfigMap"]
-    assert list(schema["properties"]) == list(_dbseed.arg_names(engine_of(plugin)))
+    assert list(schema["properties"]) == list(_dbseed.arg_names(import_builtin(plugin).ENGINE))
     for name, prop in schema["properties"].items():
         assert prop.get("description") and prop.get("examples"), name
         assert prop.get("writeOnly") is (True if name in ("db_password", "root_password") else None), name
