@@ -7,6 +7,7 @@ schema validation and `kubectl kustomize` of the rendered flows are in tests/e2e
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 
 import pytest
@@ -94,6 +95,33 @@ def test_a_literal_password_is_never_written_nor_logged(harness):
     assert described.returncode == 0 and "db_password: ***" in described.stdout
     for text in [*rendered(out).values(), result.stdout, result.stderr, described.stdout, described.stderr]:
         assert SEED_SECRET not in text
+
+
+def test_seed_from_repository_files_read_at_the_rendered_ref(harness):
+    """`extensions: [{file: PATH}]` hands a repository file to the plugin as a one-key ConfigMap (binaryData when
+    it is not text), read from the rendered git ref like every other input."""
+    data = gzip.compress(b"INSERT INTO items VALUES (3);\n", mtime=0)
+    seeded_shop(harness, "postgres-seed", [{"file": "db/01-schema.sql"}, {"file": "./db/02-data.sql.gz"}])
+    harness.write("db/01-schema.sql", "CREATE TABLE items (id int PRIMARY KEY);\n")
+    (harness.root / "db" / "02-data.sql.gz").write_bytes(data)
+    harness.commit()
+    harness.write("db/01-schema.sql", "-- not committed\n")
+    result = harness.cli("render", *FLOW, "--ref", "HEAD", "--stdout")
+    assert result.returncode == 0, result.stderr
+    seed = next(o for o in yaml.safe_load_all(result.stdout) if o and o["metadata"]["name"] == "seed-shop-seed-pr-7")
+    assert seed["data"] == {"01-schema.sql": "CREATE TABLE items (id int PRIMARY KEY);\n",
+                            "seed.sql": "INSERT INTO items VALUES (1), (2);\n"}
+    assert seed["binaryData"] == {"02-data.sql.gz": base64.b64encode(data).decode()}
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ({"file": "db/missing.sql"}, "extension file db/missing.sql is not in the repository"),
+    ({"file": "../outside.sql"}, "extensions file entries must be {file: PATH} with PATH relative to the repository"),
+])
+def test_bad_file_extensions_are_refused(harness, entry, message):
+    seeded_shop(harness, "postgres-seed", [entry])
+    result = harness.cli("render", *FLOW, "--stdout")
+    assert result.returncode == 1 and message in result.stderr
 
 
 def test_kardinal_definition_works_with_only_the_name_changed(harness):

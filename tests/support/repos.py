@@ -66,10 +66,11 @@ def _service(name: str, port: dict, annotations: dict) -> dict:
             "spec": {"selector": {"app": name}, "ports": [port]}}
 
 
-def seeded_shop(harness: Harness, plugin: str) -> Path:
+def seeded_shop(harness: Harness, plugin: str, extensions: list | None = None) -> Path:
     """A shop and its database (on the official image, passwords from the repository Secret `shop-db`)
     seeded by the built-in `plugin`, named by its short name: schema from an extension ConfigMap, data
-    inline. A flow on `shop` gives the database a dev copy (stateful, over TCP)."""
+    inline (or the definition's `extensions`). A flow on `shop` gives the database a dev copy (stateful, over
+    TCP)."""
     db = SEED_DATABASES[plugin]
     secret_env = [{"name": name, "valueFrom": {"secretKeyRef": {"name": "shop-db", "key": key}}}
                   for name, key in db["env"].items()]
@@ -91,7 +92,7 @@ def seeded_shop(harness: Harness, plugin: str) -> Path:
     ]
     harness.write("app.yaml", "".join(yaml_doc(o) for o in objects) + entry_ingress("shop"))
     harness.plugin_definition({"name": plugin, "type": "stateful", "servicename": "shop-seed",
-                               "extensions": ["ConfigMap/shop-schema"],
+                               "extensions": ["ConfigMap/shop-schema"] if extensions is None else extensions,
                                "args": {"seed_script": "INSERT INTO items VALUES (1), (2);", "db_name": "shop",
                                         "db_user": "shop", **db["args"]}})
     return harness.root
