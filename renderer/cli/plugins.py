@@ -16,7 +16,7 @@ from ..host.manifest import RUNTIMES
 from ..host.supply import cache
 from ..host.supply.lock import LOCK_FILE
 from ..host.supply.venvs import prepare
-from ..views.inspect import collect, describe_dict, describe_text, find, list_text
+from ..views.inspect import catalogue, catalogue_text, collect, describe_dict, describe_text, find, list_text
 from .common import Progress, add_common, add_plugin_source, repeat_pairs, say, show
 
 
@@ -31,6 +31,8 @@ def _show(data: Any, output: str, as_text: Callable[[Any], str]) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.builtin:
+        return _show(catalogue(), args.output, catalogue_text)
     return _show([i.summary() for i in collect(_options(args)).plugins], args.output, list_text)
 
 
@@ -131,6 +133,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     for parser in (shown, described):
         parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
         add_plugin_source(parser, "resolve plugin NAME to PATH, as render would")
+    shown.add_argument("--builtin", action="store_true",
+                       help="list devlane's built-in plugins (usable by name in any repository) instead; REPO is "
+                            "not read")
     n = sub.add_parser("new", help="scaffold a working plugin: plugin.yaml, args schema, implementation, tests")
     n.add_argument("name", metavar="NAME", help="plugin name (DNS-style: lowercase, digits, '-', '.')")
     n.add_argument("--runtime", choices=list(RUNTIMES), default="kardinal-python",

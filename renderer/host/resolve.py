@@ -9,6 +9,7 @@ refuses an unpinned or unfetched plugin with the command that fixes it.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.resources
 import re
@@ -316,14 +317,44 @@ class Resolver:
         return resolve_plugin_source(name, self.repo_root, self.flag_sources, self.config_sources, lock=lock)
 
 
+def is_builtin_dir(path: Path) -> bool:
+    """Whether `path` is a plugin of devlane's own catalogue, however it was named (a flag, a path): such a
+    plugin runs in-process, where it may import the catalogue's shared modules (`plugins/_*.py`)."""
+    root = builtin_root()
+    return root is not None and path.resolve().parent == root.resolve() and is_plugin_dir(path)
+
+
+def shared_modules(path: Path) -> list[Path]:
+    """The catalogue's shared modules a built-in's main.py imports (`from plugins import _x`, `from
+    plugins._x import ...`): part of its code, so part of its digest."""
+    main_py = path / "main.py"
+    if not is_builtin_dir(path) or not main_py.is_file():
+        return []
+    try:
+        tree = ast.parse(main_py.read_bytes(), filename=str(main_py))
+    except (SyntaxError, ValueError):
+        return []
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == BUILTIN_PACKAGE:
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(BUILTIN_PACKAGE + "."):
+            names.add(str(node.module).split(".")[1])
+    root = path.resolve().parent
+    return [root / f"{n}.py" for n in sorted(names) if n.startswith("_") and (root / f"{n}.py").is_file()]
+
+
 def plugin_digest(path: Path) -> str:
-    """Content hash of a plugin directory (ignoring caches), recorded in `flow.metadata`."""
+    """Content hash of a plugin directory (ignoring caches) and of the shared modules a built-in imports,
+    recorded in `flow.metadata`."""
     h = hashlib.sha256()
     for f in sorted(p for p in path.rglob("*") if p.is_file()):
         rel = f.relative_to(path).as_posix()
         if "__pycache__" in rel or rel.endswith(".pyc") or rel.startswith((".venv/", "venv/", ".git/")):
             continue
         h.update(rel.encode() + b"\0" + f.read_bytes() + b"\0")
+    for f in shared_modules(path):
+        h.update(f"../{f.name}".encode() + b"\0" + f.read_bytes() + b"\0")
     return "sha256:" + h.hexdigest()
 
 

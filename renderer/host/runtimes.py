@@ -32,7 +32,7 @@ from .confine import Confinement, Jail, SandboxPolicy, confinement
 from .invoke import Invocation, Outcome, ReplyReader, outcome_from_reply, request_document
 from .manifest import OPERATION_FUNCTION, Manifest
 from .process import reply_of, spawn
-from .resolve import PluginSource
+from .resolve import PluginSource, is_builtin_dir
 from .sandbox import plugin_env
 from .supply.venvs import python_for
 
@@ -286,6 +286,6 @@ def make_runtime(source: PluginSource, manifest: Manifest, network: bool = False
     """The runtime for a plugin; `network` only for External plugins run by provision or delete."""
     if manifest.runtime == "grpc":
         return GrpcRuntime(source, manifest, network, sandbox)
-    if manifest.runtime == "kardinal-python" and source.origin == "builtin":
+    if manifest.runtime == "kardinal-python" and (source.origin == "builtin" or is_builtin_dir(source.path)):
         return InProcessRuntime(source, manifest)
     return ProcessRuntime(source, manifest, network, sandbox)

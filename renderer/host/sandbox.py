@@ -190,7 +190,7 @@ def is_secret_name(name: str) -> bool:
     return any(w in low for w in SECRET_NAME_WORDS)
 
 
-def _schema_mark(schema: Any) -> bool | None:
+def schema_mark(schema: Any) -> bool | None:
     """True/False when the schema says whether a value is secret, None when it does not say."""
     if not isinstance(schema, dict):
         return None
@@ -245,7 +245,7 @@ def secret_values(args: dict, schema: dict | None = None) -> list[str]:
             found.update(line.strip() for line in value.splitlines() if len(line.strip()) >= 8)
 
     def walk(value: Any, schema: Any, name: str | None) -> None:
-        mark = _schema_mark(schema)
+        mark = schema_mark(schema)
         if mark or (mark is None and name is not None and is_secret_name(name)):
             for leaf in _leaves(value, numbers=bool(mark)):
                 add(leaf, from_name=not mark)

@@ -12,14 +12,18 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import posixpath
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..core.k8s import with_pod_spec
+from ..core.source import Source
 from ..errors import DevlaneError, Problem, Where, fail
 from ..host.choose import Candidate, Choice, PluginUse
 from ..host.invoke import Invocation, Outcome
@@ -33,6 +37,8 @@ from .plugin_defs import PluginDef
 from .plugin_policy import OutputPolicy
 
 Status = Literal["ok", "replayed", "bypassed", "provisioned"]
+FILE_ANNOTATION = "devlane.dev/file"  # on the ConfigMap an `extensions` file entry becomes: the file's path
+_CONFIGMAP_KEY = re.compile(r"[-._a-zA-Z0-9]+\Z")
 WorkKey = tuple[str | None, str]
 
 
@@ -105,9 +111,32 @@ def target_back(pod_spec: dict, index: int) -> dict:
     return _back(copy.deepcopy(pod_spec), index)
 
 
-def _extension_objects(model: Model, pdef: PluginDef) -> list[dict]:
+def file_object(source: Source | None, path: str, where: Where) -> dict:
+    """A repository file named in `extensions` ({file: PATH}), handed over as kustomize's configMapGenerator
+    would build it: a ConfigMap whose one key is the file's name (in binaryData when it is not UTF-8 text)."""
+    if source is None or not source.exists(path):
+        raise fail(f"extension file {path} is not in the repository", where,
+                   "give the path from the repository root, e.g. {file: db/seed.sql}", code="plugin-extension")
+    data = source.read(path)
+    key = posixpath.basename(path)
+    if not _CONFIGMAP_KEY.match(key):
+        raise fail(f"extension file {path}: its name is not a ConfigMap key (letters, digits, '-', '_', '.')", where,
+                   "rename the file", code="plugin-extension")
+    try:
+        content: dict = {"data": {key: data.decode("utf-8")}}
+    except UnicodeDecodeError:
+        content = {"binaryData": {key: base64.b64encode(data).decode()}}
+    name = re.sub(r"[^a-z0-9.-]+", "-", path.lower()).strip("-.")[:253].rstrip("-.") or "file"
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "annotations": {FILE_ANNOTATION: path}},
+            **content}
+
+
+def _extension_objects(model: Model, pdef: PluginDef, source: Source | None) -> list[dict]:
     out = []
     for ref in pdef.extensions:
+        if "file" in ref:
+            out.append(file_object(source, ref["file"], pdef.instance_where))
+            continue
         matches = [d for d in model.documents if d.kind == ref["kind"] and d.name == ref["name"]
                    and (not ref.get("namespace") or model.namespace_of(d) == ref["namespace"])
                    and (not ref.get("apiVersion") or d.api_version == ref["apiVersion"])]
@@ -121,7 +150,7 @@ def _extension_objects(model: Model, pdef: PluginDef) -> list[dict]:
 
 
 def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorkload], current: dict[WorkKey, dict],
-                   choice: Choice) -> Invocation:
+                   choice: Choice, source: Source | None = None) -> Invocation:
     """The CreateFlow of one instance, with each dependent's current pod spec (target container first)."""
     pdef = model.plugin_defs.get(inst.servicename)
     moved = []
@@ -131,7 +160,7 @@ def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorklo
     return Invocation(operation="CreateFlow", instance=inst.servicename, flow_id=inst.flow_id, plugin=choice.name,
                       args=dict(choice.args), dependents=[w.service for w in workloads], workloads=copy.deepcopy(moved),
                       services=[copy.deepcopy(model.services[w.service].doc.obj) for w in workloads],
-                      extensions=_extension_objects(model, pdef) if pdef is not None else [])
+                      extensions=_extension_objects(model, pdef, source) if pdef is not None else [])
 
 
 def _levels(instances: list[PluginInstance]) -> list[list[int]]:
@@ -170,7 +199,7 @@ def run(host: PluginHost, model: Model, plan: Plan, dev: DevSet, choices: dict[s
                 inst, choice, _ = work[i]
                 workloads = [dev.workloads[d] for d in inst.dependents if d in dev.workloads]
                 if workloads:
-                    inv = invocation_for(model, inst, workloads, acc.pod_specs, choice)
+                    inv = invocation_for(model, inst, workloads, acc.pod_specs, choice, host.source)
                     calls[i] = (inv, workloads, pool.submit(host.create, inv, choice))
             for i in sorted(calls):  # apply in plan order: same output as a serial run
                 inv, workloads, future = calls[i]

@@ -7,6 +7,7 @@ extensions of an entry: `behavior`, `sideEffects`, `extensions` and `implementat
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -35,7 +36,7 @@ class PluginDef:
     legacy: bool = False
     behavior: Literal["enforce", "bypass"] = "enforce"  # kops: a failure fails the render | is a warning
     side_effects: SideEffects | None = None  # "External" overrides the plugin's own manifest
-    extensions: list[dict] = field(default_factory=list)  # object references: {kind, name, namespace?}
+    extensions: list[dict] = field(default_factory=list)  # {kind, name, namespace?} of repo objects, or {file}
     implementations: list[dict] = field(default_factory=list)  # fallbacks: {name, args}, in preference order
 
     @property
@@ -125,6 +126,14 @@ def _plugin_extras(item: dict, at: str, where: Where, diags: Diagnostics) -> dic
         problems.append(f"sideEffects must be None or External, got {side_effects!r}")
     extensions = []
     for ref in item.get("extensions") or []:
+        if isinstance(ref, dict) and "file" in ref:
+            path = ref["file"]
+            if set(ref) != {"file"} or not isinstance(path, str) or not _inside_repo(path):
+                problems.append(f"extensions file entries must be {{file: PATH}} with PATH relative to the repository "
+                                f"root and inside it, got {ref!r}")
+            else:
+                extensions.append({"file": posixpath.normpath(path)})
+            continue
         if isinstance(ref, str) and "/" in ref:  # Kind/name or Kind/namespace/name
             parts = ref.split("/")
             ref = {"kind": parts[0], "name": parts[-1], **({"namespace": parts[1]} if len(parts) == 3 else {})}
@@ -147,6 +156,11 @@ def _plugin_extras(item: dict, at: str, where: Where, diags: Diagnostics) -> dic
         return None
     return {"behavior": behavior, "side_effects": side_effects, "extensions": extensions,
             "implementations": implementations}
+
+
+def _inside_repo(path: str) -> bool:
+    norm = posixpath.normpath(path)
+    return bool(path) and not path.startswith("/") and norm != "." and not norm.startswith("../") and norm != ".."
 
 
 def _last_segment(name: str) -> str:

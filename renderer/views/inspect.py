@@ -15,14 +15,13 @@ from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
 from ..host.budget import DEFAULT_PLUGIN_TIMEOUT, Budget
 from ..host.confine import Limits, confinement
-from ..host.manifest import MANIFEST, Manifest
-from ..host.resolve import BUILTIN_PACKAGE, PluginSource, plugin_digest
-from ..host.sandbox import ENV_ALLOWLIST
+from ..host.manifest import MANIFEST, Manifest, load_manifest
+from ..host.resolve import BUILTIN_PACKAGE, PluginSource, builtin_root, is_plugin_dir, plugin_digest
+from ..host.sandbox import ENV_ALLOWLIST, is_secret_name, schema_mark
 from ..protocol.krm import MAX_MESSAGE_BYTES
 from ..render.config import RepoConfig
 from ..render.model import Model, build_model
 
-SECRET_WORDS = ("key", "token", "secret", "password")
 MASK = "***"
 
 
@@ -206,16 +205,17 @@ def sandbox_facts(info: PluginInfo) -> dict[str, Any]:
 # Describing
 
 
-def _secret_fields(schema: dict | None) -> set[str]:
-    props = (schema or {}).get("properties") or {}
-    return {k for k, v in props.items()
-            if isinstance(v, dict) and (v.get("writeOnly") or v.get("format") == "password")}
-
-
 def mask_args(args: dict[str, str], schema: dict | None = None) -> dict[str, str]:
-    """Hide values whose names look secret (or that argsSchema marks writeOnly / format: password)."""
-    marked = _secret_fields(schema)
-    return {k: MASK if k in marked or any(w in k.lower() for w in SECRET_WORDS) else v for k, v in sorted(args.items())}
+    """Hide the values the sandbox hides in logs: args argsSchema marks secret (writeOnly, format: password,
+    x-devlane-secret: true) or whose names look secret, unless the schema says otherwise (x-devlane-secret:
+    false, e.g. the name of a Secret)."""
+    props = (schema or {}).get("properties") or {}
+
+    def secret(name: str) -> bool:
+        mark = schema_mark(props.get(name))
+        return is_secret_name(name) if mark is None else mark
+
+    return {k: MASK if secret(k) else v for k, v in sorted(args.items())}
 
 
 def find(inventory: Inventory, name: str) -> PluginInfo:
@@ -359,9 +359,17 @@ def _source_cell(s: dict[str, Any]) -> str:
     return text + (f"@{src['commit'][:12]}" if src.get("commit") else "")
 
 
+def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    """Aligned columns; the last one is not padded."""
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head) - 1)]
+    return [("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]).rstrip()
+            for r in [head, *rows]]
+
+
 def list_text(summaries: list[dict[str, Any]]) -> str:
     if not summaries:
-        return "no plugins in use (no kardinal.dev.service/plugin-definition and no pipeline steps)\n"
+        return ("no plugins in use (no kardinal.dev.service/plugin-definition and no pipeline steps); "
+                "`devlane plugins list --builtin` shows the built-in catalogue\n")
     head = ("PLUGIN", "USED BY", "SOURCE", "RUNTIME", "VERSION", "SIDE EFFECTS", "TIMEOUT", "STATUS", "CAPABILITIES")
     rows = []
     for s in summaries:
@@ -371,9 +379,49 @@ def list_text(summaries: list[dict[str, Any]]) -> str:
         rows.append((s["name"], ", ".join(s["usedBy"]), _source_cell(s), s["runtime"] or "-", s["version"] or "-",
                      se_text, f"{s['timeoutSeconds']:g}s" if s["timeoutSeconds"] else "-",
                      "ok" if s["available"] else "unavailable", ",".join(s["capabilities"]) or "-"))
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in [head, *rows]]
+    lines = _table(head, rows)
     for s in summaries:
         if not s["available"]:
             lines.append(f"{s['name']}: {s['error']}")
-    return "\n".join(line.rstrip() for line in lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# The built-in catalogue
+
+
+def catalogue() -> list[dict[str, Any]]:
+    """devlane's built-in plugins (`plugins list --builtin`), each by the short name definitions use, read
+    from its manifest alone (no plugin code runs)."""
+    root = builtin_root()
+    out: list[dict[str, Any]] = []
+    for path in sorted(p for p in root.iterdir() if p.is_dir() and is_plugin_dir(p)) if root else []:
+        entry: dict[str, Any] = {"name": path.name, "path": f"{BUILTIN_PACKAGE}/{path.name}", "available": True,
+                                 "error": None}
+        try:
+            m = load_manifest(path, path.name)
+        except DevlaneError as exc:
+            out.append({**entry, "available": False, "error": exc.problems[0].message})
+            continue
+        out.append({**entry, "version": m.version or None, "description": m.description or None,
+                    "runtime": m.runtime, "capabilities": sorted(m.capabilities), "sideEffects": m.side_effects,
+                    "emits": list(m.emitted_kinds), "emitsDeclared": m.emits is not None,
+                    "manifest": "synthesized" if m.synthesized else MANIFEST})
+    return out
+
+
+def catalogue_text(entries: list[dict[str, Any]]) -> str:
+    if not entries:
+        return "no built-in plugins (the `plugins` package is not installed)\n"
+    head = ("NAME", "VERSION", "SIDE EFFECTS", "EMITS", "DESCRIPTION")
+    rows = []
+    for e in entries:
+        if not e["available"]:
+            rows.append((e["name"], "-", "-", "-", f"unavailable: {e['error']}"))
+            continue
+        emits = (",".join(e["emits"]) or "nothing") if e["emitsDeclared"] else "default"
+        first = (e["description"] or "-").split(": ")[0].split(". ")[0].rstrip(".")
+        rows.append((e["name"], e["version"] or "-", e["sideEffects"], emits, first))
+    lines = _table(head, rows)
+    lines.append("use one by its name in a plugin definition (name: NAME); docs: plugins/NAME/README.md")
+    return "\n".join(lines) + "\n"

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -21,7 +23,7 @@ from renderer.host.manifest import load_manifest
 from renderer.host.resolve import Origin, PluginSource
 from renderer.host.runtimes import Runtime, make_runtime
 
-from .paths import FIXTURES
+from .paths import FIXTURES, ROOT
 
 PLUGINS = FIXTURES / "plugins"
 TIMEOUT = 30.0
@@ -132,3 +134,14 @@ def assert_seed_error(err: DevlaneError) -> str:
     assert "renderer/sdk" not in text and "kardinal.py" not in text
     assert err.problems[0].hint
     return text
+
+
+def import_builtin(name: str) -> ModuleType:
+    """The main.py of devlane's built-in plugin `name` (plugins/NAME), imported as a module, for calling its
+    Kardinal functions directly."""
+    main_py = ROOT / "plugins" / name / "main.py"
+    spec = importlib.util.spec_from_file_location(f"builtin_{name.replace('-', '_')}", main_py)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

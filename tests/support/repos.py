@@ -6,6 +6,7 @@ from pathlib import Path
 
 from renderer.authoring.scaffold import scaffold
 
+from .builders import entry_ingress, yaml_doc
 from .harness import Harness
 from .paths import EXAMPLE
 
@@ -38,4 +39,60 @@ def bookshop_builtins(harness: Harness) -> Path:
         (harness.root / "plugins" / name).rename(builtins / name)
     defs = harness.root / "k8s" / "plugins.yaml"
     defs.write_text(defs.read_text().replace("name: ./plugins/", "name: "))
+    return harness.root
+
+
+# A password the seed tests put in a repository Secret: it must never reach rendered output or logs.
+SEED_SECRET = "pa55-Wd-never-rendered-7f3a"
+SEED_DATABASES = {
+    "postgres-seed": {"image": "postgres:17", "port": 5432, "data": "/var/lib/postgresql/data",
+                      "env": {"POSTGRES_PASSWORD": "password"},
+                      "args": {"db_password_secret": "shop-db"}},
+    "mysql-seed": {"image": "mysql:8.4", "port": 3306, "data": "/var/lib/mysql",
+                   "env": {"MYSQL_ROOT_PASSWORD": "root-password", "MYSQL_PASSWORD": "password"},
+                   "args": {"db_password_secret": "shop-db", "root_password_secret": "shop-db"}},
+}
+
+
+def _deployment(name: str, container: dict, volumes: list[dict] | None = None) -> dict:
+    spec = {"containers": [container], **({"volumes": volumes} if volumes else {})}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+
+
+def _service(name: str, port: dict, annotations: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "annotations": annotations},
+            "spec": {"selector": {"app": name}, "ports": [port]}}
+
+
+def seeded_shop(harness: Harness, plugin: str, extensions: list | None = None) -> Path:
+    """A shop and its database (on the official image, passwords from the repository Secret `shop-db`)
+    seeded by the built-in `plugin`, named by its short name: schema from an extension ConfigMap, data
+    inline (or the definition's `extensions`). A flow on `shop` gives the database a dev copy (stateful, over
+    TCP)."""
+    db = SEED_DATABASES[plugin]
+    secret_env = [{"name": name, "valueFrom": {"secretKeyRef": {"name": "shop-db", "key": key}}}
+                  for name, key in db["env"].items()]
+    objects = [
+        _deployment("shop", {"name": "shop", "image": "example.com/shop:1", "env": [
+            {"name": "DB_HOST", "value": "shop-db"}, {"name": "DB_NAME", "value": "shop"},
+            {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "shop-db", "key": "password"}}}]}),
+        _service("shop", {"name": "http", "port": 80, "targetPort": 8080},
+                 {"kardinal.dev.service/dependencies": "shop-db:db"}),
+        _deployment("shop-db", {"name": "db", "image": db["image"], "ports": [{"containerPort": db["port"]}],
+                                "env": secret_env, "volumeMounts": [{"name": "data", "mountPath": db["data"]}]},
+                    [{"name": "data", "emptyDir": {}}]),
+        _service("shop-db", {"name": "db", "port": db["port"]},
+                 {"kardinal.dev.service/stateful": "true", "kardinal.dev.service/plugins": "shop-seed"}),
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "shop-db"},
+         "stringData": {"password": SEED_SECRET, "root-password": SEED_SECRET}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-schema"},
+         "data": {"01-schema.sql": "CREATE TABLE items (id int PRIMARY KEY);\n"}},
+    ]
+    harness.write("app.yaml", "".join(yaml_doc(o) for o in objects) + entry_ingress("shop"))
+    harness.plugin_definition({"name": plugin, "type": "stateful", "servicename": "shop-seed",
+                               "extensions": ["ConfigMap/shop-schema"] if extensions is None else extensions,
+                               "args": {"seed_script": "INSERT INTO items VALUES (1), (2);", "db_name": "shop",
+                                        "db_user": "shop", **db["args"]}})
     return harness.root

@@ -1,0 +1,409 @@
+"""What the database-seed built-ins (postgres-seed, mysql-seed) share: a fresh, seeded database per flow.
+
+The official postgres and mysql images run the files of `/docker-entrypoint-initdb.d` once, when the
+data directory is empty. So the dev copy of the database gets:
+
+- an `emptyDir` at its data directory (every new pod starts empty, so every new pod is seeded);
+- the seed scripts in one ConfigMap per plugin instance and flow, mounted read-only there;
+- its env set by name (replaced in place, never appended twice; a `<NAME>_FILE` twin is dropped);
+- passwords only as Secret references (`valueFrom.secretKeyRef`): nothing here writes a password.
+
+What differs per image (env names, data directory, init file types, password rules) is an `Engine`,
+declared by each plugin's `main.py`. Built-ins run inside devlane's process, as modules of the
+`plugins` package, which is what lets them share this file; a built-in copied out of devlane must
+take it along.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import hashlib
+import inspect
+import posixpath
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+INIT_DIR = "/docker-entrypoint-initdb.d"
+SEED_VOLUME = "devlane-seed"
+DATA_VOLUME = "devlane-seed-data"
+DIGEST_ENV = "DEVLANE_SEED_DIGEST"  # changes with the seed, so a new seed rolls out a new (empty) pod
+INLINE_FILE = "seed.sql"  # seed_script's file name in the init directory (run in file-name order)
+DEFAULT_SECRET_KEY = "password"
+MAX_SEED_BYTES = 1024 * 1024  # the API server refuses a ConfigMap over 1 MiB
+SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+\Z")
+CONFIGMAP_KEY = SECRET_KEY
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Password:
+    """One password the image reads from env `env`: from a Secret (`<arg>_secret`, `<arg>_secret_key`),
+    or, for Kardinal definitions, the literal `<arg>`, which is never written (see `_password`)."""
+
+    env: str
+    arg: str
+    default_key: str = DEFAULT_SECRET_KEY
+    unless: Mapping[str, str | None] = field(default_factory=dict)  # env that makes it unneeded (None: any value)
+    only_with: str | None = None  # needed only when this env is set (MYSQL_PASSWORD goes with MYSQL_USER)
+    fallback: tuple[str, str] | None = None  # env set when nothing configures the password
+    needed_for: str = "will not initialize a database"  # what the image does without it
+
+    @property
+    def secret_arg(self) -> str:
+        return f"{self.arg}_secret"
+
+    @property
+    def key_arg(self) -> str:
+        return f"{self.arg}_secret_key"
+
+
+@dataclass(frozen=True)
+class Image:
+    """A container image reference, split: `name` is the last path segment of the repository."""
+
+    name: str
+    tag: str | None
+    digest: str | None
+
+    @classmethod
+    def parse(cls, ref: str) -> Image:
+        rest, _, digest = ref.partition("@")
+        name, _, tag = rest.rsplit("/", 1)[-1].partition(":")
+        return cls(name.lower(), tag or None, digest or None)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What one database image needs; every field is a fact about the official image's entrypoint."""
+
+    plugin: str  # the built-in's name, which starts every message
+    product: str  # Postgres, MySQL
+    images: tuple[str, ...]  # image names (last repository segment) that use the official entrypoint
+    db_env: str
+    user_env: str
+    passwords: tuple[Password, ...]
+    file_env: frozenset[str]  # env the image also reads from `<NAME>_FILE` (the two are exclusive)
+    init_suffixes: tuple[str, ...]  # init files the entrypoint runs; it ignores any other
+    data_dir: Callable[[Image, dict[str, str]], str | None]  # (image, plain env) -> data dir; None: unknown
+    reserved_users: frozenset[str] = frozenset()  # db_user values the image refuses
+
+
+# --------------------------------------------------------------------------------------------------
+# Results (Kardinal's `results`: errors stop the call, and their hint is shown under the message)
+
+
+def _result(message: str, severity: str = "error", hint: str | None = None, path: str | None = None) -> Json:
+    out: Json = {"severity": severity, "message": message}
+    if path:
+        out["field"] = {"path": path}
+    if hint:
+        out["tags"] = {"devlane.dev/hint": hint}
+    return out
+
+
+class _Refused(Exception):
+    """An input the plugin cannot seed; create_flow answers with this error result."""
+
+    def __init__(self, message: str, hint: str | None = None, path: str | None = None):
+        super().__init__(message)
+        self.result = _result(message, "error", hint, path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Args
+
+
+def validate_args(engine: Engine, args: Mapping[str, Any]) -> list[Json]:
+    """What argsSchema cannot say: pairs of args that exclude or need each other, values the image refuses."""
+    out: list[Json] = []
+
+    def bad(name: str, message: str) -> None:
+        out.append({"field": name, "message": message})
+
+    if "seed_script" in args and not str(args["seed_script"]).strip():
+        bad("seed_script", "is empty; give the SQL to run, or leave seed_script out and list a ConfigMap in "
+                           "extensions")
+    for p in engine.passwords:
+        if args.get(p.arg) and args.get(p.secret_arg):
+            bad(p.arg, f"set {p.secret_arg} (a Secret reference) or {p.arg} (Kardinal's literal password), not both")
+        if args.get(p.key_arg) and not args.get(p.secret_arg):
+            bad(p.key_arg, f"names a key of no Secret; set {p.secret_arg} too")
+    user = str(args.get("db_user", ""))
+    if user in engine.reserved_users:
+        bad("db_user", f"{user!r} cannot be set through {engine.user_env}; the image manages that account itself")
+    data_dir = str(args.get("data_dir", ""))
+    if data_dir and (not data_dir.startswith("/") or posixpath.normpath(data_dir) != data_dir.rstrip("/")
+                     or data_dir.rstrip("/") in ("", INIT_DIR)):
+        bad("data_dir", "must be a normalized absolute path other than / and the init directory")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Pod-spec edits
+
+
+def _env_index(container: Json, name: str) -> int | None:
+    return next((i for i, e in enumerate(container.get("env") or []) if e.get("name") == name), None)
+
+
+def _plain_env(container: Json) -> dict[str, str]:
+    """The container's env entries that have a literal value (later duplicates lose, as in the kubelet)."""
+    out: dict[str, str] = {}
+    for e in container.get("env") or []:
+        if "value" in e and "valueFrom" not in e and e.get("name") not in out:
+            out[e["name"]] = str(e["value"])
+    return out
+
+
+def _drop_env(container: Json, name: str) -> None:
+    if container.get("env"):
+        container["env"] = [e for e in container["env"] if e.get("name") != name]
+
+
+def _set_env(engine: Engine, container: Json, name: str, entry: Json) -> None:
+    """Set `name` in place (first entry), drop its duplicates and its exclusive `<name>_FILE` twin."""
+    entry = {"name": name, **entry}
+    env = container.setdefault("env", [])
+    at = _env_index(container, name)
+    if at is None:
+        env.append(entry)
+    else:
+        env[at] = entry
+        container["env"] = env[: at + 1] + [e for e in env[at + 1:] if e.get("name") != name]
+    if name in engine.file_env:
+        _drop_env(container, f"{name}_FILE")
+
+
+def _secret_ref(name: str, key: str) -> Json:
+    return {"valueFrom": {"secretKeyRef": {"name": name, "key": key}}}
+
+
+def _password(engine: Engine, container: Json, p: Password, args: Mapping[str, str]) -> list[Json]:
+    """Configure one password; the results to report.
+
+    A Secret reference replaces whatever the baseline had. Kardinal's literal is never written: the dev
+    copy keeps the password its baseline already sets, which must then be that literal (or a reference
+    or file devlane cannot compare). Nothing configured: the image's own alternative, or an error.
+    """
+    if args.get(p.secret_arg):
+        _set_env(engine, container, p.env, _secret_ref(args[p.secret_arg], args.get(p.key_arg) or p.default_key))
+        return []
+    at = _env_index(container, p.env)
+    current = None if at is None else container["env"][at]
+    has_file = _env_index(container, f"{p.env}_FILE") is not None
+    literal = args.get(p.arg)
+    if literal:
+        if current is not None and "valueFrom" not in current and str(current.get("value", "")) == literal:
+            return []
+        if (current is not None and "valueFrom" in current) or has_file:
+            return [_result(f"args.{p.arg} is not written into the manifests; the dev copy keeps the {p.env} its "
+                            "baseline reads from a Secret or file, which must hold the same password", "warning",
+                            f"to choose the Secret explicitly, set {p.secret_arg} instead of {p.arg}")]
+        state = "sets no" if current is None else "sets a different"
+        raise _Refused(f"{engine.plugin} never writes a literal password into the rendered manifests, and the dev "
+                       f"copy {state} {p.env} to keep instead of args.{p.arg}",
+                       f"put the password in a Secret in the flow's namespace and replace {p.arg} with "
+                       f"{p.secret_arg} (and {p.key_arg} when the key is not {p.default_key!r})")
+    if current is not None or has_file:
+        return []
+    if p.only_with and all(_env_index(container, n) is None for n in (p.only_with, f"{p.only_with}_FILE")):
+        return []
+    plain = _plain_env(container)
+    if any(plain.get(name) if value is None else plain.get(name) == value for name, value in p.unless.items()):
+        return []
+    if p.fallback:
+        _set_env(engine, container, p.fallback[0], {"value": p.fallback[1]})
+        return [_result(f"{p.env} is not set, so the dev database gets {p.fallback[0]}={p.fallback[1]}", "info",
+                        f"set {p.secret_arg} to choose the password")]
+    raise _Refused(f"the dev copy sets no {p.env}, and without it the {engine.product} image {p.needed_for}",
+                   f"set {p.secret_arg} to the Secret that holds the password (and {p.key_arg} when the key is not "
+                   f"{p.default_key!r})")
+
+
+def _overlaps(a: str, b: str) -> bool:
+    a, b = posixpath.normpath(a), posixpath.normpath(b)
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+
+
+def _mounted(spec: Json) -> set[str]:
+    groups = ("containers", "initContainers", "ephemeralContainers")
+    return {m.get("name") for g in groups for c in spec.get(g) or [] for m in c.get("volumeMounts") or []}
+
+
+def _mount(spec: Json, container: Json, path: str, volume: Json, read_only: bool) -> list[str]:
+    """Mount `volume` at `path` in place of the container's mounts at, inside or above it; the volumes that
+    no longer serve any mount are dropped too (a pod that lists a claim still binds it). Returns the
+    replaced mounts' volume names."""
+    mounts = container.get("volumeMounts") or []
+    replaced = [m.get("name") for m in mounts if _overlaps(str(m.get("mountPath", "")), path)]
+    container["volumeMounts"] = [m for m in mounts if not _overlaps(str(m.get("mountPath", "")), path)]
+    used = _mounted(spec)
+    volumes = [v for v in spec.get("volumes") or [] if v.get("name") != volume["name"]
+               and (v.get("name") not in replaced or v.get("name") in used)]
+    spec["volumes"] = [*volumes, volume]
+    container["volumeMounts"].append({"name": volume["name"], "mountPath": path, **({"readOnly": True}
+                                                                                   if read_only else {})})
+    return [name for name in replaced if name != volume["name"]]
+
+
+def _data_dir(engine: Engine, container: Json, args: Mapping[str, str], index: int) -> str:
+    if args.get("data_dir"):
+        return args["data_dir"].rstrip("/")
+    ref = str(container.get("image", ""))
+    image = Image.parse(ref)
+    what = f"pod spec #{index + 1}: container {container.get('name')!r} runs image {ref!r}"
+    if image.name not in engine.images:
+        raise _Refused(f"{what}, not the official {engine.images[0]} image (nor one built on it: "
+                       f"{', '.join(engine.images[1:]) or 'none known'})",
+                       f"attach {engine.plugin} to the Service of the {engine.product} database (devlane seeds its "
+                       "target container, devlane.dev/container), or set data_dir if this image uses the official "
+                       "entrypoint")
+    path = engine.data_dir(image, _plain_env(container))
+    if path is None:
+        raise _Refused(f"{what}; its {engine.product} version, and so its data directory, cannot be told from "
+                       "the image reference", "tag the image with its major version (e.g. postgres:17), or set "
+                       "data_dir")
+    return path
+
+
+def seed_pod_spec(engine: Engine, pod_spec: Json, index: int, args: Mapping[str, str], configmap: str,
+                  digest: str) -> tuple[Json, list[Json]]:
+    """The dev database's pod spec, seeded: containers[0] is the database (devlane's target container)."""
+    spec = copy.deepcopy(pod_spec)
+    db = spec["containers"][0]
+    results: list[Json] = []
+    data = _data_dir(engine, db, args, index)
+    _mount(spec, db, data, {"name": DATA_VOLUME, "emptyDir": {}}, read_only=False)
+    replaced = _mount(spec, db, INIT_DIR, {"name": SEED_VOLUME, "configMap": {"name": configmap}}, read_only=True)
+    if replaced:
+        results.append(_result(f"pod spec #{index + 1}: the seed replaces what the dev copy mounted at {INIT_DIR} "
+                               f"(volume {', '.join(replaced)})", "warning",
+                               "to run those scripts too, list their ConfigMap in the plugin definition's "
+                               "extensions"))
+    for arg, name in (("db_name", engine.db_env), ("db_user", engine.user_env)):
+        if args.get(arg):
+            _set_env(engine, db, name, {"value": args[arg]})
+    for p in engine.passwords:
+        results += _password(engine, db, p, args)
+    _set_env(engine, db, DIGEST_ENV, {"value": digest})
+    return spec, results
+
+
+# --------------------------------------------------------------------------------------------------
+# The seed
+
+
+def _decoded_size(b64: str) -> int:
+    try:
+        return len(base64.b64decode(b64, validate=True))
+    except (binascii.Error, ValueError):
+        raise _Refused("an extension ConfigMap's binaryData is not base64") from None
+
+
+def seed_files(engine: Engine, seed_script: str, extensions: list[Json]) -> tuple[Json, Json]:
+    """The init files (`data`, `binaryData`) from the extension ConfigMaps and `seed_script`."""
+    data: Json = {}
+    binary: Json = {}
+    suffixes = ", ".join(engine.init_suffixes)
+    for ext in extensions:
+        ref = f"{ext.get('kind')}/{(ext.get('metadata') or {}).get('name')}"
+        if ext.get("kind") != "ConfigMap":
+            raise _Refused(f"extension {ref} is not a ConfigMap; {engine.plugin} reads seed files from the data "
+                           "and binaryData of ConfigMaps", "list only ConfigMaps in the plugin definition's "
+                           "extensions (a Secret's values are never copied into the flow)")
+        for section, out in (("data", data), ("binaryData", binary)):
+            for key, value in sorted((ext.get(section) or {}).items()):
+                if not key.endswith(engine.init_suffixes):
+                    raise _Refused(f"extension {ref} has {section} key {key!r}, which the {engine.product} image "
+                                   f"would ignore in {INIT_DIR}", f"name each seed file with one of: {suffixes}")
+                if key in data or key in binary:
+                    raise _Refused(f"seed file {key!r} comes from two extensions", "rename one of them")
+                out[key] = value
+    if seed_script:
+        if INLINE_FILE in data or INLINE_FILE in binary:
+            raise _Refused(f"seed_script and an extension both give {INLINE_FILE}",
+                           "rename the extension's key (files run in name order)")
+        data[INLINE_FILE] = seed_script if seed_script.endswith("\n") else seed_script + "\n"
+    if not data and not binary:
+        raise _Refused("nothing to seed: seed_script is not set and no extension ConfigMap holds a seed file",
+                       "set seed_script, or list a ConfigMap of seed files in the plugin definition's extensions")
+    size = sum(len(v.encode()) for v in data.values()) + sum(_decoded_size(v) for v in binary.values())
+    if size > MAX_SEED_BYTES:
+        raise _Refused(f"the seed is {size} bytes; a ConfigMap holds at most {MAX_SEED_BYTES}",
+                       "compress it (.sql.gz in binaryData), or seed a smaller data set and load the rest from a "
+                       ".sh script")
+    return data, binary
+
+
+def _digest(data: Json, binary: Json) -> str:
+    h = hashlib.sha256()
+    for key, value in sorted({**data, **binary}.items()):
+        h.update(key.encode() + b"\0" + str(value).encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def seed_configmap(name: str, data: Json, binary: Json) -> Json:
+    obj: Json = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+    if data:
+        obj["data"] = dict(sorted(data.items()))
+    if binary:
+        obj["binaryData"] = dict(sorted(binary.items()))
+    return obj
+
+
+def arg_names(engine: Engine) -> tuple[str, ...]:
+    """Every arg of the engine's plugin, in signature order (its plugin.yaml argsSchema lists the same)."""
+    passwords = tuple(n for p in engine.passwords for n in (p.arg, p.secret_arg, p.key_arg))
+    return ("seed_script", "db_name", "db_user", *passwords, "data_dir")
+
+
+def create_flow(engine: Engine, pod_specs: list[Json], flow_uuid: str, extensions: list[Json] | None,
+                args: Mapping[str, str]) -> Json:
+    """Kardinal's create_flow result: the seeded pod specs (same count and order), the seed ConfigMap and
+    the state (`config_map`: the ConfigMap's name and the files it holds; nothing to undo on delete)."""
+    args = {k: v for k, v in args.items() if v}
+    name = f"seed-{flow_uuid}"
+    try:
+        data, binary = seed_files(engine, args.get("seed_script", ""), list(extensions or []))
+        digest = _digest(data, binary)
+        specs, results = [], []
+        for i, pod_spec in enumerate(pod_specs):
+            spec, more = seed_pod_spec(engine, pod_spec, i, args, name, digest)
+            specs.append(spec)
+            results += more
+    except _Refused as refused:
+        return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
+    return {"pod_specs": specs, "config_map": {"seedConfigMap": name, "files": sorted({*data, *binary})},
+            "resources": [seed_configmap(name, data, binary)], "results": results}
+
+
+def kardinal_functions(engine: Engine) -> tuple[Callable[..., Any], ...]:
+    """The plugin's `validate_args`, `create_flow` and `delete_flow`. Kardinal binds args by name from a
+    function's signature, so create_flow advertises every arg of the engine (`__signature__`)."""
+
+    def validate(args: dict[str, Any]) -> list[Json]:
+        """Checks beyond argsSchema (which devlane applies first); an empty list means valid."""
+        return validate_args(engine, args)
+
+    def create(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str, extensions: list[Json] | None = None,
+               **args: str) -> Json:
+        """The seeded pod specs (same count and order), the seed ConfigMap, and the state."""
+        return create_flow(engine, pod_specs, flow_uuid, extensions, args)
+
+    def delete(config_map: Json, flow_uuid: str) -> None:
+        """Nothing to undo: the data lives in the pod's emptyDir, and the ConfigMap is pruned with the flow."""
+        return None
+
+    own = [p for p in inspect.signature(create).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    extra = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=str)
+             for n in arg_names(engine)]
+    create.__signature__ = inspect.Signature([*own, *extra])  # type: ignore[attr-defined]
+    for fn, name in ((validate, "validate_args"), (create, "create_flow"), (delete, "delete_flow")):
+        fn.__name__ = fn.__qualname__ = name
+    return validate, create, delete
