@@ -112,7 +112,11 @@ class Output:
 
     def _mesh(self, pending: dict[str, dict | None]) -> RenderedFlow | None:
         """`flows/_mesh/` from the `mesh` records of every flow present once `pending` is applied (a flow's new
-        metadata, or None for a flow going away)."""
+        metadata, or None for a flow going away). Without an istio flow pending and no `_mesh` yet, no flow
+        present routes a host (any that did made `_mesh`), so the common render reads no other flow's metadata."""
+        keep = (self.flows / MESH_DIR).is_dir()
+        if not keep and not any((m or {}).get("mesh", {}).get("mode") == "istio" for m in pending.values()):
+            return None
         metadata: dict[str, dict] = {}
         if self.flows.is_dir():
             for entry in sorted(os.scandir(self.flows), key=lambda e: e.name):
@@ -128,7 +132,7 @@ class Output:
                 metadata[name] = meta
         records = {name: meta["mesh"] for name, meta in metadata.items()
                    if meta.get("kind") == "FlowMetadata" and (meta.get("mesh") or {}).get("mode") == "istio"}
-        return mesh_flow(records, keep=(self.flows / MESH_DIR).is_dir())
+        return mesh_flow(records, keep=keep)
 
 
 def _read_metadata(path: Path) -> dict | None:
