@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,12 +32,37 @@ def validate_strict(obj: dict) -> None:
 
 
 def validate_against_crd(obj: dict) -> None:
+    """Against the upstream schema, made strict the way the API server prunes: an object schema that lists
+    its properties (and does not preserve unknown fields) rejects any other field, so a misspelt or
+    invented field fails here instead of being silently dropped by the cluster."""
     import jsonschema
 
     jsonschema.Draft7Validator(crd_schema(obj["apiVersion"], obj["kind"])).validate(obj)
 
 
 _CRD_CACHE: dict[tuple[str, str], dict] = {}
+
+# ASO v2 publishes no CRD file: datree's JSON Schema conversions stand in (see ../shared/crds/README.md).
+_JSON_SCHEMAS = {"serversdatabase_v1api20211101.json": ("sql.azure.com/v1api20211101", "ServersDatabase"),
+                 "server_v1api20211101.json": ("sql.azure.com/v1api20211101", "Server")}
+
+
+def _strict(schema: dict) -> dict:
+    """A copy of an openAPIV3Schema where every object with `properties` allows no others (the API server's
+    pruning, made an error), `metadata` keeps the generic ObjectMeta shape, and nested schemas follow."""
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: (_strict(v) if k in ("items", "additionalProperties", "not") else v) for k, v in schema.items()}
+    for key in ("properties", "patternProperties", "definitions"):
+        if key in schema:
+            out[key] = {name: _strict(sub) for name, sub in schema[key].items()}
+    for key in ("allOf", "anyOf", "oneOf"):
+        if key in schema:
+            out[key] = [_strict(sub) for sub in schema[key]]
+    if ("properties" in schema and "additionalProperties" not in schema
+            and not schema.get("x-kubernetes-preserve-unknown-fields")):
+        out["additionalProperties"] = False
+    return out
 
 
 def crd_schema(api_version: str, kind: str) -> dict:
@@ -48,8 +74,25 @@ def crd_schema(api_version: str, kind: str) -> dict:
                 if not doc or doc.get("kind") != "CustomResourceDefinition":
                     continue
                 group = doc["spec"]["group"]
+                kind = doc["spec"]["names"]["kind"]
                 for v in doc["spec"]["versions"]:
-                    _CRD_CACHE[(f"{group}/{v['name']}", doc["spec"]["names"]["kind"])] = v["schema"]["openAPIV3Schema"]
+                    _CRD_CACHE[(f"{group}/{v['name']}", kind)] = _root(v["schema"]["openAPIV3Schema"])
+        for f in sorted(CRDS.rglob("*.json")):
+            if f.name in _JSON_SCHEMAS:
+                _CRD_CACHE[_JSON_SCHEMAS[f.name]] = _root(json.loads(f.read_text()))
     key = (api_version, kind)
     assert key in _CRD_CACHE, f"no CRD for {key}"
     return _CRD_CACHE[key]
+
+
+def _root(schema: dict) -> dict:
+    """The strict schema, with `metadata` checked as ObjectMeta's usual fields (CRDs leave it open) and
+    apiVersion/kind required."""
+    strict = _strict(schema)
+    props = {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, **strict.get("properties", {})}
+    props["metadata"] = {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+        "name": {"type": "string"}, "namespace": {"type": "string"}, "generateName": {"type": "string"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+        "finalizers": {"type": "array", "items": {"type": "string"}}}}
+    return {**strict, "properties": props, "required": sorted({*strict.get("required", []), "apiVersion", "kind"})}
