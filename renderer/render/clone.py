@@ -219,8 +219,28 @@ def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:
     new: dict[int, DevWorkload] = {}
     for dw in dev.unique_workloads():
         spec = pod_specs.get(dw.key)
-        new[id(dw)] = dw if spec is None else replace(dw, obj=with_pod_spec(dw.obj, spec))
+        new[id(dw)] = dw if spec is None else replace(dw, obj=_drop_unmounted_claims(with_pod_spec(dw.obj, spec),
+                                                                                    pod_spec(dw.obj)))
     return replace(dev, workloads={s: new[id(dw)] for s, dw in dev.workloads.items()})
+
+
+def _mounted(spec: dict) -> set[str]:
+    return {str(m.get("name")) for key in ("initContainers", "containers") for c in spec.get(key) or []
+            if isinstance(c, dict) for m in c.get("volumeMounts") or [] if isinstance(m, dict)}
+
+
+def _drop_unmounted_claims(obj: dict, before: dict) -> dict:
+    """A StatefulSet's claim templates that the plugin unmounted (a seed's emptyDir replaced the data volume):
+    left in, each flow's copy would still bind a PersistentVolume per replica that nothing uses."""
+    templates = obj["spec"].get("volumeClaimTemplates") if obj.get("kind") == "StatefulSet" else None
+    if not isinstance(templates, list):
+        return obj
+    gone = _mounted(before) - _mounted(pod_spec(obj))
+    kept = [t for t in templates if not (isinstance(t, dict) and (t.get("metadata") or {}).get("name") in gone)]
+    if len(kept) == len(templates):
+        return obj
+    spec = {k: v for k, v in obj["spec"].items() if k != "volumeClaimTemplates"}
+    return {**obj, "spec": {**spec, **({"volumeClaimTemplates": kept} if kept else {})}}
 
 
 def _copy_workload(node: ServiceNode, version: str, keys: dict[str | None, set[str]], model: Model,

@@ -104,7 +104,7 @@ def test_params_announces_the_repository_services(harness):
     assert announced["flow-id"]["required"] is True
     assert announced["services"]["collectionType"] == "array"
     assert set(announced["repo-services"]["array"]) >= {"web", "catalog", "orders", "orders-db"}
-    assert announced["repo-plugins"]["array"] == ["./plugins/seed-postgres", "./plugins/stripe-test-mode"]
+    assert announced["repo-plugins"]["array"] == ["./plugins/stripe-test-mode", "postgres-seed"]
 
 
 def test_istio_routing_is_refused_with_the_reason_and_the_alternative(harness, shop):

@@ -22,10 +22,11 @@ def test_list_bookshop_text_is_an_aligned_table(harness):
     lines = out.splitlines()
     assert lines[0].split()[:4] == ["PLUGIN", "USED", "BY", "SOURCE"]
     rows = {line.split()[0]: line for line in lines[1:]}
-    assert set(rows) == {"./plugins/seed-postgres", "./plugins/stripe-test-mode"}
+    assert set(rows) == {"postgres-seed", "./plugins/stripe-test-mode"}
     for row in rows.values():
         assert "kardinal-python" in row and "CreateFlow" in row and " ok " in row
     assert "repo:plugins/stripe-test-mode" in rows["./plugins/stripe-test-mode"]
+    assert "builtin:plugins/postgres-seed" in rows["postgres-seed"] and " 0.1.0 " in rows["postgres-seed"]
     starts = {line.index("RUNTIME") if i == 0 else line.index("kardinal-python") for i, line in enumerate(lines)}
     assert len(starts) == 1  # the RUNTIME column lines up
 
@@ -34,25 +35,25 @@ def test_list_bookshop_json_is_stable_and_complete(harness):
     out = _ok(harness.cli("plugins", "list", EXAMPLE, "-o", "json"))
     assert _ok(harness.cli("plugins", "list", EXAMPLE, "-o", "json")) == out
     data = json.loads(out)
-    assert [p["name"] for p in data] == ["./plugins/seed-postgres", "./plugins/stripe-test-mode"]
-    by_name = {p["name"]: p for p in data}
+    assert [p["name"] for p in data] == ["./plugins/stripe-test-mode", "postgres-seed"]
     for p in data:
         assert p["runtime"] == "kardinal-python"
         assert "CreateFlow" in p["capabilities"] and p["capabilities"] == sorted(p["capabilities"])
-        assert p["sideEffects"] == "None"
-        assert p["source"]["origin"] == "repo" and p["source"]["commit"] is None
+        assert p["sideEffects"] == "None" and p["source"]["commit"] is None
         assert p["available"] is True and p["error"] is None
-        assert p["manifest"] == "synthesized"
-        assert p["timeoutSeconds"] == 60 and p["timeoutFrom"] == "default"
-    assert by_name["./plugins/seed-postgres"]["instances"] == ["seed-orders-db"]
-    assert by_name["./plugins/stripe-test-mode"]["source"]["path"] == "plugins/stripe-test-mode"
+    local, builtin = data
+    assert (local["source"], local["manifest"], local["timeoutSeconds"], local["timeoutFrom"]) == \
+        ({"origin": "repo", "path": "plugins/stripe-test-mode", "commit": None}, "synthesized", 60, "default")
+    assert (builtin["source"], builtin["manifest"], builtin["timeoutSeconds"], builtin["timeoutFrom"]) == \
+        ({"origin": "builtin", "path": "plugins/postgres-seed", "commit": None}, "plugin.yaml", 30, "plugin.yaml")
+    assert (local["instances"], builtin["instances"]) == (["stripe-test-mode"], ["seed-orders-db"])
 
 
 def test_describe_unknown_lists_known_names(harness):
     result = harness.cli("plugins", "describe", "no-such-plugin", EXAMPLE)
     assert result.returncode == 1
     assert "no-such-plugin" in result.stderr
-    assert "./plugins/seed-postgres" in result.stderr and "stripe-test-mode" in result.stderr
+    assert "postgres-seed" in result.stderr and "./plugins/stripe-test-mode" in result.stderr
     assert "Traceback" not in result.stderr
 
 

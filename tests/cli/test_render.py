@@ -57,7 +57,7 @@ def test_failed_render_leaves_previous_output_untouched(harness, bookshop):
     before = tree(out)
     shutil.copytree(FIXTURES / "plugins" / "raises", harness.builtins() / "raises")  # raises in create_flow
     defs = bookshop / "k8s" / "plugins.yaml"
-    defs.write_text(defs.read_text().replace("name: seed-postgres", "name: raises"))
+    defs.write_text(defs.read_text().replace("name: postgres-seed", "name: raises"))
     failed = harness.cli("render", *FLOW, "--out", out)
     assert failed.returncode == 1
     assert "seed-orders-db" in failed.stderr and "is not valid SQL" in failed.stderr

@@ -62,7 +62,7 @@ def test_generate_prints_exactly_what_render_stdout_prints(app_dir, harness):
     assert expected.returncode == 0, expected.stderr
     assert out.stdout == expected.stdout
     objects = _objects(out.stdout)
-    assert len(objects) == 9 and all(o["apiVersion"] and o["kind"] for o in objects)
+    assert len(objects) == 10 and all(o["apiVersion"] and o["kind"] for o in objects)
 
 
 def test_generate_objects_match_render_and_the_revision_is_logged(app_dir, harness):
@@ -72,7 +72,7 @@ def test_generate_objects_match_render_and_the_revision_is_logged(app_dir, harne
     expected = harness.cli(*RENDER)
     assert expected.returncode == 0, expected.stderr
     assert _objects(out.stdout) == _objects(expected.stdout)
-    assert f"revision {'a' * 40}" in out.stderr and "9 objects" in out.stderr
+    assert f"revision {'a' * 40}" in out.stderr and "10 objects" in out.stderr
     assert "devlane:" not in out.stdout  # logs never reach Argo CD's manifest parser
 
 
@@ -89,7 +89,7 @@ def test_the_plugins_objects_pass_the_cluster_api_gate(app_dir, harness):
         },
     )
     assert out.returncode == 0, out.stderr
-    assert len(_objects(out.stdout)) == 9
+    assert len(_objects(out.stdout)) == 10
 
 
 def test_generate_on_the_inventory_overlay_prints_what_render_prints(tmp_path, harness):

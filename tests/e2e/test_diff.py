@@ -23,7 +23,7 @@ def _edit(path, old: str, new: str) -> None:
 
 @pytest.fixture
 def pr_repo(harness):
-    """Base: the bookshop example. Head: web's image and one seed-postgres arg changed."""
+    """Base: the bookshop example. Head: web's image and one arg of its postgres-seed definition changed."""
     harness.copy(EXAMPLE)
     harness.commit("base")
     _edit(harness.root / "k8s" / "web.yaml", "bookshop-web:1.4.2", "bookshop-web:1.5.0")
@@ -40,16 +40,20 @@ def test_reports_exactly_the_changed_image_and_plugin_arg(pr_repo):
     out = _diff(pr_repo, "-o", "json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert report["counts"] == {"added": 0, "changed": 2, "removed": 0}
+    assert report["counts"] == {"added": 0, "changed": 3, "removed": 0}
     changed = {(o["kind"], o["name"]): o for o in report["objects"]}
-    assert set(changed) == {("Deployment", "web-pr-7"), ("StatefulSet", "orders-db-pr-7")}
+    assert set(changed) == {("Deployment", "web-pr-7"), ("StatefulSet", "orders-db-pr-7"),
+                            ("ConfigMap", "seed-seed-orders-db-pr-7")}
     web = changed[("Deployment", "web-pr-7")]["diff"]
     assert [line for line in web.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
         "-        image: ghcr.io/acme/bookshop-web:1.4.2",
         "+        image: ghcr.io/acme/bookshop-web:1.5.0",
     ]
-    seed = changed[("StatefulSet", "orders-db-pr-7")]["diff"]
-    assert "+              ('9780547928227', 'The Hobbit', 3, 'linus@example.com');" in seed
+    seed = changed[("ConfigMap", "seed-seed-orders-db-pr-7")]["diff"]
+    assert "+      ('9780547928227', 'The Hobbit', 3, 'linus@example.com');" in seed
+    db = changed[("StatefulSet", "orders-db-pr-7")]["diff"]  # a new seed rolls out a new, re-seeded pod
+    assert [line[:9] for line in db.splitlines() if line.startswith(("-   ", "+   "))] == ["-        ", "+        "]
+    assert "DEVLANE_SEED_DIGEST" in db
     assert {r["service"]: (r["changed"], r["plugins"]) for r in report["services"]}["orders-db"] == (
         1,
         ["seed-orders-db"],

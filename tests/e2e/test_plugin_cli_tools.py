@@ -46,12 +46,12 @@ def test_describe_bookshop_by_instance_masks_secret_args_and_shows_the_sandbox(h
 
 
 def test_describe_bookshop_json_by_plugin_name(harness):
-    d = json.loads(_ok(harness.cli("plugins", "describe", "./plugins/seed-postgres", EXAMPLE, "-o", "json")))
-    assert d["name"] == "./plugins/seed-postgres" and d["runtime"] == "kardinal-python"
+    d = json.loads(_ok(harness.cli("plugins", "describe", "./plugins/stripe-test-mode", EXAMPLE, "-o", "json")))
+    assert d["name"] == "./plugins/stripe-test-mode" and d["runtime"] == "kardinal-python"
     assert d["digest"].startswith("sha256:") and d["argsSchema"] is None and d["lifecycleKinds"] == []
     [use] = d["uses"]
-    assert use["instance"] == "seed-orders-db" and use["role"] == "plugin" and use["type"] == "stateful"
-    assert use["args"]["database"] == "orders" and "CREATE TABLE" in use["args"]["seed_sql"]
+    assert use["instance"] == "stripe-test-mode" and use["role"] == "plugin" and use["type"] == "external"
+    assert use["args"] == {"secret_name": "***", "secret_key": "***"}  # no argsSchema: masked by name
     assert d["sandbox"]["applies"] is True and set(d["sandbox"]["network"]) == {"enforced", "method", "reason",
                                                                                  "layers"}
     layers = d["sandbox"]["network"]["layers"]

@@ -57,7 +57,7 @@ def test_terminal_tree_without_colour(harness, monkeypatch):
         (4, "plugin stripe-test-mode: ./plugins/stripe-test-mode (kardinal-python)"),
         (5, "ran create_flow as stripe-test-mode-pr-7 for orders"),
         (4, "orders-db dev (stateful downstream of orders)"),
-        (5, "plugin seed-orders-db: ./plugins/seed-postgres (kardinal-python)"),
+        (5, "plugin seed-orders-db: postgres-seed (kardinal-python)"),
         (6, "ran create_flow as seed-orders-db-pr-7 for orders-db"),
         (4, "stripe-test-mode dev, external service (external plugin runs for orders)"),
     ]  # fmt: skip

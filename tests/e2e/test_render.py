@@ -19,7 +19,7 @@ def test_example_renders_expected_flow(harness, snapshot):
     out = harness.cli("render", *FLOW)
     assert out.returncode == 0, out.stderr
     flow_dir = example / "rendered" / "flows" / "pr-7"
-    assert "rendered flow pr-7: 9 objects" in out.stderr
+    assert "rendered flow pr-7: 10 objects" in out.stderr
     files = tree(flow_dir)
     kustomization = yaml.safe_load(files["kustomization.yaml"])
     listed = kustomization["resources"]

@@ -12,7 +12,7 @@ def test_bookshop_validates_strictly(harness):
     out = harness.cli("render", EXAMPLE, "--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7",
                       "--out", harness.tmp, "--validate", "strict", "--kube-version", "1.31")  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "validated 9 objects against Kubernetes 1.31 (strict)" in out.stderr
+    assert "validated 10 objects against Kubernetes 1.31 (strict)" in out.stderr
     assert (harness.tmp / "flows" / "pr-7" / "configmap-devlane-state-seed-orders-db-pr-7.yaml").is_file()
 
 

@@ -8,9 +8,10 @@ from renderer.authoring.scaffold import scaffold
 
 from .builders import entry_ingress, yaml_doc
 from .harness import Harness
-from .paths import EXAMPLE
+from .paths import EXAMPLE, ROOT
 
-BOOKSHOP_PLUGINS = ("seed-postgres", "stripe-test-mode")
+BOOKSHOP_PLUGINS = ("stripe-test-mode",)  # the example's own plugins
+BOOKSHOP_BUILTINS = ("postgres-seed",)  # the built-ins it names
 
 
 def inspection_repo(harness: Harness) -> Path:
@@ -31,12 +32,16 @@ def inspection_repo(harness: Harness) -> Path:
 
 
 def bookshop_builtins(harness: Harness) -> Path:
-    """The bookshop example, its plugins moved out of the repository and served as built-ins by plain name: the
-    real plugin code, run in-process, so no process is started."""
+    """The bookshop example, its own plugins moved out of the repository and served as built-ins by plain name
+    beside the built-ins it names: the real plugin code, run in-process, so no process is started."""
     harness.copy(EXAMPLE)
     builtins = harness.builtins()
     for name in BOOKSHOP_PLUGINS:
         (harness.root / "plugins" / name).rename(builtins / name)
+    for name in BOOKSHOP_BUILTINS:  # devlane's own, as installed: the directory and the shared modules beside it
+        harness.copy(ROOT / "plugins" / name, name, where=builtins)
+        for shared in (ROOT / "plugins").glob("_*.py"):
+            (builtins / shared.name).write_bytes(shared.read_bytes())
     defs = harness.root / "k8s" / "plugins.yaml"
     defs.write_text(defs.read_text().replace("name: ./plugins/", "name: "))
     return harness.root

@@ -110,3 +110,53 @@ def test_dollar_braces_opt_out_of_flux_substitution(harness):
     assert "kustomize.toolkit.fluxcd.io/substitute: disabled" in result.main.files["deployment-orders-pr-7.yaml"]
     for key in [("Deployment", "web-pr-7"), ("Service", "orders-pr-7")]:
         assert "kustomize.toolkit.fluxcd.io/substitute" not in (dev[key]["metadata"].get("annotations") or {})
+
+
+def test_claim_templates_a_plugin_unmounted_are_dropped_from_the_dev_copy(harness):
+    """A plugin that replaces a StatefulSet's data volume (a seed's emptyDir) leaves its claim template unused:
+    devlane drops it from the dev copy, so each flow binds no PersistentVolume that nothing mounts. A template
+    still mounted (by any container) stays."""
+    harness.builtin("ephemeral", """
+        def create_flow(service_specs, pod_specs, flow_uuid):
+            for spec in pod_specs:
+                spec["containers"][0]["volumeMounts"] = [{"name": "scratch", "mountPath": "/data"}]
+                spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+            return {"pod_specs": pod_specs, "config_map": {}}
+    """)
+    harness.write("db.yaml", textwrap.dedent("""
+        apiVersion: apps/v1
+        kind: StatefulSet
+        metadata: {name: db}
+        spec:
+          serviceName: db
+          selector: {matchLabels: {app: db}}
+          template:
+            metadata: {labels: {app: db}}
+            spec:
+              containers:
+              - {name: db, image: postgres:17, volumeMounts: [{name: data, mountPath: /var/lib/postgresql/data}]}
+              - {name: backup, image: example.com/backup:1, volumeMounts: [{name: backups, mountPath: /b}]}
+          volumeClaimTemplates:
+          - metadata: {name: data}
+            spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+          - metadata: {name: backups}
+            spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+        ---
+        apiVersion: v1
+        kind: Service
+        metadata:
+          name: db
+          annotations: {kardinal.dev.service/plugins: eph}
+        spec: {selector: {app: db}, ports: [{name: tcp, port: 5432}]}
+        ---
+        apiVersion: v1
+        kind: Service
+        metadata:
+          name: eph
+          annotations:
+            kardinal.dev.service/plugin-definition: "[{name: ephemeral, type: stateful, servicename: eph}]"
+        spec: {ports: [{port: 1}]}
+    """))
+    result = harness.render("pr-3", {"db": "postgres:18"})
+    (dev,) = [o for o in result.main.objects if o["kind"] == "StatefulSet"]
+    assert [t["metadata"]["name"] for t in dev["spec"]["volumeClaimTemplates"]] == ["backups"]

@@ -311,11 +311,11 @@ def test_example_manifests_are_consistent() -> None:
                 assert all(isinstance(v, str) for v in entry["args"].values())
                 definitions[entry["servicename"]] = entry
     assert {k: (v["name"], v["type"]) for k, v in definitions.items()} == {
-        "seed-orders-db": ("./plugins/seed-postgres", "stateful"),
+        "seed-orders-db": ("postgres-seed", "stateful"),
         "stripe-test-mode": ("./plugins/stripe-test-mode", "external"),
     }
-    for name in ("seed-postgres", "stripe-test-mode"):
-        assert (BOOKSHOP / "plugins" / name / "main.py").is_file()
+    assert (BOOKSHOP / "plugins" / "stripe-test-mode" / "main.py").is_file()
+    assert (ROOT / "plugins" / "postgres-seed" / "main.py").is_file()
     edges = set()
     for name, svc in services.items():
         annotations = svc["metadata"].get("annotations", {})

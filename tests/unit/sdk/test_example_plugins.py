@@ -1,5 +1,5 @@
-"""The bookshop example's plugins (examples/bookshop/plugins), imported and called directly through
-Kardinal's contract: arguments bound by name, inputs and outputs as JSON; no plugin process."""
+"""The bookshop example's plugins (its own, examples/bookshop/plugins, and the built-in it names), imported and
+called directly through Kardinal's contract: arguments bound by name, inputs and outputs as JSON; no process."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from support import EXAMPLE as BOOKSHOP
+from support.kardinal import import_builtin
 
 
 def _import_plugin(name: str) -> ModuleType:
@@ -23,11 +24,6 @@ def _import_plugin(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture(scope="module")
-def seed_postgres() -> ModuleType:
-    return _import_plugin("seed-postgres")
 
 
 @pytest.fixture(scope="module")
@@ -99,116 +95,31 @@ SEED_SQL = (
     "  ('9780547928227', 'The Hobbit', 1, 'linus@example.com');\n"
 )
 
-WRITE_SEED_COMMAND = ["sh", "-c", "printf '%s\\n' \"$SEED_SQL\" > /seed/001-seed.sql"]
+# --- seed-orders-db: the built-in postgres-seed ----------------------------------------
 
 
-# --- seed-postgres ---------------------------------------------------------------------
-
-
-def test_seed_postgres_on_orders_db(seed_postgres: ModuleType) -> None:
+def test_postgres_seed_builtin_on_orders_db() -> None:
+    """The example's seed definition, called like Kardinal on orders-db's pod spec: the seed lands in a ConfigMap
+    at /docker-entrypoint-initdb.d, the data on an emptyDir at postgres:16's data directory, and the env keeps
+    the database the app uses."""
     args = _plugin_args("seed-orders-db")
-    assert args == {"database": "orders", "user": "orders", "seed_sql": SEED_SQL}
+    assert args == {"db_name": "orders", "db_user": "orders", "seed_script": SEED_SQL}
+    plugin = import_builtin("postgres-seed")
     pod_spec = _pod_spec("StatefulSet", "orders-db")
-    # what devlane's reference rewriting may have done before the plugin runs
-    pod_spec["containers"][0]["env"][1]["value"] = "orders-pr-7"
-    before = copy.deepcopy(pod_spec)
-
-    result = _call_like_kardinal(
-        seed_postgres.create_flow, [_service_spec("orders-db")], [pod_spec], "seed-orders-db-pr-7", args
-    )
-
-    assert pod_spec == before, "the input must not be mutated"
-    assert set(result) == {"pod_specs", "config_map"}
-    assert result["config_map"] == {"seeded_database": "orders"}
-    assert result["pod_specs"] == [
-        {
-            "containers": [
-                {
-                    "name": "postgres",
-                    "image": "postgres:16",
-                    "ports": [{"name": "tcp", "containerPort": 5432, "protocol": "TCP"}],
-                    "env": [
-                        {"name": "POSTGRES_DB", "value": "orders"},
-                        {"name": "POSTGRES_USER", "value": "orders"},
-                        {"name": "POSTGRES_PASSWORD", "value": "orders"},
-                        {"name": "PGDATA", "value": "/var/lib/postgresql/data/pgdata"},
-                    ],
-                    "volumeMounts": [
-                        {"name": "data", "mountPath": "/var/lib/postgresql/data"},
-                        {"name": "seed", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True},
-                    ],
-                    "readinessProbe": {
-                        "exec": {"command": ["pg_isready", "-U", "orders", "-d", "orders"]},
-                        "periodSeconds": 5,
-                    },
-                    "resources": {
-                        "requests": {"cpu": "100m", "memory": "256Mi"},
-                        "limits": {"memory": "512Mi"},
-                    },
-                }
-            ],
-            "volumes": [{"name": "seed", "emptyDir": {}}],
-            "initContainers": [
-                {
-                    "name": "write-seed",
-                    "image": "busybox:1.36",
-                    "command": WRITE_SEED_COMMAND,
-                    "env": [{"name": "SEED_SQL", "value": SEED_SQL}],
-                    "volumeMounts": [{"name": "seed", "mountPath": "/seed"}],
-                }
-            ],
-        }
-    ]
-    assert seed_postgres.delete_flow(result["config_map"], "seed-orders-db-pr-7") is None
-
-
-def test_seed_postgres_keeps_count_order_and_is_idempotent(seed_postgres: ModuleType) -> None:
-    first = {
-        "containers": [
-            {"name": "db", "image": "postgres:16", "env": [{"name": "PGDATA", "value": "/data"}]},
-            {"name": "exporter", "image": "quay.io/prometheuscommunity/postgres-exporter:v0.15.0"},
-        ],
-        "volumes": [{"name": "seed", "configMap": {"name": "old-seed"}}],
-        "initContainers": [{"name": "chown", "image": "busybox:1.36", "command": ["true"]}],
-    }
-    second = {"containers": [{"name": "postgres", "image": "postgres:15"}]}
-    sql = "CREATE FUNCTION one() RETURNS int AS $$ SELECT 1 $$ LANGUAGE sql;\n"
-
-    result = seed_postgres.create_flow([{}, {}], [first, second], "seed-x-pr-1", seed_sql=sql)
-
-    assert result["config_map"] == {"seeded_database": "postgres"}
-    out_first, out_second = result["pod_specs"]
-    assert out_first["containers"][0]["env"] == [
-        {"name": "PGDATA", "value": "/data"},
-        {"name": "POSTGRES_DB", "value": "postgres"},
-        {"name": "POSTGRES_USER", "value": "postgres"},
-    ]
-    assert out_first["containers"][1] == first["containers"][1], "only containers[0] is edited"
-    assert out_first["volumes"] == [{"name": "seed", "emptyDir": {}}]
-    assert [c["name"] for c in out_first["initContainers"]] == ["chown", "write-seed"]
-    # "$" doubled: Kubernetes turns "$$" back into "$" when it expands env values
-    assert out_first["initContainers"][1]["env"] == [
-        {"name": "SEED_SQL", "value": "CREATE FUNCTION one() RETURNS int AS $$$$ SELECT 1 $$$$ LANGUAGE sql;\n"}
-    ]
-    assert out_second["containers"][0]["name"] == "postgres"
-    assert out_second["containers"][0]["volumeMounts"] == [
-        {"name": "seed", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}
-    ]
-
-    again = seed_postgres.create_flow([{}, {}], result["pod_specs"], "seed-x-pr-1", seed_sql=sql)
-    assert again == result
-
-
-def test_seed_postgres_rejects_bad_input(seed_postgres: ModuleType) -> None:
-    with pytest.raises(ValueError, match="seed_sql is empty"):
-        seed_postgres.create_flow([{}], [{"containers": [{"name": "db"}]}], "x", seed_sql="  \n")
-    with pytest.raises(ValueError, match="no containers"):
-        seed_postgres.create_flow([{}], [{"containers": []}], "x", seed_sql="SELECT 1;")
-    assert seed_postgres.validate_args(_plugin_args("seed-orders-db")) == []
-    assert seed_postgres.validate_args({"seed_sql": "", "database": "bad name"}) == [
-        {"field": "seed_sql", "message": "must be a non-empty SQL script"},
-        {"field": "database", "message": "'bad name' is not a valid Postgres name"},
-    ]
+    known = {"service_specs": [_service_spec("orders-db")], "pod_specs": [pod_spec],
+             "flow_uuid": "seed-orders-db-pr-7", "extensions": []}
+    result = json.loads(json.dumps(plugin.create_flow(**known, **args)))
+    (seed,) = result["resources"]
+    assert (seed["kind"], seed["metadata"]["name"], seed["data"]) == \
+        ("ConfigMap", "seed-seed-orders-db-pr-7", {"seed.sql": SEED_SQL})
+    db = result["pod_specs"][0]
+    env = {e["name"]: e.get("value") for e in db["containers"][0]["env"]}
+    assert (env["POSTGRES_DB"], env["POSTGRES_USER"], env["PGDATA"]) == \
+        ("orders", "orders", "/var/lib/postgresql/data/pgdata")
+    assert {m["mountPath"]: m["name"] for m in db["containers"][0]["volumeMounts"]} == {
+        "/var/lib/postgresql/data": "devlane-seed-data", "/docker-entrypoint-initdb.d": "devlane-seed"}
+    assert db["volumes"] == [{"name": "devlane-seed-data", "emptyDir": {}},
+                             {"name": "devlane-seed", "configMap": {"name": "seed-seed-orders-db-pr-7"}}]
 
 
 # --- stripe-test-mode ------------------------------------------------------------------
