@@ -76,7 +76,8 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
         if args.get(name) and not pattern.match(str(args[name])):
             bad(name, f"{args[name]!r} is not {what}")
     if args.get("source_cluster") and not _aurora(engine):
-        bad("source_cluster", f"an Aurora clone needs an Aurora engine (aurora-postgresql or aurora-mysql), not {engine}")
+        bad("source_cluster", "an Aurora clone needs an Aurora engine (aurora-postgresql or aurora-mysql), not "
+                              f"{engine}")
     for sg in _security_groups(args):
         if not SECURITY_GROUP.match(sg):
             bad("security_group_ids" if sg != args.get("security_group_id") else "security_group_id",
@@ -223,7 +224,8 @@ def _cluster(args: dict[str, Any], flow_uuid: str, engine: str, identifier: str,
     if (args.get("instance_class") or SERVERLESS) == SERVERLESS:
         spec["serverlessV2ScalingConfiguration"] = dict(SERVERLESS_SCALING)
     spec["tags"] = _ack.tag_list(flow_uuid)
-    return {"apiVersion": API, "kind": "DBCluster", "metadata": _rds_metadata(flow_uuid, args, identifier), "spec": spec}
+    return {"apiVersion": API, "kind": "DBCluster", "metadata": _rds_metadata(flow_uuid, args, identifier),
+            "spec": spec}
 
 
 # --------------------------------------------------------------------------------------------------
