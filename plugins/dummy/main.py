@@ -1,7 +1,9 @@
 """dummy: the built-in template plugin. It changes nothing and stores nothing.
 
-Use it as the starting point of a new plugin (copy the directory), or to check that a
-repository's plugin wiring works: `name: dummy` in a plugin definition resolves to this built-in.
+Use it to check that a repository's plugin wiring works (`name: dummy` in a plugin definition resolves to
+this built-in), or as the skeleton of a new plugin: `devlane plugins new NAME` writes the same shape with
+one argument wired through. Kardinal's dummy-plugin used the obsolete singular `(service_spec, pod_spec)`
+signature; this one has the final runner's.
 """
 
 

@@ -12,6 +12,7 @@ from .builders import app_yaml, entry_ingress, plugin_definition, yaml_doc
 from .consumers import crd_schema, kubectl_kustomize, validate_against_crd, validate_strict
 from .harness import Harness, Result, git, run_cli, tree
 from .paths import (
+    BUILTINS,
     CRDS,
     DEMO,
     EXAMPLE,
@@ -27,6 +28,7 @@ from .paths import (
 )
 
 __all__ = [
+    "BUILTINS",
     "CRDS",
     "DEMO",
     "EXAMPLE",

@@ -14,6 +14,8 @@ FIXTURES = ROOT / "tests" / "fixtures"
 STANDINS = FIXTURES / "kardinal-standins"
 EXAMPLE = ROOT / "examples" / "bookshop"
 KUBE_VERSION = "1.31"
+# The built-in catalogue: every plugin directory of plugins/ (shared modules such as _dbseed.py are files).
+BUILTINS = tuple(sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "main.py").is_file()))
 
 # Kardinal's plugin repos, mapped onto our own stand-ins (same contract, no network).
 STANDIN_SOURCES = {
