@@ -1,7 +1,8 @@
 """aws-rds: an Amazon RDS database per flow, as ACK custom resources (no AWS call during render).
 
-Attach it to the Service that stands for the database (an ExternalName Service, or a placeholder) as an external
-plugin. In every flow, the dependents' dev copies get their own database: a `DBInstance` restored from a snapshot
+Define it (`type: external`) with the `servicename` of the Service that stands for the database (an external
+ExternalName Service) and list it in the plugins of the Services that use it.
+In every flow, the dependents' dev copies get their own database: a `DBInstance` restored from a snapshot
 (or a fresh one), or for Aurora a `DBCluster` cloned copy-on-write from `source_cluster` (or restored, or fresh) with
 its `DBInstance`. The ACK rds-controller creates it when Argo CD or Flux applies the flow, and deletes it when the
 flow is pruned (deletion policy and final-snapshot switch written on the resource, not left to controller flags).

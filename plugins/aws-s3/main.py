@@ -1,7 +1,8 @@
 """aws-s3: an Amazon S3 bucket per flow, as an ACK `Bucket` (no AWS call during render).
 
-Attach it to the Service that stands for the bucket (an ExternalName Service, or a placeholder) as an external
-plugin. In every flow, the dependents' dev copies get their own bucket, named `[<prefix>-]<servicename>-<flowId>-
+Define it (`type: external`) with the `servicename` of the Service that stands for the bucket (an external
+ExternalName Service) and list it in the plugins of the Services that use it.
+In every flow, the dependents' dev copies get their own bucket, named `[<prefix>-]<servicename>-<flowId>-
 <hash8>`: bucket names are global across all AWS accounts, so the hash (of `unique_scope`, the flow's plugin instance
 and the prefix) keeps two repositories or clusters that render the same flow id apart, deterministically. The name
 is the only thing the app needs, so it is set as a plain env value on the dependents.

@@ -1,6 +1,7 @@
 """aws-sqs: an Amazon SQS queue per flow, as an ACK `Queue` (no AWS call during render).
 
-Attach it to the Service that stands for the queue (an ExternalName Service, or a placeholder) as an external plugin.
+Define it (`type: external`) with the `servicename` of the Service that stands for the queue (an external
+ExternalName Service) and list it in the plugins of the Services that use it.
 In every flow, the dependents' dev copies get their own queue, so a dev producer never feeds the shared consumers and
 a dev consumer never steals their messages. The queue's name is derived from the plugin's `flow_uuid` (with a stable
 hash past SQS's 80 characters, and the `.fifo` suffix FIFO queues need), so its URL is computed offline
