@@ -35,7 +35,8 @@ def _external(name: str, host: str) -> dict:
 
 def aws_shop(harness: Harness, plugins: tuple[str, ...] = tuple(DEFINITIONS), args: dict | None = None) -> Path:
     """The shop and one ExternalName Service per plugin in `plugins` (instance name = the Service's), with
-    `DEFINITIONS` args (updated per plugin by `args`). A flow on `shop` runs every plugin on `shop`'s dev copy."""
+    `DEFINITIONS` args (updated per plugin by `args`; an empty value removes the arg). A flow on `shop` runs every
+    plugin on `shop`'s dev copy."""
     deps = ",".join(f"{SERVICES[p]}:tcp" for p in plugins)
     shop = [
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop"},
@@ -48,7 +49,8 @@ def aws_shop(harness: Harness, plugins: tuple[str, ...] = tuple(DEFINITIONS), ar
     ]
     externals = [_external(SERVICES[p], f"{SERVICES[p]}.example.com") for p in plugins]
     harness.write("app.yaml", "".join(yaml_doc(o) for o in shop + externals) + entry_ingress("shop"))
+    merged = {p: {**DEFINITIONS[p], **((args or {}).get(p) or {})} for p in plugins}  # "" drops an arg
     entries = [{"name": p, "type": "external", "servicename": SERVICES[p],
-                "args": {**DEFINITIONS[p], **((args or {}).get(p) or {})}} for p in plugins]
+                "args": {k: v for k, v in merged[p].items() if v != ""}} for p in plugins]
     harness.plugin_definition(*entries)
     return harness.root
