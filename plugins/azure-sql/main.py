@@ -59,7 +59,7 @@ def validate(args: Mapping[str, Any]) -> list[Json]:
     if bool(source) == bool(source_id):
         bad("source_database", "set exactly one of source_database (a database on the same server) and "
                                "source_database_id (its ARM id)")
-    elif source and not server_id:
+    elif source and server_ref and not server_id:
         bad("source_database", "names a database on the server of server_id; with server_ref, set "
                                "source_database_id (the source's ARM id) instead")
     if source_id and not DATABASE_ID.match(str(source_id)):
