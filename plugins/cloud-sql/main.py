@@ -62,7 +62,7 @@ def validate(args: Mapping[str, Any]) -> list[Json]:
             out.append({"field": "proxy_image", "message": f"{image!r} is not pinned; name a version tag (such as "
                                                            f"{PROXY_IMAGE.rsplit(':', 1)[1]}) or a digest"})
     port = str(args.get("port") or "")
-    if port and not 0 < int(port) < 65536:
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
         out.append({"field": "port", "message": f"{port} is not a TCP port (1-65535)"})
     elif port and int(port) == HEALTH_PORT:
         out.append({"field": "port", "message": f"{port} is the proxy's health-check port; choose another"})

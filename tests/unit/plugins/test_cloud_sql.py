@@ -134,6 +134,7 @@ def test_cloud_sql_plain_container_sidecar_and_options():
     ({"proxy_image": "gcr.io/cloud-sql-connectors/cloud-sql-proxy:latest"}, "proxy_image", "is not pinned"),
     ({"port": "9801"}, "port", "the proxy's health-check port"),
     ({"port": "70000"}, "port", "is not a TCP port"),
+    ({"port": "5432/tcp"}, "port", "is not a TCP port"),
     ({"user_env": "DB_HOST"}, "user_env", "names the same variable as host_env (DB_HOST)"),
     ({"password_secret": "", "password_secret_key": "pw"}, "password_secret_key", "names a key of no Secret"),
 ])
