@@ -34,6 +34,7 @@ DEFAULT_API_SECRET, DEFAULT_API_KEY = "neon-api", "api-key"
 DEFAULT_DATABASE, DEFAULT_ROLE = "neondb", "neondb_owner"  # what Neon creates in a new project
 DEFAULT_TTL_HOURS, MAX_TTL_HOURS = "72", 720
 HOOK_SYNC_WAVE_RBAC, HOOK_SYNC_WAVE_JOB = "-2", "-1"
+STATE_DIR = "/flow-state"  # where the PostDelete Job mounts the flow's state ConfigMap, when it still exists
 RUN_AS = 65532  # any non-root uid: the Jobs need no file of their own outside /tmp
 
 # Shared by both Jobs: the Neon API with the key from a header file (never on a command line), and the
@@ -42,9 +43,9 @@ _COMMON = """set -eu
 umask 077
 API="$NEON_API/projects/$NEON_PROJECT_ID"
 BRANCH_NAME="devlane-$POD_NAMESPACE-$FLOW_UUID"
-printf 'Authorization: Bearer %s\\n' "$NEON_API_KEY" > /tmp/auth
+printf 'Authorization: Bearer %s\\n' "$NEON_API_KEY" > "$HOME/auth"
 unset NEON_API_KEY
-neon() { curl -fsS -H @/tmp/auth -H 'Accept: application/json' "$@"; }
+neon() { curl -fsS -H "@$HOME/auth" -H 'Accept: application/json' "$@"; }
 find_branch() {
   neon "$API/branches" | jq -r --arg n "$BRANCH_NAME" '[.branches[] | select(.name == $n) | .id][0] // empty'
 }
@@ -65,8 +66,8 @@ echo "neon-branch: branch $BRANCH_NAME is $BRANCH_ID"
 set -- --data-urlencode "branch_id=$BRANCH_ID" --data-urlencode "database_name=$DATABASE_NAME" \\
   --data-urlencode "role_name=$ROLE_NAME"
 if [ "$POOLED" = true ]; then set -- "$@" --data-urlencode pooled=true; fi
-neon -G "$API/connection_uri" "$@" | jq -er '.uri' > /tmp/url
-kubectl create secret generic "$TARGET_SECRET" --from-file="$TARGET_KEY=/tmp/url" --dry-run=client -o yaml \\
+neon -G "$API/connection_uri" "$@" | jq -ej '.uri' > "$HOME/url"  # -j: no trailing newline in the URL
+kubectl create secret generic "$TARGET_SECRET" --from-file="$TARGET_KEY=$HOME/url" --dry-run=client -o yaml \\
   | kubectl label --local -f - "devlane.dev/flow-uuid=$FLOW_UUID" app.kubernetes.io/managed-by=devlane -o yaml \\
   | kubectl apply -f -
 echo "neon-branch: wrote $TARGET_KEY of Secret $TARGET_SECRET"
@@ -75,7 +76,7 @@ echo "neon-branch: wrote $TARGET_KEY of Secret $TARGET_SECRET"
 # Argo CD runs PostDelete hooks after every resource of the Application is gone, the flow's state ConfigMap
 # included. Flux has no such hook and applies this Job like any other: the ConfigMap, mounted optionally,
 # is then present, and the Job leaves the branch alone.
-DELETE_SCRIPT = _COMMON + """if [ -e /flow-state/config_map.json ]; then
+DELETE_SCRIPT = _COMMON + """if [ -e "$FLOW_STATE_DIR/config_map.json" ]; then
   echo "neon-branch: the flow is still deployed (its state ConfigMap exists): not a teardown, branch kept"
   exit 0
 fi
@@ -164,7 +165,8 @@ def _job(name: str, phase: str, script: str, env: list[Json], image: str, accoun
     mounts = [{"name": "tmp", "mountPath": "/tmp"}]
     volumes: list[Json] = [{"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}}]
     if state:
-        mounts.append({"name": "flow-state", "mountPath": "/flow-state", "readOnly": True})
+        mounts.append({"name": "flow-state", "mountPath": STATE_DIR, "readOnly": True})
+        env = [*env, {"name": "FLOW_STATE_DIR", "value": STATE_DIR}]
         volumes.append({"name": "flow-state", "configMap": {"name": state, "optional": True}})
     pod["containers"] = [{
         "name": "neon", "image": image, "command": ["/bin/sh", "-c", script], "env": env,

@@ -74,9 +74,9 @@ def crd_schema(api_version: str, kind: str) -> dict:
                 if not doc or doc.get("kind") != "CustomResourceDefinition":
                     continue
                 group = doc["spec"]["group"]
-                kind = doc["spec"]["names"]["kind"]
+                crd_kind = doc["spec"]["names"]["kind"]  # not `kind`: that is the one asked for
                 for v in doc["spec"]["versions"]:
-                    _CRD_CACHE[(f"{group}/{v['name']}", kind)] = _root(v["schema"]["openAPIV3Schema"])
+                    _CRD_CACHE[(f"{group}/{v['name']}", crd_kind)] = _root(v["schema"]["openAPIV3Schema"])
         for f in sorted(CRDS.rglob("*.json")):
             if f.name in _JSON_SCHEMAS:
                 _CRD_CACHE[_JSON_SCHEMAS[f.name]] = _root(json.loads(f.read_text()))
