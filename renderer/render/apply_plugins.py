@@ -149,6 +149,18 @@ def _extension_objects(model: Model, pdef: PluginDef, source: Source | None) -> 
     return out
 
 
+def _service_object(model: Model, name: str) -> dict:
+    """A copy of a dependent's baseline Service, with the namespace it lives in (`.devlane.yaml` `namespace` when
+    it names none): a plugin that addresses the baseline (a Redis overlay) must not resolve to the dev copy, which
+    keeps the name in a flow namespace."""
+    doc = model.services[name].doc
+    obj = copy.deepcopy(doc.obj)
+    namespace = model.namespace_of(doc)
+    if namespace and not (obj.get("metadata") or {}).get("namespace"):
+        obj.setdefault("metadata", {})["namespace"] = namespace
+    return obj
+
+
 def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorkload], current: dict[WorkKey, dict],
                    choice: Choice, source: Source | None = None) -> Invocation:
     """The CreateFlow of one instance, with each dependent's current pod spec (target container first)."""
@@ -159,7 +171,7 @@ def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorklo
         moved.append(with_pod_spec(w.obj, spec))
     return Invocation(operation="CreateFlow", instance=inst.servicename, flow_id=inst.flow_id, plugin=choice.name,
                       args=dict(choice.args), dependents=[w.service for w in workloads], workloads=copy.deepcopy(moved),
-                      services=[copy.deepcopy(model.services[w.service].doc.obj) for w in workloads],
+                      services=[_service_object(model, w.service) for w in workloads],
                       extensions=_extension_objects(model, pdef, source) if pdef is not None else [])
 
 

@@ -2,7 +2,9 @@
 
 A Kardinal plugin is a directory with `main.py` defining `create_flow(service_specs, pod_specs,
 flow_uuid, **args)` and `delete_flow(config_map, flow_uuid)`, and optionally `validate_args`,
-`default_args`, `validate_change` and `lifecycle_hook`. This adapter turns such a module into a
+`default_args`, `validate_change` and `lifecycle_hook`. Besides Kardinal's values, a create_flow that
+names them gets `extensions` (the extension objects) and `services` (the dependents' whole Service
+objects, metadata included, in the order of `service_specs`). This adapter turns such a module into a
 handler of the devlane wire document (`renderer.protocol.krm`), exactly as kyaml's
 `SimpleProcessor` wraps a config struct on top of the one `ResourceListProcessor` interface:
 
@@ -359,6 +361,7 @@ class KardinalHandler:
         mode = _signature_mode(fn)
         if mode == "plural":
             known = {"service_specs": [copy.deepcopy((services.get(d) or {}).get("spec") or {}) for d in dependents],
+                     "services": [strip_internal(copy.deepcopy(services.get(d) or {})) for d in dependents],
                      "pod_specs": pod_specs, "flow_uuid": flow_uuid,
                      "extensions": [strip_internal(copy.deepcopy(i)) for i in items
                                     if annotations(i).get(ROLE) == "extension"]}
@@ -367,7 +370,8 @@ class KardinalHandler:
             new_specs, config_map, resources, results = self._singular(fn, mode, args, flow_uuid, dependents,
                                                                        workloads, services, pod_specs)
         ignored = sorted(a for a in args if a not in inspect.signature(fn).parameters or a in {
-            "service_specs", "pod_specs", "flow_uuid", "extensions", "service_spec", "pod_spec", "deployment_spec"})
+            "service_specs", "services", "pod_specs", "flow_uuid", "extensions", "service_spec", "pod_spec",
+            "deployment_spec"})
         if ignored:
             results.append(result(f"create_flow ignored args not in its signature: {', '.join(ignored)}", "info",
                                   code="plugin-debug"))
