@@ -70,7 +70,7 @@ def crd_schema(api_version: str, kind: str) -> dict:
         pytest.skip("upstream CRDs not available")
     if not _CRD_CACHE:
         for f in sorted(CRDS.rglob("*.yaml")):
-            for doc in yaml.safe_load_all(f.read_text()):
+            for doc in yaml.load_all(f.read_text(), Loader=yaml.CSafeLoader):  # the CRDs are megabytes
                 if not doc or doc.get("kind") != "CustomResourceDefinition":
                     continue
                 group = doc["spec"]["group"]
