@@ -12,8 +12,6 @@ from support import EXAMPLE, kubectl_kustomize, tree, validate_strict
 FLOW = ["--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7"]
 
 
-
-
 def test_example_renders_expected_flow(harness, snapshot):
     example = harness.copy(EXAMPLE)
     out = harness.cli("render", *FLOW)
