@@ -181,6 +181,8 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     objects = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace), flow.id,
                              plugins, policy)
     invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics, policy.selectors)
+    invariants.external_addresses(model, dev, [(r.servicename, r.dependents) for r in plugins.results],
+                                  s.diagnostics, s.strict)
     shared = emit.mesh_flow({flow.id: entries.mesh}) if entries.mesh and s.routing == "istio" else None
     if s.routing != "none" and not s.diagnostics.errors:  # istio: with the rules shared with other flows
         route_proof.check(model, dev, [*objects.all(), *(shared.objects if shared else [])], flow.id,

@@ -276,6 +276,55 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, 
     check_lane(model, dev, objects, diags, owners)
 
 
+def _strings(spec: dict) -> dict[tuple[str, str], str]:
+    """(container, slot) -> value of every env value, command and args entry of a pod spec."""
+    out: dict[tuple[str, str], str] = {}
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key) or []:
+            if not isinstance(c, dict):
+                continue
+            name = str(c.get("name"))
+            for e in c.get("env") or []:
+                if isinstance(e, dict) and isinstance(e.get("value"), str):
+                    out[name, f"env {e.get('name')}"] = e["value"]
+            for field in ("command", "args"):
+                for i, arg in enumerate(c.get(field) or []):
+                    if isinstance(arg, str):
+                        out[name, f"{field}[{i}]"] = arg
+    return out
+
+
+def external_addresses(model: Model, dev: DevSet, instances: list[tuple[str, list[str]]], diags: Diagnostics,
+                       strict: bool = False) -> None:
+    """After plugins: the plugin of an external service ran for a dependent, yet the dependent's dev version
+    still carries, unchanged from its baseline, a value naming the external's own address (its ExternalName
+    host), e.g. a DATABASE_URL the plugin did not set because it wrote another variable. That dev version
+    would reach the baseline's database, queue or API: devlane cannot prove otherwise, so it says so.
+    `instances`: (plugin instance, dependents) of the calls that ran."""
+    for instance, dependents in instances:
+        node = model.services.get(instance)
+        host = str((node.doc.obj.get("spec") or {}).get("externalName") or "").lower().rstrip(".") \
+            if node is not None and node.external else ""
+        if not host:
+            continue
+        for dependent in dependents:
+            dw = dev.workloads.get(dependent)
+            if dw is None:
+                continue
+            before = _strings(pod_spec(dw.baseline.obj))
+            for (container, slot), value in sorted(_strings(dw.pod_spec).items()):
+                if host in value.lower() and before.get((container, slot)) == value:
+                    (diags.error if strict else diags.warn)(
+                        f"dev workload {dw.name} still names {host}, the address of external service {node.name}, "
+                        f"in container {container} {slot}, after plugin instance {instance} ran: the dev version "
+                        f"may reach the baseline's {node.name}",
+                        Where(object=f"{dw.obj['kind']}/{dw.name}", plugin=instance),
+                        hint=f"have the plugin set this value (the built-ins take the variable's name as an arg, "
+                        f"e.g. env_var or *_env), or stop passing {host} to the app here",
+                        code="external-reached",
+                    )
+
+
 def check_lane(model: Model, dev: DevSet, objects: list[dict], diags: Diagnostics, owners: dict | None = None) -> None:
     """Isolation `namespace`, on the final object set (what plugins added included)."""
     if not dev.lane.by_namespace:
