@@ -9,23 +9,21 @@ or Flux apply, and the ACK controllers in the cluster create, update and delete 
   to the AWS resource is visible in the manifest rather than in a controller flag;
 - Kubernetes names of added objects end with `flow_uuid` (so with `-<flowId>`, as the output policy requires);
 - what the app needs is set on the dependents' target container by env name, replaced in place and never
-  duplicated (`set_env`); values the renderer can compute (an SQS URL, a bucket name) are plain values, and values
+  duplicated (`_common.wire`); values the renderer can compute (an SQS URL, a bucket name) are plain values, and values
   known only after creation (an RDS endpoint) are copied by an ACK `FieldExport` into an emitted, empty ConfigMap
   (`field_export`, `empty_configmap`) that the pod reads with a configMapKeyRef.
 
-Built-ins run inside devlane's process, as modules of the `plugins` package, which is what lets them share this
-file; a built-in copied out of devlane must take it along. Standard library only.
+What every built-in shares (results, refusals, env edits, names) is in `plugins/_common.py`, which this module
+builds on; a built-in copied out of devlane must take both along. Standard library only.
 """
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
 
-Json = dict[str, Any]
+from plugins._common import Json, clean_name, env_name_findings, flow_name, plain_env, stable_hash
 
 REGION_ANNOTATION = "services.k8s.aws/region"
 DELETION_POLICY_ANNOTATION = "services.k8s.aws/deletion-policy"
@@ -34,39 +32,10 @@ FLOW_TAG = "devlane.dev/flow"  # the AWS tag naming the flow's plugin instance (
 
 REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]\Z")  # us-east-1, ap-southeast-2, us-gov-west-1
 ACCOUNT_ID = re.compile(r"[0-9]{12}\Z")
-ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*\Z")  # what the API server accepts as an env var name
-DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+\Z")
-TRUE, FALSE = ("true", "True", "TRUE"), ("false", "False", "FALSE")  # YAML booleans reach plugins as strings
-
-
-# --------------------------------------------------------------------------------------------------
-# Results (Kardinal's `results`: errors stop the call, and their hint is shown under the message)
-
-
-def result(message: str, severity: str = "error", hint: str | None = None) -> Json:
-    out: Json = {"severity": severity, "message": message}
-    if hint:
-        out["tags"] = {"devlane.dev/hint": hint}
-    return out
-
-
-class Refused(Exception):
-    """An input the plugin cannot serve; create_flow answers with this error result."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message)
-        self.result = result(message, "error", hint)
 
 
 # --------------------------------------------------------------------------------------------------
 # Args
-
-
-def flag(args: Mapping[str, Any], name: str, default: bool) -> bool:
-    """A boolean arg ("true"/"false", any case YAML gives); `default` when unset."""
-    value = str(args.get(name) or "")
-    return default if not value else value in TRUE
 
 
 def check_common(args: Mapping[str, Any], env_args: tuple[str, ...] = ()) -> list[Json]:
@@ -86,20 +55,11 @@ def check_common(args: Mapping[str, Any], env_args: tuple[str, ...] = ()) -> lis
     if policy and policy not in DELETION_POLICIES:
         bad("deletion_policy", f"{policy!r} is not one of {', '.join(DELETION_POLICIES)} (ACK's "
                                "services.k8s.aws/deletion-policy)")
-    for name in env_args:
-        value = str(args.get(name) or "")
-        if value and not ENV_NAME.match(value):
-            bad(name, f"{value!r} is not a valid environment variable name")
-    return out
+    return out + env_name_findings(args, env_args)
 
 
 # --------------------------------------------------------------------------------------------------
 # Names
-
-
-def stable_hash(*parts: str, length: int = 8) -> str:
-    """A short hex digest of `parts` (NUL-separated, so ("ab", "c") and ("a", "bc") differ)."""
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:length]
 
 
 def aws_name(base: str, limit: int, allowed: str = "a-z0-9-", lower: bool = True, letter_first: bool = False,
@@ -107,8 +67,7 @@ def aws_name(base: str, limit: int, allowed: str = "a-z0-9-", lower: bool = True
     """`base` in an AWS service's alphabet (other characters become `-`, runs of `-` collapse), at most `limit`
     characters with `suffix`; a longer one keeps its start and gets `-<hash8>` of the whole cleaned name, so two long
     names never collide after shortening. `letter_first` prefixes `d` when the name would start otherwise."""
-    name = base.lower() if lower else base
-    name = re.sub(r"-{2,}", "-", re.sub(f"[^{allowed}]", "-", name)).strip("-_.")
+    name = clean_name(base, allowed, lower)
     if letter_first and not name[:1].isalpha():
         name = f"d-{name}".rstrip("-")
     room = limit - len(suffix)
@@ -119,9 +78,9 @@ def aws_name(base: str, limit: int, allowed: str = "a-z0-9-", lower: bool = True
 
 
 def object_name(role: str, flow_uuid: str) -> str:
-    """The Kubernetes name of an added object: `<role>-<flow_uuid>`, which ends with `-<flowId>` as the output
-    policy requires (and stays a DNS subdomain: flow_uuid is one)."""
-    return f"{role}-{flow_uuid}" if role else flow_uuid
+    """The Kubernetes name of an added object: `<role>-<flow_uuid>` (`flow_name`: it ends with `-<flowId>` as the
+    output policy requires, and stays a DNS label, shortened with a stable hash when needed: a Job's name must)."""
+    return flow_name(role, flow_uuid) if role else flow_uuid
 
 
 # --------------------------------------------------------------------------------------------------
@@ -155,42 +114,16 @@ def field_export(name: str, group: str, kind: str, resource: str, path: str, con
 
 
 # --------------------------------------------------------------------------------------------------
-# Pod-spec edits
-
-
-def set_env(container: Json, name: str, entry: Json) -> None:
-    """Set env `name` in place (its first entry), dropping later duplicates; append it when missing."""
-    entry = {"name": name, **entry}
-    env = container.setdefault("env", [])
-    at = next((i for i, e in enumerate(env) if e.get("name") == name), None)
-    if at is None:
-        env.append(entry)
-    else:
-        env[at] = entry
-        container["env"] = env[: at + 1] + [e for e in env[at + 1:] if e.get("name") != name]
+# Env
 
 
 def env_value(pod_specs: list[Json], name: str) -> str | None:
-    """The first literal value of env `name` on the dependents' target containers."""
+    """The literal value of env `name` on the first dependent's target container that sets one."""
     for spec in pod_specs:
-        for e in ((spec.get("containers") or [{}])[0].get("env") or []):
-            if e.get("name") == name and "value" in e and "valueFrom" not in e:
-                return str(e["value"])
+        found = plain_env((spec.get("containers") or [{}])[0]).get(name)
+        if found is not None:
+            return found
     return None
-
-
-def wire_dependents(pod_specs: list[Json], env: list[tuple[str, Json]]) -> list[Json]:
-    """The dependents' pod specs with `env` set on each target container (containers[0]: devlane moves the
-    container it targets there before the call)."""
-    out = []
-    for i, spec in enumerate(pod_specs):
-        spec = copy.deepcopy(spec)
-        if not spec.get("containers"):
-            raise Refused(f"pod spec #{i + 1} has no containers")
-        for name, entry in env:
-            set_env(spec["containers"][0], name, entry)
-        out.append(spec)
-    return out
 
 
 def value(text: str) -> Json:
@@ -199,7 +132,3 @@ def value(text: str) -> Json:
 
 def configmap_ref(name: str, key: str) -> Json:
     return {"valueFrom": {"configMapKeyRef": {"name": name, "key": key}}}
-
-
-def secret_ref(name: str, key: str) -> Json:
-    return {"valueFrom": {"secretKeyRef": {"name": name, "key": key}}}

@@ -11,82 +11,40 @@ in the cluster (Config Connector, Azure Service Operator) turns into the copy. R
   env, replaced by name in the target container (`set_env`), never appended twice;
 - passwords only by reference (`valueFrom.secretKeyRef`); nothing here reads or writes a password value.
 
-Built-ins run inside devlane's process as modules of the `plugins` package, which is what lets them share
-this file; a built-in copied out of devlane must take it along.
+What every built-in shares (results, refusals, `set_env`, names) is in `plugins/_common.py`, which this module
+builds on; a built-in copied out of devlane must take both along.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import inspect
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-Json = dict[str, Any]
+from plugins import _common
+from plugins._common import Json, Refused, clean_name, key_needs_secret, set_env, stable_hash
 
 DIGEST_LENGTH = 8
-SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+\Z")
-ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*\Z")
 ENV_ARGS = ("host_env", "port_env", "name_env", "user_env", "password_env")  # each names one app variable
-
-
-class Refused(Exception):
-    """An input the plugin cannot turn into a flow copy; create_flow answers with this error result."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message)
-        self.result = result(message, "error", hint)
-
-
-def result(message: str, severity: str = "error", hint: str | None = None) -> Json:
-    """A Kardinal `results` entry; the hint is shown under the message."""
-    out: Json = {"severity": severity, "message": message}
-    if hint:
-        out["tags"] = {"devlane.dev/hint": hint}
-    return out
 
 
 # --------------------------------------------------------------------------------------------------
 # Names
 
 
-def digest(*parts: str) -> str:
-    """A short stable hash of `parts` (joined unambiguously)."""
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:DIGEST_LENGTH]
-
-
 def stable_name(readable: str, scope: Iterable[str], limit: int) -> str:
     """`<readable prefix>-<hash8>`: lowercase letters, digits and single hyphens, starting with a letter, at most
     `limit` characters. The hash covers `scope` (what makes the name unique in the cloud: project or server,
     source, flow) in full, so truncating the readable part never makes two flows collide."""
-    prefix = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", readable.lower())).strip("-")
+    prefix = clean_name(readable, "a-z0-9")
     if not prefix[:1].isalpha():
         prefix = f"dl-{prefix}".rstrip("-")
     prefix = prefix[: limit - DIGEST_LENGTH - 1].rstrip("-")
-    return f"{prefix}-{digest(*scope)}"
+    return f"{prefix}-{stable_hash(*scope, length=DIGEST_LENGTH)}"
 
 
 # --------------------------------------------------------------------------------------------------
 # Pod-spec edits
-
-
-def secret_ref(name: str, key: str) -> Json:
-    return {"valueFrom": {"secretKeyRef": {"name": name, "key": key}}}
-
-
-def set_env(container: Json, name: str, entry: Json) -> None:
-    """Set env `name` to `entry` ({value} or {valueFrom}) in place of its first entry (dropping duplicates), or
-    append it: the kubelet lets the last duplicate win, so an appended twin would be a trap."""
-    entry = {"name": name, **entry}
-    env = container.get("env") or []
-    at = next((i for i, e in enumerate(env) if e.get("name") == name), None)
-    if at is None:
-        container["env"] = [*env, entry]
-    else:
-        container["env"] = [*env[:at], entry, *(e for e in env[at + 1:] if e.get("name") != name)]
 
 
 def wire_env(container: Json, args: Mapping[str, str], values: Mapping[str, str], password: Json) -> None:
@@ -108,13 +66,6 @@ def replace_env_values(spec: Json, old: str, new: str) -> list[str]:
                     e["value"] = new
                     changed.append(f"{c.get('name')}.{e.get('name')}")
     return changed
-
-
-def target_container(spec: Json, index: int) -> Json:
-    containers = spec.get("containers") or []
-    if not containers:
-        raise Refused(f"pod spec #{index + 1} has no containers")
-    return containers[0]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -141,34 +92,28 @@ def check_common(args: Mapping[str, Any], default: Mapping[str, str]) -> list[Js
                                                  "app reads needs its own variable"})
         elif name:
             seen[name] = arg
-    if args.get("password_secret_key") and not args.get("password_secret"):
-        out.append({"field": "password_secret_key", "message": "names a key of no Secret; set password_secret too"})
-    return out
+    return out + key_needs_secret(args, "password_secret_key", "password_secret")
 
 
 def kardinal_functions(arg_names: tuple[str, ...], create: Callable[[list[Json], str, dict[str, str]], Json],
                        validate: Callable[[Mapping[str, Any]], list[Json]],
                        undo: str) -> tuple[Callable[..., Any], ...]:
-    """The plugin's `validate_args`, `create_flow` and `delete_flow`. Kardinal binds args by name from a
-    function's signature (never through **kwargs), so create_flow advertises every arg (`__signature__`)."""
+    """The plugin's `validate_args`, `create_flow` and `delete_flow`, create_flow advertising every arg
+    (`_common.kardinal_functions`) and answering a `Refused` with its error."""
 
     def validate_args(args: dict[str, Any]) -> list[Json]:
+        """Checks beyond argsSchema (which devlane applies first); an empty list means valid."""
         return validate(args)
 
     def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str, **args: str) -> Json:
+        """The dependents' pod specs wired to the flow's copy (same count and order), its objects."""
         try:
             return create(copy.deepcopy(pod_specs), flow_uuid, {k: v for k, v in args.items() if v is not None})
         except Refused as refused:
-            return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
+            return refused.answer(pod_specs)
 
     def delete_flow(config_map: Json, flow_uuid: str) -> None:
         return None
 
-    validate_args.__doc__ = "Checks beyond argsSchema (which devlane applies first); an empty list means valid."
-    create_flow.__doc__ = "The dependents' pod specs wired to the flow's copy (same count and order), its objects."
     delete_flow.__doc__ = undo
-    own = [p for p in inspect.signature(create_flow).parameters.values() if p.kind is not p.VAR_KEYWORD]
-    extra = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=str)
-             for n in arg_names]
-    create_flow.__signature__ = inspect.Signature([*own, *extra])  # type: ignore[attr-defined]
-    return validate_args, create_flow, delete_flow
+    return _common.kardinal_functions(arg_names, validate_args, create_flow, delete_flow)

@@ -9,9 +9,9 @@ data directory is empty. So the dev copy of the database gets:
 - passwords only as Secret references (`valueFrom.secretKeyRef`): nothing here writes a password.
 
 What differs per image (env names, data directory, init file types, password rules) is an `Engine`,
-declared by each plugin's `main.py`. Built-ins run inside devlane's process, as modules of the
-`plugins` package, which is what lets them share this file; a built-in copied out of devlane must
-take it along.
+declared by each plugin's `main.py`. What every built-in shares (results, refusals, env edits,
+mounts, image references) is in `plugins/_common.py`, which this module builds on; a built-in copied
+out of devlane must take both along.
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ import base64
 import binascii
 import copy
 import hashlib
-import inspect
 import posixpath
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from plugins import _common
+from plugins._common import Image, Json, Refused, drop_env, key_needs_secret, mount, plain_env, result, secret_ref
 
 INIT_DIR = "/docker-entrypoint-initdb.d"
 SEED_VOLUME = "devlane-seed"
@@ -34,11 +35,6 @@ DIGEST_ENV = "DEVLANE_SEED_DIGEST"  # changes with the seed, so a new seed rolls
 INLINE_FILE = "seed.sql"  # seed_script's file name in the init directory (run in file-name order)
 DEFAULT_SECRET_KEY = "password"
 MAX_SEED_BYTES = 1024 * 1024  # the API server refuses a ConfigMap over 1 MiB
-SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+\Z")
-CONFIGMAP_KEY = SECRET_KEY
-
-Json = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -64,21 +60,6 @@ class Password:
 
 
 @dataclass(frozen=True)
-class Image:
-    """A container image reference, split: `name` is the last path segment of the repository."""
-
-    name: str
-    tag: str | None
-    digest: str | None
-
-    @classmethod
-    def parse(cls, ref: str) -> Image:
-        rest, _, digest = ref.partition("@")
-        name, _, tag = rest.rsplit("/", 1)[-1].partition(":")
-        return cls(name.lower(), tag or None, digest or None)
-
-
-@dataclass(frozen=True)
 class Engine:
     """What one database image needs; every field is a fact about the official image's entrypoint."""
 
@@ -92,27 +73,6 @@ class Engine:
     init_suffixes: tuple[str, ...]  # init files the entrypoint runs; it ignores any other
     data_dir: Callable[[Image, dict[str, str]], str | None]  # (image, plain env) -> data dir; None: unknown
     reserved_users: frozenset[str] = frozenset()  # db_user values the image refuses
-
-
-# --------------------------------------------------------------------------------------------------
-# Results (Kardinal's `results`: errors stop the call, and their hint is shown under the message)
-
-
-def _result(message: str, severity: str = "error", hint: str | None = None, path: str | None = None) -> Json:
-    out: Json = {"severity": severity, "message": message}
-    if path:
-        out["field"] = {"path": path}
-    if hint:
-        out["tags"] = {"devlane.dev/hint": hint}
-    return out
-
-
-class _Refused(Exception):
-    """An input the plugin cannot seed; create_flow answers with this error result."""
-
-    def __init__(self, message: str, hint: str | None = None, path: str | None = None):
-        super().__init__(message)
-        self.result = _result(message, "error", hint, path)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -132,8 +92,7 @@ def validate_args(engine: Engine, args: Mapping[str, Any]) -> list[Json]:
     for p in engine.passwords:
         if args.get(p.arg) and args.get(p.secret_arg):
             bad(p.arg, f"set {p.secret_arg} (a Secret reference) or {p.arg} (Kardinal's literal password), not both")
-        if args.get(p.key_arg) and not args.get(p.secret_arg):
-            bad(p.key_arg, f"names a key of no Secret; set {p.secret_arg} too")
+        out += key_needs_secret(args, p.key_arg, p.secret_arg)
     user = str(args.get("db_user", ""))
     if user in engine.reserved_users:
         bad("db_user", f"{user!r} cannot be set through {engine.user_env}; the image manages that account itself")
@@ -152,36 +111,11 @@ def _env_index(container: Json, name: str) -> int | None:
     return next((i for i, e in enumerate(container.get("env") or []) if e.get("name") == name), None)
 
 
-def _plain_env(container: Json) -> dict[str, str]:
-    """The container's env entries that have a literal value (later duplicates lose, as in the kubelet)."""
-    out: dict[str, str] = {}
-    for e in container.get("env") or []:
-        if "value" in e and "valueFrom" not in e and e.get("name") not in out:
-            out[e["name"]] = str(e["value"])
-    return out
-
-
-def _drop_env(container: Json, name: str) -> None:
-    if container.get("env"):
-        container["env"] = [e for e in container["env"] if e.get("name") != name]
-
-
 def _set_env(engine: Engine, container: Json, name: str, entry: Json) -> None:
-    """Set `name` in place (first entry), drop its duplicates and its exclusive `<name>_FILE` twin."""
-    entry = {"name": name, **entry}
-    env = container.setdefault("env", [])
-    at = _env_index(container, name)
-    if at is None:
-        env.append(entry)
-    else:
-        env[at] = entry
-        container["env"] = env[: at + 1] + [e for e in env[at + 1:] if e.get("name") != name]
+    """`_common.set_env`, and drop the exclusive `<name>_FILE` twin the image would refuse beside it."""
+    _common.set_env(container, name, entry)
     if name in engine.file_env:
-        _drop_env(container, f"{name}_FILE")
-
-
-def _secret_ref(name: str, key: str) -> Json:
-    return {"valueFrom": {"secretKeyRef": {"name": name, "key": key}}}
+        drop_env(container, f"{name}_FILE")
 
 
 def _password(engine: Engine, container: Json, p: Password, args: Mapping[str, str]) -> list[Json]:
@@ -192,7 +126,7 @@ def _password(engine: Engine, container: Json, p: Password, args: Mapping[str, s
     or file devlane cannot compare). Nothing configured: the image's own alternative, or an error.
     """
     if args.get(p.secret_arg):
-        _set_env(engine, container, p.env, _secret_ref(args[p.secret_arg], args.get(p.key_arg) or p.default_key))
+        _set_env(engine, container, p.env, secret_ref(args[p.secret_arg], args.get(p.key_arg) or p.default_key))
         return []
     at = _env_index(container, p.env)
     current = None if at is None else container["env"][at]
@@ -202,11 +136,11 @@ def _password(engine: Engine, container: Json, p: Password, args: Mapping[str, s
         if current is not None and "valueFrom" not in current and str(current.get("value", "")) == literal:
             return []
         if (current is not None and "valueFrom" in current) or has_file:
-            return [_result(f"args.{p.arg} is not written into the manifests; the dev copy keeps the {p.env} its "
+            return [result(f"args.{p.arg} is not written into the manifests; the dev copy keeps the {p.env} its "
                             "baseline reads from a Secret or file, which must hold the same password", "warning",
                             f"to choose the Secret explicitly, set {p.secret_arg} instead of {p.arg}")]
         state = "sets no" if current is None else "sets a different"
-        raise _Refused(f"{engine.plugin} never writes a literal password into the rendered manifests, and the dev "
+        raise Refused(f"{engine.plugin} never writes a literal password into the rendered manifests, and the dev "
                        f"copy {state} {p.env} to keep instead of args.{p.arg}",
                        f"put the password in a Secret in the flow's namespace and replace {p.arg} with "
                        f"{p.secret_arg} (and {p.key_arg} when the key is not {p.default_key!r})")
@@ -214,42 +148,16 @@ def _password(engine: Engine, container: Json, p: Password, args: Mapping[str, s
         return []
     if p.only_with and all(_env_index(container, n) is None for n in (p.only_with, f"{p.only_with}_FILE")):
         return []
-    plain = _plain_env(container)
+    plain = plain_env(container)
     if any(plain.get(name) if value is None else plain.get(name) == value for name, value in p.unless.items()):
         return []
     if p.fallback:
         _set_env(engine, container, p.fallback[0], {"value": p.fallback[1]})
-        return [_result(f"{p.env} is not set, so the dev database gets {p.fallback[0]}={p.fallback[1]}", "info",
+        return [result(f"{p.env} is not set, so the dev database gets {p.fallback[0]}={p.fallback[1]}", "info",
                         f"set {p.secret_arg} to choose the password")]
-    raise _Refused(f"the dev copy sets no {p.env}, and without it the {engine.product} image {p.needed_for}",
+    raise Refused(f"the dev copy sets no {p.env}, and without it the {engine.product} image {p.needed_for}",
                    f"set {p.secret_arg} to the Secret that holds the password (and {p.key_arg} when the key is not "
                    f"{p.default_key!r})")
-
-
-def _overlaps(a: str, b: str) -> bool:
-    a, b = posixpath.normpath(a), posixpath.normpath(b)
-    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
-
-
-def _mounted(spec: Json) -> set[str]:
-    groups = ("containers", "initContainers", "ephemeralContainers")
-    return {m.get("name") for g in groups for c in spec.get(g) or [] for m in c.get("volumeMounts") or []}
-
-
-def _mount(spec: Json, container: Json, path: str, volume: Json, read_only: bool) -> list[str]:
-    """Mount `volume` at `path` in place of the container's mounts at, inside or above it; the volumes that
-    no longer serve any mount are dropped too (a pod that lists a claim still binds it). Returns the
-    replaced mounts' volume names."""
-    mounts = container.get("volumeMounts") or []
-    replaced = [m.get("name") for m in mounts if _overlaps(str(m.get("mountPath", "")), path)]
-    container["volumeMounts"] = [m for m in mounts if not _overlaps(str(m.get("mountPath", "")), path)]
-    used = _mounted(spec)
-    volumes = [v for v in spec.get("volumes") or [] if v.get("name") != volume["name"]
-               and (v.get("name") not in replaced or v.get("name") in used)]
-    spec["volumes"] = [*volumes, volume]
-    container["volumeMounts"].append({"name": volume["name"], "mountPath": path, **({"readOnly": True}
-                                                                                   if read_only else {})})
-    return [name for name in replaced if name != volume["name"]]
 
 
 def _data_dir(engine: Engine, container: Json, args: Mapping[str, str], index: int) -> str:
@@ -259,14 +167,14 @@ def _data_dir(engine: Engine, container: Json, args: Mapping[str, str], index: i
     image = Image.parse(ref)
     what = f"pod spec #{index + 1}: container {container.get('name')!r} runs image {ref!r}"
     if image.name not in engine.images:
-        raise _Refused(f"{what}, not the official {engine.images[0]} image (nor one built on it: "
+        raise Refused(f"{what}, not the official {engine.images[0]} image (nor one built on it: "
                        f"{', '.join(engine.images[1:]) or 'none known'})",
                        f"attach {engine.plugin} to the Service of the {engine.product} database (devlane seeds its "
                        "target container, devlane.dev/container), or set data_dir if this image uses the official "
                        "entrypoint")
-    path = engine.data_dir(image, _plain_env(container))
+    path = engine.data_dir(image, plain_env(container))
     if path is None:
-        raise _Refused(f"{what}; its {engine.product} version, and so its data directory, cannot be told from "
+        raise Refused(f"{what}; its {engine.product} version, and so its data directory, cannot be told from "
                        "the image reference", "tag the image with its major version (e.g. postgres:17), or set "
                        "data_dir")
     return path
@@ -279,10 +187,10 @@ def seed_pod_spec(engine: Engine, pod_spec: Json, index: int, args: Mapping[str,
     db = spec["containers"][0]
     results: list[Json] = []
     data = _data_dir(engine, db, args, index)
-    _mount(spec, db, data, {"name": DATA_VOLUME, "emptyDir": {}}, read_only=False)
-    replaced = _mount(spec, db, INIT_DIR, {"name": SEED_VOLUME, "configMap": {"name": configmap}}, read_only=True)
+    mount(spec, db, data, {"name": DATA_VOLUME, "emptyDir": {}}, read_only=False)
+    replaced = mount(spec, db, INIT_DIR, {"name": SEED_VOLUME, "configMap": {"name": configmap}}, read_only=True)
     if replaced:
-        results.append(_result(f"pod spec #{index + 1}: the seed replaces what the dev copy mounted at {INIT_DIR} "
+        results.append(result(f"pod spec #{index + 1}: the seed replaces what the dev copy mounted at {INIT_DIR} "
                                f"(volume {', '.join(replaced)})", "warning",
                                "to run those scripts too, list their ConfigMap in the plugin definition's "
                                "extensions"))
@@ -303,7 +211,7 @@ def _decoded_size(b64: str) -> int:
     try:
         return len(base64.b64decode(b64, validate=True))
     except (binascii.Error, ValueError):
-        raise _Refused("an extension ConfigMap's binaryData is not base64") from None
+        raise Refused("an extension ConfigMap's binaryData is not base64") from None
 
 
 def seed_files(engine: Engine, seed_script: str, extensions: list[Json]) -> tuple[Json, Json]:
@@ -314,28 +222,28 @@ def seed_files(engine: Engine, seed_script: str, extensions: list[Json]) -> tupl
     for ext in extensions:
         ref = f"{ext.get('kind')}/{(ext.get('metadata') or {}).get('name')}"
         if ext.get("kind") != "ConfigMap":
-            raise _Refused(f"extension {ref} is not a ConfigMap; {engine.plugin} reads seed files from the data "
+            raise Refused(f"extension {ref} is not a ConfigMap; {engine.plugin} reads seed files from the data "
                            "and binaryData of ConfigMaps", "list only ConfigMaps in the plugin definition's "
                            "extensions (a Secret's values are never copied into the flow)")
         for section, out in (("data", data), ("binaryData", binary)):
             for key, value in sorted((ext.get(section) or {}).items()):
                 if not key.endswith(engine.init_suffixes):
-                    raise _Refused(f"extension {ref} has {section} key {key!r}, which the {engine.product} image "
+                    raise Refused(f"extension {ref} has {section} key {key!r}, which the {engine.product} image "
                                    f"would ignore in {INIT_DIR}", f"name each seed file with one of: {suffixes}")
                 if key in data or key in binary:
-                    raise _Refused(f"seed file {key!r} comes from two extensions", "rename one of them")
+                    raise Refused(f"seed file {key!r} comes from two extensions", "rename one of them")
                 out[key] = value
     if seed_script:
         if INLINE_FILE in data or INLINE_FILE in binary:
-            raise _Refused(f"seed_script and an extension both give {INLINE_FILE}",
+            raise Refused(f"seed_script and an extension both give {INLINE_FILE}",
                            "rename the extension's key (files run in name order)")
         data[INLINE_FILE] = seed_script if seed_script.endswith("\n") else seed_script + "\n"
     if not data and not binary:
-        raise _Refused("nothing to seed: seed_script is not set and no extension ConfigMap holds a seed file",
+        raise Refused("nothing to seed: seed_script is not set and no extension ConfigMap holds a seed file",
                        "set seed_script, or list a ConfigMap of seed files in the plugin definition's extensions")
     size = sum(len(v.encode()) for v in data.values()) + sum(_decoded_size(v) for v in binary.values())
     if size > MAX_SEED_BYTES:
-        raise _Refused(f"the seed is {size} bytes; a ConfigMap holds at most {MAX_SEED_BYTES}",
+        raise Refused(f"the seed is {size} bytes; a ConfigMap holds at most {MAX_SEED_BYTES}",
                        "compress it (.sql.gz in binaryData), or seed a smaller data set and load the rest from a "
                        ".sh script")
     return data, binary
@@ -377,15 +285,15 @@ def create_flow(engine: Engine, pod_specs: list[Json], flow_uuid: str, extension
             spec, more = seed_pod_spec(engine, pod_spec, i, args, name, digest)
             specs.append(spec)
             results += more
-    except _Refused as refused:
-        return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
+    except Refused as refused:
+        return refused.answer(pod_specs)
     return {"pod_specs": specs, "config_map": {"seedConfigMap": name, "files": sorted({*data, *binary})},
             "resources": [seed_configmap(name, data, binary)], "results": results}
 
 
 def kardinal_functions(engine: Engine) -> tuple[Callable[..., Any], ...]:
-    """The plugin's `validate_args`, `create_flow` and `delete_flow`. Kardinal binds args by name from a
-    function's signature, so create_flow advertises every arg of the engine (`__signature__`)."""
+    """The plugin's `validate_args`, `create_flow` and `delete_flow`, create_flow advertising every arg of the
+    engine (`_common.kardinal_functions`)."""
 
     def validate(args: dict[str, Any]) -> list[Json]:
         """Checks beyond argsSchema (which devlane applies first); an empty list means valid."""
@@ -400,10 +308,4 @@ def kardinal_functions(engine: Engine) -> tuple[Callable[..., Any], ...]:
         """Nothing to undo: the data lives in the pod's emptyDir, and the ConfigMap is pruned with the flow."""
         return None
 
-    own = [p for p in inspect.signature(create).parameters.values() if p.kind is not p.VAR_KEYWORD]
-    extra = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=str)
-             for n in arg_names(engine)]
-    create.__signature__ = inspect.Signature([*own, *extra])  # type: ignore[attr-defined]
-    for fn, name in ((validate, "validate_args"), (create, "create_flow"), (delete, "delete_flow")):
-        fn.__name__ = fn.__qualname__ = name
-    return validate, create, delete
+    return _common.kardinal_functions(arg_names(engine), validate, create, delete)

@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from plugins import _ack
-from plugins._ack import Json, Refused
+from plugins._common import Json, Refused, flag, key_needs_secret, result, secret_ref, wire
 
 GROUP = "rds.services.k8s.aws"
 API = f"{GROUP}/v1alpha1"
@@ -86,9 +86,8 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
     if args.get("db_master_password") and args.get("master_password_secret"):
         bad("db_master_password", "set master_password_secret (a Secret reference) or db_master_password (Kardinal's "
                                   "literal password, never written), not both")
-    if args.get("master_password_secret_key") and not args.get("master_password_secret"):
-        bad("master_password_secret_key", "names a key of no Secret; set master_password_secret too")
-    if args.get("master_password_secret") and _ack.flag(args, "generate_password", False):
+    out += key_needs_secret(args, "master_password_secret_key", "master_password_secret")
+    if args.get("master_password_secret") and flag(args.get("generate_password"), False):
         bad("generate_password", "the password comes from master_password_secret; drop generate_password")
     restore = bool(args.get("snapshot") or args.get("source_cluster"))
     if restore and args.get("allocated_storage"):
@@ -110,7 +109,7 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
 def _rds_metadata(name: str, args: dict[str, Any], identifier: str, member: bool = False) -> Json:
     """ACK metadata; a cluster member instance takes no final-snapshot switch (its cluster's delete does). Without
     the skip, RDS needs the final snapshot's name: `<identifier>-final`."""
-    skip = _ack.flag(args, "skip_final_snapshot", True)
+    skip = flag(args.get("skip_final_snapshot"), True)
     extra = {} if member else {
         f"{GROUP}/skip-final-snapshot": "true" if skip else "false",
         **({} if skip else {f"{GROUP}/final-db-snapshot-identifier": _ack.aws_name(
@@ -149,10 +148,10 @@ def _password(args: dict[str, Any], flow_uuid: str, restore: bool) -> tuple[tupl
     if args.get("master_password_secret"):
         return (args["master_password_secret"], args.get("master_password_secret_key") or PASSWORD_KEY), [], []
     literal = bool(args.get("db_master_password"))
-    if not (literal or _ack.flag(args, "generate_password", not restore)):
+    if not (literal or flag(args.get("generate_password"), not restore)):
         return None, [], []
     name = _ack.object_name("password", flow_uuid)
-    results = [_ack.result(
+    results = [result(
         f"args.db_master_password is never written into the manifests: the flow's database gets a generated password "
         f"(ExternalSecret {name}), which the dependents read from Secret {name}", "warning",
         "to choose the password, put it in a Secret in the flow's namespace and replace db_master_password with "
@@ -260,16 +259,16 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
             resources = [_standalone(args, flow_uuid, engine, identifier, password, name)]
             export = _ack.field_export(_ack.object_name("host", flow_uuid), GROUP, "DBInstance", flow_uuid,
                                        ".status.endpoint.address", conn, "host")
-        env: list[tuple[str, Json]] = [(host_env or "DB_HOSTNAME", _ack.configmap_ref(conn, "host"))]
+        env: dict[str, Json] = {host_env or "DB_HOSTNAME": _ack.configmap_ref(conn, "host")}
         if port_env:
-            env.append((port_env, _ack.value(str(ENGINES[engine]))))
+            env[port_env] = _ack.value(str(ENGINES[engine]))
         if not restore:
-            env.append((user_env or "DB_USER", _ack.value(db_user or DEFAULT_USER.get(engine, ""))))
+            env[user_env or "DB_USER"] = _ack.value(db_user or DEFAULT_USER.get(engine, ""))
         if password:
-            env.append((password_env or "DB_PASSWORD", _ack.secret_ref(*password)))
-        specs = _ack.wire_dependents(pod_specs, env)
+            env[password_env or "DB_PASSWORD"] = secret_ref(*password)
+        specs = wire(pod_specs, env)
     except Refused as refused:
-        return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
+        return refused.answer(pod_specs)
     state = {"engine": engine, "mode": "clone" if source_cluster else "snapshot" if snapshot else "fresh",
              **({"dbClusterIdentifier": identifier, "dbInstanceIdentifier": member} if member
                 else {"dbInstanceIdentifier": identifier}),

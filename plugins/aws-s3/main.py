@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from plugins import _ack
-from plugins._ack import Json, Refused
+from plugins._common import Json, Refused, restricted_pod, wire
 
 API = "s3.services.k8s.aws/v1alpha1"
 MAX_BUCKET = 63  # S3: 3-63 of [a-z0-9.-]; devlane uses no dots (virtual-hosted TLS breaks on them)
@@ -112,8 +112,7 @@ def _empty_job(flow_uuid: str, bucket: str, region: str, account: str, image: st
                                      "capabilities": {"drop": ["ALL"]}},
                  "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]}
     pod = {"serviceAccountName": account, "restartPolicy": "Never",
-           "securityContext": {"runAsNonRoot": True, "runAsUser": UNPRIVILEGED, "runAsGroup": UNPRIVILEGED,
-                               "seccompProfile": {"type": "RuntimeDefault"}},
+           "securityContext": restricted_pod(UNPRIVILEGED),
            "containers": [container], "volumes": [{"name": "tmp", "emptyDir": {}}]}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": _ack.object_name("empty", flow_uuid), "annotations": {
@@ -136,9 +135,9 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     if postdelete:
         resources.append(_empty_job(flow_uuid, name, region, job_service_account, job_image or DEFAULT_JOB_IMAGE))
     try:
-        specs = _ack.wire_dependents(pod_specs, [(bucket_env or "BUCKET_NAME", _ack.value(name))])
+        specs = wire(pod_specs, {bucket_env or "BUCKET_NAME": _ack.value(name)})
     except Refused as refused:
-        return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
+        return refused.answer(pod_specs)
     return {"pod_specs": specs, "config_map": {"bucket": name, "region": region, "teardown": teardown or "expire"},
             "resources": resources}
 

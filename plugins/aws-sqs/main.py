@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from plugins import _ack
-from plugins._ack import Json, Refused
+from plugins._common import Json, Refused, flag, wire
 
 API = "sqs.services.k8s.aws/v1alpha1"
 MAX_QUEUE_NAME = 80  # SQS: 1-80 of [A-Za-z0-9_-], ".fifo" included for a FIFO queue
@@ -49,7 +49,7 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
         text = str(args.get(arg, ""))
         if text and (not text.isdigit() or not low <= int(text) <= high):
             bad(arg, f"{text!r} is not a whole number from {low} to {high}")
-    if args.get("content_based_deduplication") and not _ack.flag(args, "fifo", False):
+    if args.get("content_based_deduplication") and not flag(args.get("fifo"), False):
         bad("content_based_deduplication", "applies to FIFO queues only; set fifo: \"true\" too")
     policy = args.get("redrive_policy")
     if policy:
@@ -80,14 +80,14 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
                 deletion_policy: str = "") -> Json:
     """The dependents' pod specs with the flow's queue URL (same count and order), the Queue, and the state."""
     args = {k: v for k, v in locals().items() if k in ARGS and v}
-    is_fifo = _ack.flag(args, "fifo", False)
+    is_fifo = flag(args.get("fifo"), False)
     name = queue_name(flow_uuid, queue_prefix, is_fifo)
     url = queue_url(region, account_id, name)
     spec: Json = {"queueName": name}
     if is_fifo:
         spec["fifoQueue"] = "true"
         if content_based_deduplication:
-            spec["contentBasedDeduplication"] = "true" if _ack.flag(args, "content_based_deduplication", False) \
+            spec["contentBasedDeduplication"] = "true" if flag(args.get("content_based_deduplication"), False) \
                 else "false"
     for arg, (field, _, _) in ATTRIBUTES.items():
         if args.get(arg):
@@ -95,15 +95,15 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     if redrive_policy:
         spec["redrivePolicy"] = json.dumps(json.loads(redrive_policy), sort_keys=True, separators=(",", ":"))
     if sqs_managed_sse_enabled:
-        spec["sqsManagedSSEEnabled"] = "true" if _ack.flag(args, "sqs_managed_sse_enabled", True) else "false"
+        spec["sqsManagedSSEEnabled"] = "true" if flag(args.get("sqs_managed_sse_enabled"), True) else "false"
     spec["tags"] = {_ack.FLOW_TAG: flow_uuid, "app.kubernetes.io/managed-by": "devlane"}
     queue = {"apiVersion": API, "kind": "Queue",
              "metadata": _ack.ack_metadata(flow_uuid, region, deletion_policy or "delete"), "spec": spec}
-    env = [(url_env or "QUEUE_URL", _ack.value(url))] + ([(name_env, _ack.value(name))] if name_env else [])
+    env = {url_env or "QUEUE_URL": _ack.value(url), **({name_env: _ack.value(name)} if name_env else {})}
     try:
-        specs = _ack.wire_dependents(pod_specs, env)
+        specs = wire(pod_specs, env)
     except Refused as refused:
-        return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
+        return refused.answer(pod_specs)
     return {"pod_specs": specs, "config_map": {"queueName": name, "queueURL": url, "region": region},
             "resources": [queue]}
 

@@ -12,7 +12,7 @@ call Azure (Argo CD re-renders on every refresh). So the plugin declares the cop
 - in each dependent's dev pod: host `<server>.database.windows.net`, port 1433, the copy's database name and
   the user as plain env computed offline, the password by secretKeyRef (the copy keeps the source's users).
 
-Shared mechanics (names, env, Secret checks) are in `plugins/_cloud.py`. See README.md.
+Shared mechanics (names, env, Secret checks) are in `plugins/_cloud.py` and `plugins/_common.py`. See README.md.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plugins import _cloud
-from plugins._cloud import Json, Refused
+from plugins._common import Json, Refused, secret_ref, target_container
 
 PLUGIN = "azure-sql"
 API = "sql.azure.com/v1api20211101"
@@ -97,9 +97,9 @@ def create(pod_specs: list[Json], flow_uuid: str, given: dict[str, str]) -> Json
                               NAME_LIMIT)
     host = f"{server}.{args['dns_suffix']}"
     for i, spec in enumerate(pod_specs):
-        _cloud.wire_env(_cloud.target_container(spec, i), args,
+        _cloud.wire_env(target_container(spec, i), args,
                         {"host_env": host, "port_env": PORT, "name_env": name, "user_env": args["db_user"]},
-                        _cloud.secret_ref(args["password_secret"], args["password_secret_key"]))
+                        secret_ref(args["password_secret"], args["password_secret_key"]))
     state = {"database": name, "host": host, "serversDatabase": flow_uuid, "reconcilePolicy": args["reconcile_policy"]}
     return {"pod_specs": pod_specs, "config_map": state, "resources": [_database(args, flow_uuid, name)]}
 

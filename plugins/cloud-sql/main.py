@@ -14,7 +14,7 @@ objects that Argo CD or Flux apply, and points the dependents' dev pods at it th
   `<project>:<region>:<instance>` computed offline; the baseline's own proxy (to the source) is replaced;
   the app's host env becomes 127.0.0.1, port, database and user plain env, the password a secretKeyRef.
 
-Shared mechanics (names, env, Secret checks) are in `plugins/_cloud.py`. See README.md.
+Shared mechanics (names, env, Secret checks) are in `plugins/_cloud.py` and `plugins/_common.py`. See README.md.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plugins import _cloud
-from plugins._cloud import Json, Refused
+from plugins._common import Image, Json, Refused, result, secret_ref, target_container
 
 PLUGIN = "cloud-sql"
 API = "sql.cnrm.cloud.google.com/v1beta1"
@@ -70,8 +70,7 @@ def validate(args: Mapping[str, Any]) -> list[Json]:
 
 
 def _is_proxy(container: Json) -> bool:
-    image = str(container.get("image") or "").rsplit("/", 1)[-1].split("@")[0].split(":")[0]
-    return container.get("name") == PROXY_NAME or image in PROXY_IMAGES
+    return container.get("name") == PROXY_NAME or Image.parse(str(container.get("image") or "")).name in PROXY_IMAGES
 
 
 def _proxy(args: Mapping[str, str], connection: str, port: str) -> Json:
@@ -96,7 +95,7 @@ def _proxy(args: Mapping[str, str], connection: str, port: str) -> Json:
 
 def _wire(spec: Json, index: int, args: Mapping[str, str], connection: str, source: str, port: str) -> list[Json]:
     """One dependent's dev pod: the proxy to the clone in place of any proxy it had, its env pointed at it."""
-    app = _cloud.target_container(spec, index)
+    app = target_container(spec, index)
     replaced = [c.get("name") for key in ("initContainers", "containers") for c in spec.get(key) or []
                 if c is not app and _is_proxy(c)]
     for key in ("initContainers", "containers"):
@@ -112,14 +111,14 @@ def _wire(spec: Json, index: int, args: Mapping[str, str], connection: str, sour
         spec["containers"].append(proxy)
     _cloud.wire_env(app, args, {"host_env": "127.0.0.1", "port_env": port, "name_env": args["db_name"],
                                 "user_env": args["db_user"]},
-                    _cloud.secret_ref(args["password_secret"], args["password_secret_key"]))
+                    secret_ref(args["password_secret"], args["password_secret_key"]))
     rewired = _cloud.replace_env_values(spec, source, connection)
     out = []
     if replaced:
-        out.append(_cloud.result(f"pod spec #{index + 1}: replaced its Cloud SQL Auth Proxy container(s) "
+        out.append(result(f"pod spec #{index + 1}: replaced its Cloud SQL Auth Proxy container(s) "
                                  f"{', '.join(map(str, replaced))} by one connected to the flow's clone", "info"))
     if rewired:
-        out.append(_cloud.result(f"pod spec #{index + 1}: env {', '.join(rewired)} named the source instance "
+        out.append(result(f"pod spec #{index + 1}: env {', '.join(rewired)} named the source instance "
                                  f"{source}; now the clone {connection}", "info"))
     return out
 

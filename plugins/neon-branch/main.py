@@ -23,8 +23,20 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from plugins import _wiring
-from plugins._wiring import Json, Refused
+from plugins._common import (
+    IMAGE_DIGEST,
+    Json,
+    Refused,
+    env_name_findings,
+    flag,
+    flow_name,
+    plain_env,
+    restricted_container,
+    restricted_pod,
+    result,
+    secret_ref,
+    wire,
+)
 
 NEON_API = "https://console.neon.tech/api/v2"
 SECRET_KEY = "DATABASE_URL"  # the key the Job writes in Secret neon-<flow_uuid>
@@ -115,25 +127,21 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
         bad("NEON_API_KEY", "set api_key_secret (a Secret reference) or NEON_API_KEY (Kardinal's literal key, never "
                             "written), not both; remove NEON_API_KEY: a key in git is a leaked key")
     image = str(args.get("image") or "")
-    if not _wiring.IMAGE_DIGEST.match(image):
+    if not IMAGE_DIGEST.match(image):
         bad("image", "must be pinned by digest (NAME@sha256:<64 hex digits>): an image with sh, curl, jq and "
                      "kubectl that the Jobs run; devlane ships no default because it cannot vouch for a digest "
                      "it did not build (e.g. `crane digest alpine/k8s:1.31.4` gives one)")
     if int(str(args.get("ttl_hours") or 0)) > MAX_TTL_HOURS:
         bad("ttl_hours", f"is at most {MAX_TTL_HOURS} (30 days): a dev branch that outlives that should be "
                          "deleted by the PostDelete Job, or kept with ttl_hours: 0")
-    env = str(args.get("env_var") or DEFAULT_ENV)
-    if not _wiring.ENV_NAME.match(env):
-        bad("env_var", "is not an environment variable name (letters, digits, _; not starting with a digit)")
-    return out
+    return out + env_name_findings(args, ("env_var",))
 
 
 def _url_defaults(pod_specs: list[Json], env: str) -> tuple[str | None, str | None]:
     """(role, database) from a postgres:// URL the dependents already set in `env` (Kardinal's demo wiring),
     so a definition written for neondb-plugin keeps its user and database. The password is never read."""
     for spec in pod_specs:
-        entry = _wiring.env_value((spec.get("containers") or [{}])[0], env) or {}
-        url = entry.get("value") if "valueFrom" not in entry else None
+        url = plain_env((spec.get("containers") or [{}])[0]).get(env)
         if not url:
             continue
         parts = urlsplit(str(url))
@@ -161,7 +169,7 @@ def _job(name: str, phase: str, script: str, env: list[Json], image: str, accoun
         pod["serviceAccountName"] = account
     else:
         pod["automountServiceAccountToken"] = False
-    pod["securityContext"] = _wiring.restricted_pod(RUN_AS)
+    pod["securityContext"] = restricted_pod(RUN_AS)
     mounts = [{"name": "tmp", "mountPath": "/tmp"}]
     volumes: list[Json] = [{"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}}]
     if state:
@@ -170,7 +178,7 @@ def _job(name: str, phase: str, script: str, env: list[Json], image: str, accoun
         volumes.append({"name": "flow-state", "configMap": {"name": state, "optional": True}})
     pod["containers"] = [{
         "name": "neon", "image": image, "command": ["/bin/sh", "-c", script], "env": env,
-        "securityContext": _wiring.restricted_container(), "volumeMounts": mounts,
+        "securityContext": restricted_container(), "volumeMounts": mounts,
     }]
     pod["volumes"] = volumes
     annotations = {**_hook(phase, HOOK_SYNC_WAVE_JOB, "BeforeHookCreation,HookSucceeded"),
@@ -197,7 +205,7 @@ def _rbac(account: str, secret: str) -> list[Json]:
 
 def _env(flow_uuid: str, project: str, parent: str, key_secret: str, key_key: str) -> list[Json]:
     env = [
-        {"name": "NEON_API_KEY", **_wiring.secret_ref(key_secret, key_key)},
+        {"name": "NEON_API_KEY", **secret_ref(key_secret, key_key)},
         {"name": "NEON_API", "value": NEON_API},
         {"name": "NEON_PROJECT_ID", "value": project},
     ]
@@ -223,7 +231,7 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     key_secret = api_key_secret or DEFAULT_API_SECRET
     key_key = api_key_secret_key or DEFAULT_API_KEY
     if NEON_API_KEY:
-        results.append(_wiring.result(
+        results.append(result(
             f"args.NEON_API_KEY is not written into the manifests; the Jobs read the key from Secret {key_secret} "
             f"(key {key_key}), which must exist in the flow's namespace", "warning",
             f"remove NEON_API_KEY from the plugin definition (a key in git is a leaked key) and create the Secret: "
@@ -231,18 +239,18 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     url_role, url_db = _url_defaults(pod_specs, env)
     role = role_name or url_role or DEFAULT_ROLE
     database = database_name or url_db or DEFAULT_DATABASE
-    secret = _wiring.flow_name("neon", flow_uuid)
-    account = _wiring.flow_name("neon-branch", flow_uuid)
-    create_job = _wiring.flow_name("neon-create", flow_uuid)
-    delete_job = _wiring.flow_name("neon-delete", flow_uuid)
+    secret = flow_name("neon", flow_uuid)
+    account = flow_name("neon-branch", flow_uuid)
+    create_job = flow_name("neon-create", flow_uuid)
+    delete_job = flow_name("neon-delete", flow_uuid)
     try:
-        specs = _wiring.wire(pod_specs, {env: _wiring.secret_ref(secret, SECRET_KEY)})
+        specs = wire(pod_specs, {env: secret_ref(secret, SECRET_KEY)})
     except Refused as refused:
-        return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
+        return refused.answer(pod_specs)
     common = _env(flow_uuid, project, parent, key_secret, key_key)
     create_env = [*common, {"name": "TTL_HOURS", "value": str(int(ttl_hours or DEFAULT_TTL_HOURS))},
                   {"name": "DATABASE_NAME", "value": database}, {"name": "ROLE_NAME", "value": role},
-                  {"name": "POOLED", "value": "true" if pooled.lower() == "true" else "false"},
+                  {"name": "POOLED", "value": "true" if flag(pooled, False) else "false"},
                   {"name": "TARGET_SECRET", "value": secret}, {"name": "TARGET_KEY", "value": SECRET_KEY}]
     resources = [*_rbac(account, secret),
                  _job(create_job, "PreSync", CREATE_SCRIPT, create_env, image, account),
@@ -256,7 +264,7 @@ def delete_flow(config_map: Json, flow_uuid: str) -> Json:
     """Nothing to call: the branch is deleted by the PostDelete Job (one Argo CD Application per flow) or
     expires (`expires_at`, the backstop under Flux); render and delete never call Neon."""
     project = (config_map or {}).get("project", "?")
-    return {"results": [_wiring.result(
+    return {"results": [result(
         f"Neon branch devlane-<namespace>-{flow_uuid} of project {project} is deleted by the PostDelete Job when the "
         "flow's Argo CD Application is deleted, or when it expires (ttl_hours)", "info",
         "under Flux or a shared Application, delete it at once with the Neon console or "

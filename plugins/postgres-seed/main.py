@@ -13,7 +13,8 @@ import posixpath
 import re
 
 from plugins import _dbseed
-from plugins._dbseed import Engine, Image, Password
+from plugins._common import Image
+from plugins._dbseed import Engine, Password
 
 NEWEST_MAJOR = 18  # what `postgres`, `postgres:latest` or `postgres:alpine` run: 18 or later
 

@@ -26,9 +26,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from plugins._dbseed import Image, _mount, _overlaps, _plain_env, _Refused, _result
-
-Json = dict[str, Any]
+from plugins._common import (
+    IMAGE_DIGEST,
+    Image,
+    Json,
+    Refused,
+    mount,
+    mounted_volumes,
+    overlaps,
+    plain_env,
+    result,
+    set_env,
+    target_container,
+)
 
 PLUGIN = "redis-sidecar"
 MODES = ("overlay", "fresh")
@@ -36,7 +46,6 @@ PROXY = "kurtosistech/redis-proxy-overlay"
 # The proxy image pinned by digest. None: no digest of kurtosistech/redis-proxy-overlay could be verified
 # (the image is only published as a moving `latest` tag), so mode overlay needs `image` (README, "The image").
 DEFAULT_IMAGE: str | None = None
-DIGEST = re.compile(r"@sha256:[0-9a-f]{64}\Z")
 UPSTREAM = re.compile(r"(?=.{1,259}\Z)[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?:([1-9][0-9]{0,4})\Z")
 REDIS_IMAGES = ("redis", "valkey", "redis-stack", "redis-stack-server", "keydb")
 CONTAINER_ANNOTATION = "devlane.dev/container"
@@ -58,7 +67,7 @@ ARGS = ("mode", "image", "upstream")
 
 
 def _image_problem(image: str) -> str | None:
-    if not DIGEST.search(image):
+    if not IMAGE_DIGEST.match(image):
         return ("must be pinned by digest (<repository>@sha256:<64 hex digits>); a tag such as :latest can move "
                 "under a running flow")
     return None
@@ -91,16 +100,15 @@ def _is_redis(container: Json) -> bool:
 def _redis_container(pod_spec: Json, service: Json, index: int, results: list[Json]) -> int:
     """The Redis container: devlane's target (moved first) when the Service names it with devlane.dev/container,
     else the first that runs a Redis image, else containers[0] (what Kardinal edited), with a warning."""
-    containers = pod_spec.get("containers") or []
+    target_container(pod_spec, index)  # refuses a pod spec without containers
+    containers = pod_spec["containers"]
     annotations = (service.get("metadata") or {}).get("annotations") or {}
-    if not containers:
-        raise _Refused(f"pod spec #{index + 1} has no containers")
     if annotations.get(CONTAINER_ANNOTATION):
         return 0
     found = next((i for i, c in enumerate(containers) if _is_redis(c)), None)
     if found is not None:
         return found
-    results.append(_result(f"pod spec #{index + 1}: no container runs a Redis image ({', '.join(REDIS_IMAGES)}); "
+    results.append(result(f"pod spec #{index + 1}: no container runs a Redis image ({', '.join(REDIS_IMAGES)}); "
                            f"using containers[0] ({containers[0].get('name')!r}), as Kardinal did", "warning",
                            f"set {CONTAINER_ANNOTATION} on the Service to the Redis container"))
     return 0
@@ -108,7 +116,7 @@ def _redis_container(pod_spec: Json, service: Json, index: int, results: list[Js
 
 def _words(container: Json) -> list[str]:
     """command + args, and the REDIS_ARGS / VALKEY_EXTRA_FLAGS env some images append, split on spaces."""
-    env = _plain_env(container)
+    env = plain_env(container)
     words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
     extra = " ".join(env.get(k, "") for k in ("REDIS_ARGS", "REDIS_EXTRA_FLAGS", "VALKEY_EXTRA_FLAGS"))
     return [p for w in [*words, extra] for p in w.split()]
@@ -125,7 +133,7 @@ def _env_names(container: Json) -> set[str]:
 def _service_port(service: Json, index: int) -> Json:
     ports = (service.get("spec") or {}).get("ports") or []
     if not ports:
-        raise _Refused(f"the Service of pod spec #{index + 1} has no ports", "give the Redis Service its port (6379)")
+        raise Refused(f"the Service of pod spec #{index + 1} has no ports", "give the Redis Service its port (6379)")
     named = [p for p in ports if "redis" in str(p.get("name", "")) or p.get("port") == 6379]
     return (named or ports)[0]
 
@@ -139,7 +147,7 @@ def _target_port(port: Json, containers: list[Json], index: int) -> int:
         for p in c.get("ports") or []:
             if p.get("name") == target:
                 return int(p["containerPort"])
-    raise _Refused(f"pod spec #{index + 1}: the Service's targetPort {target!r} names no container port",
+    raise Refused(f"pod spec #{index + 1}: the Service's targetPort {target!r} names no container port",
                    "name the Redis container's port as the Service's targetPort does, or use a number")
 
 
@@ -157,17 +165,6 @@ def _upstream(service: Json, port: Json, args: Mapping[str, str]) -> str:
 # Pod-spec edits
 
 
-def _set_env(container: Json, name: str, value: str) -> None:
-    """Set `name` in place (its first entry) and drop its duplicates; appended when absent."""
-    env = container.get("env") or []
-    entry = {"name": name, "value": value}
-    at = next((i for i, e in enumerate(env) if e.get("name") == name), None)
-    if at is None:
-        container["env"] = [*env, entry]
-    else:
-        container["env"] = [*env[:at], entry, *(e for e in env[at + 1:] if e.get("name") != name)]
-
-
 def _probe(probe: Json, port: int) -> Json | None:
     """A probe for the proxy: tcpSocket probes stay, exec probes (redis-cli) become a TCP check of the port with the
     same timing, HTTP and gRPC probes (which Redis never answered) go."""
@@ -179,8 +176,7 @@ def _probe(probe: Json, port: int) -> Json | None:
 
 
 def _drop_unused_volumes(spec: Json) -> None:
-    groups = ("containers", "initContainers", "ephemeralContainers")
-    used = {m.get("name") for g in groups for c in spec.get(g) or [] for m in c.get("volumeMounts") or []}
+    used = mounted_volumes(spec)
     volumes = [v for v in spec.get("volumes") or [] if v.get("name") in used]
     if volumes:
         spec["volumes"] = volumes
@@ -191,13 +187,13 @@ def _drop_unused_volumes(spec: Json) -> None:
 def _auth_or_tls(container: Json, index: int, what: str) -> None:
     words, env = _words(container), _env_names(container)
     auth = _flag(words, AUTH_FLAGS) or next((n for n in AUTH_ENV if n in env), None)
-    tls = _flag(words, TLS_FLAGS) or next((n for n in TLS_ENV if _plain_env(container).get(n) == "yes"), None)
+    tls = _flag(words, TLS_FLAGS) or next((n for n in TLS_ENV if plain_env(container).get(n) == "yes"), None)
     if auth:
-        raise _Refused(f"pod spec #{index + 1}: container {container.get('name')!r} {what} requires AUTH ({auth}); "
+        raise Refused(f"pod spec #{index + 1}: container {container.get('name')!r} {what} requires AUTH ({auth}); "
                        "the overlay proxy connects to the baseline with no password and accepts no AUTH",
                        "set mode: fresh (an isolated Redis that keeps the baseline's password settings, by reference)")
     if tls:
-        raise _Refused(f"pod spec #{index + 1}: container {container.get('name')!r} {what} uses TLS ({tls}); the "
+        raise Refused(f"pod spec #{index + 1}: container {container.get('name')!r} {what} uses TLS ({tls}); the "
                        "overlay proxy speaks plain RESP only", "set mode: fresh")
 
 
@@ -221,8 +217,8 @@ def overlay(pod_spec: Json, service: Json, index: int, args: Mapping[str, str], 
             probe = _probe(redis.pop(key), listen)
             if probe is not None:
                 redis[key] = probe
-    _set_env(redis, "PORT", str(listen))
-    _set_env(redis, "REDIS_ADDR", upstream)
+    set_env(redis, "PORT", {"value": str(listen)})
+    set_env(redis, "REDIS_ADDR", {"value": upstream})
     _drop_unused_volumes(spec)
     return spec, {"container": redis.get("name"), "port": listen, "upstream": upstream}
 
@@ -249,12 +245,12 @@ def fresh(pod_spec: Json, service: Json, index: int, args: Mapping[str, str], re
     if args.get("image"):
         redis["image"] = args["image"]
     elif not _is_redis(redis):
-        raise _Refused(f"pod spec #{index + 1}: container {redis.get('name')!r} runs image {redis.get('image')!r}, not "
+        raise Refused(f"pod spec #{index + 1}: container {redis.get('name')!r} runs image {redis.get('image')!r}, not "
                        f"a Redis image ({', '.join(REDIS_IMAGES)})", "set image to a Redis image pinned by digest")
     replica = _flag(_words(redis), REPLICA_FLAGS) or next(
-        (n for n, v in REPLICA_ENV.items() if _plain_env(redis).get(n) in v), None)
+        (n for n, v in REPLICA_ENV.items() if plain_env(redis).get(n) in v), None)
     if replica:
-        raise _Refused(f"pod spec #{index + 1}: container {redis.get('name')!r} is a replica ({replica}): a fresh copy "
+        raise Refused(f"pod spec #{index + 1}: container {redis.get('name')!r} is a replica ({replica}): a fresh copy "
                        "would copy the baseline's data", "attach redis-sidecar to the primary's Service")
     claims = {v.get("name") for v in spec.get("volumes") or [] if "emptyDir" not in v and "configMap" not in v
               and "secret" not in v and "projected" not in v and "downwardAPI" not in v}
@@ -263,13 +259,13 @@ def fresh(pod_spec: Json, service: Json, index: int, args: Mapping[str, str], re
     kept = []
     for m in redis.get("volumeMounts") or []:  # a claim (or a volumeClaimTemplate) mounted anywhere else: gone
         if m.get("name") in claims or m.get("name") not in declared:
-            if not _overlaps(str(m.get("mountPath", "")), data):
-                results.append(_result(f"pod spec #{index + 1}: the fresh copy drops the mount of {m.get('name')} at "
+            if not overlaps(str(m.get("mountPath", "")), data):
+                results.append(result(f"pod spec #{index + 1}: the fresh copy drops the mount of {m.get('name')} at "
                                        f"{m.get('mountPath')}", "warning"))
             continue
         kept.append(m)
     redis["volumeMounts"] = kept
-    _mount(spec, redis, data, {"name": DATA_VOLUME, "emptyDir": {}}, read_only=False)
+    mount(spec, redis, data, {"name": DATA_VOLUME, "emptyDir": {}}, read_only=False)
     _drop_unused_volumes(spec)
     return spec, {"container": redis.get("name"), "dataDir": data}
 
@@ -284,17 +280,17 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     results: list[Json] = []
     try:
         if mode == "overlay" and not (image or DEFAULT_IMAGE):
-            raise _Refused("mode overlay needs args.image: the redis-proxy-overlay image pinned by digest "
+            raise Refused("mode overlay needs args.image: the redis-proxy-overlay image pinned by digest "
                            f"({PROXY}@sha256:...); devlane ships no default, as no digest of it could be verified",
                            f"resolve one (crane digest {PROXY}:latest) and set image: {PROXY}@sha256:<digest>, "
-                           "or set mode: fresh", "args.image")
+                           "or set mode: fresh", path="args.image")
         specs, states = [], []
         for i, (pod_spec, service) in enumerate(zip(pod_specs, services, strict=True)):
             spec, state = edit(pod_spec, service, i, args, results)
             specs.append(spec)
             states.append(state)
-    except _Refused as refused:
-        return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
+    except Refused as refused:
+        return refused.answer(pod_specs)
     state: Json = {"mode": mode, "dependents": states}
     if mode == "overlay":
         state["image"] = image or DEFAULT_IMAGE

@@ -22,8 +22,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from plugins import _wiring
-from plugins._wiring import Json, Refused
+from plugins._common import (
+    DNS_SUBDOMAIN,
+    SECRET_KEY,
+    Json,
+    Refused,
+    env_name_findings,
+    flow_name,
+    key_needs_secret,
+    restricted_container,
+    restricted_pod,
+    secret_ref,
+    wire,
+)
 
 MODES = ("test-key", "mock")
 SECRET_DATA_KEY = "STRIPE_SECRET_KEY"  # the key of the flow's Secret that the ExternalSecret writes
@@ -79,13 +90,12 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
     given = {k for k, v in args.items() if v not in (None, "")}
     mode = args.get("mode") or "test-key"
     for name in sorted(given & {"secret_store", "secret_name"}):
-        if not _wiring.DNS_SUBDOMAIN.match(str(args[name])):
+        if not DNS_SUBDOMAIN.match(str(args[name])):
             bad(name, "is not a Kubernetes object name (lowercase letters, digits, '-' and '.')")
-    if "secret_key" in given and not _wiring.SECRET_KEY.match(str(args["secret_key"])):
+    if "secret_key" in given and not SECRET_KEY.match(str(args["secret_key"])):
         bad("secret_key", "is not a Secret key (letters, digits, '-', '_' and '.')")
-    for name in sorted(given & {"env_var", "api_base_env"}):
-        if not _wiring.ENV_NAME.match(str(args[name])):
-            bad(name, "is not an environment variable name (letters, digits, _; not starting with a digit)")
+    for finding in env_name_findings(args, ("env_var", "api_base_env")):
+        bad(finding["field"], finding["message"])
     if "refresh_interval" in given and not DURATION.match(str(args["refresh_interval"])):
         bad("refresh_interval", "is not a duration (e.g. 1h, 15m, 1h30m)")
     if mode == "mock":
@@ -99,8 +109,8 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
             bad(name, "set secret_name (a Secret that exists) or secret_store and remote_key (an ExternalSecret), "
                       "not both")
     else:
-        if "secret_key" in given:
-            bad("secret_key", "names a key of no Secret; set secret_name too")
+        for finding in key_needs_secret(args, "secret_key", "secret_name"):
+            bad(finding["field"], finding["message"])
         for name in ("secret_store", "remote_key"):
             if name not in given:
                 bad(name, "is required in mode test-key: the store (secret_store, secret_store_kind) and the key "
@@ -128,8 +138,8 @@ def _mock(name: str, image: str) -> list[Json]:
                  "ports": [{"name": "http", "containerPort": MOCK_PORT}],
                  "readinessProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": 5},
                  "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}},
-                 "securityContext": _wiring.restricted_container()}
-    pod = {"automountServiceAccountToken": False, "securityContext": _wiring.restricted_pod(RUN_AS),
+                 "securityContext": restricted_container()}
+    pod = {"automountServiceAccountToken": False, "securityContext": restricted_pod(RUN_AS),
            "containers": [container]}
     return [
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
@@ -149,23 +159,23 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     resources: list[Json] = []
     try:
         if (mode or "test-key") == "mock":
-            name = _wiring.flow_name("stripe-mock", flow_uuid)
+            name = flow_name("stripe-mock", flow_uuid)
             resources = _mock(name, image or MOCK_IMAGE)
             base = f"http://{name}:{MOCK_PORT}"
             env = {env_name: {"value": MOCK_KEY}, (api_base_env or DEFAULT_BASE_ENV): {"value": base}}
             state: Json = {"mode": "mock", "service": name, "apiBase": base}
         elif secret_name:
-            env = {env_name: _wiring.secret_ref(secret_name, secret_key or SECRET_DATA_KEY)}
+            env = {env_name: secret_ref(secret_name, secret_key or SECRET_DATA_KEY)}
             state = {"mode": "test-key", "secret": secret_name}
         else:
-            name = _wiring.flow_name("stripe", flow_uuid)
+            name = flow_name("stripe", flow_uuid)
             resources = [_external_secret(name, secret_store, secret_store_kind or DEFAULT_STORE_KIND, remote_key,
                                           remote_property, refresh_interval or DEFAULT_REFRESH)]
-            env = {env_name: _wiring.secret_ref(name, SECRET_DATA_KEY)}
+            env = {env_name: secret_ref(name, SECRET_DATA_KEY)}
             state = {"mode": "test-key", "externalSecret": name, "secret": name}
-        specs = _wiring.wire(pod_specs, env)
+        specs = wire(pod_specs, env)
     except Refused as refused:
-        return {"pod_specs": pod_specs, "config_map": {}, "results": [refused.result]}
+        return refused.answer(pod_specs)
     return {"pod_specs": specs, "config_map": state, "resources": resources}
 
 

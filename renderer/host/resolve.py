@@ -324,24 +324,48 @@ def is_builtin_dir(path: Path) -> bool:
     return root is not None and path.resolve().parent == root.resolve() and is_plugin_dir(path)
 
 
+def _imported_shared_names(py_file: Path, in_package: bool) -> set[str]:
+    """The names of the catalogue modules `py_file` imports: `from plugins import _x`, `from plugins._x
+    import ...`, `import plugins._x`, and, when it is a module of the package itself (`in_package`), `from .
+    import _x` and `from ._x import ...`."""
+    try:
+        tree = ast.parse(py_file.read_bytes(), filename=str(py_file))
+    except (SyntaxError, ValueError, OSError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):  # import plugins._x [as y]
+            names.update(a.name.split(".")[1] for a in node.names if a.name.startswith(BUILTIN_PACKAGE + "."))
+        if not isinstance(node, ast.ImportFrom) or node.level > (1 if in_package else 0):
+            continue
+        module = node.module or ""
+        if (node.level == 0 and module == BUILTIN_PACKAGE) or (node.level == 1 and not module):
+            names.update(a.name for a in node.names)
+        elif node.level == 0 and module.startswith(BUILTIN_PACKAGE + "."):
+            names.add(module.split(".")[1])
+        elif node.level == 1:
+            names.add(module.split(".")[0])
+    return {n for n in names if n.startswith("_")}
+
+
 def shared_modules(path: Path) -> list[Path]:
     """The catalogue's shared modules a built-in's main.py imports (`from plugins import _x`, `from
-    plugins._x import ...`): part of its code, so part of its digest."""
+    plugins._x import ...`), directly or through another shared module (`_ack` imports `_common`): part of
+    its code, so part of its digest."""
     main_py = path / "main.py"
     if not is_builtin_dir(path) or not main_py.is_file():
         return []
-    try:
-        tree = ast.parse(main_py.read_bytes(), filename=str(main_py))
-    except (SyntaxError, ValueError):
-        return []
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == BUILTIN_PACKAGE:
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(BUILTIN_PACKAGE + "."):
-            names.add(str(node.module).split(".")[1])
     root = path.resolve().parent
-    return [root / f"{n}.py" for n in sorted(names) if n.startswith("_") and (root / f"{n}.py").is_file()]
+    found: dict[str, Path] = {}
+    pending = sorted(_imported_shared_names(main_py, in_package=False))
+    while pending:
+        name = pending.pop()
+        module = root / f"{name}.py"
+        if name in found or not module.is_file():
+            continue
+        found[name] = module
+        pending += sorted(_imported_shared_names(module, in_package=True) - found.keys())
+    return [found[n] for n in sorted(found)]
 
 
 def plugin_digest(path: Path) -> str:

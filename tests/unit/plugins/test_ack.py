@@ -9,7 +9,7 @@ import re
 import pytest
 from support.kardinal import import_builtin
 
-from plugins import _ack
+from plugins import _ack, _common
 
 RDS, SQS, S3 = (import_builtin(n) for n in ("aws-rds", "aws-sqs", "aws-s3"))
 LONG = "a-very-long-servicename-for-the-orders-database-x" + "-pr-" + "1234567890" * 4  # 104 characters
@@ -51,8 +51,8 @@ def test_s3_bucket_names_are_global_lowercase_and_stable():
     assert S3.bucket_name("sthree-pr-7", "", "").startswith("b-sthree-pr-7-")
 
 
-def test_set_env_replaces_in_place_and_drops_duplicates():
-    specs = _ack.wire_dependents([POD], [("DB_HOSTNAME", _ack.configmap_ref("conn", "host")), ("NEW", _ack.value("v"))])
+def test_dependents_get_env_by_name_on_a_copy():
+    specs = _common.wire([POD], {"DB_HOSTNAME": _ack.configmap_ref("conn", "host"), "NEW": _ack.value("v")})
     assert specs[0]["containers"][0]["env"] == [
         {"name": "DB_HOSTNAME", "valueFrom": {"configMapKeyRef": {"name": "conn", "key": "host"}}},
         {"name": "X", "value": "1"}, {"name": "NEW", "value": "v"}]

@@ -57,13 +57,6 @@ def test_stable_name_is_deterministic_scoped_and_bounded():
     assert _cloud.stable_name("7-Up_DB--pr.9", ("s",), 63).startswith("dl-7-up-db-pr-9-")
 
 
-def test_set_env_replaces_the_first_entry_and_drops_duplicates():
-    container = app([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "A", "value": "3"}])
-    _cloud.set_env(container, "A", {"value": "new"})
-    _cloud.set_env(container, "C", {"value": "c"})
-    assert container["env"] == [{"name": "A", "value": "new"}, {"name": "B", "value": "2"}, {"name": "C", "value": "c"}]
-
-
 # -- cloud-sql -------------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,8 @@ import copy
 import pytest
 from support.kardinal import import_builtin
 
-from plugins._dbseed import DATA_VOLUME, INIT_DIR, SEED_VOLUME, Image
+from plugins._common import Image
+from plugins._dbseed import DATA_VOLUME, INIT_DIR, SEED_VOLUME
 
 POSTGRES = import_builtin("postgres-seed")
 MYSQL = import_builtin("mysql-seed")

@@ -1,6 +1,5 @@
-"""The logic of the neon-branch and stripe built-ins and their shared module (plugins/_wiring.py): names that
-carry the flow within 63 characters, env set by name, the args each refuses (precisely, never echoing a key),
-Kardinal's URL defaults, and deterministic output."""
+"""The logic of the neon-branch and stripe built-ins (their shared helpers are tested in test_common.py): the args
+each refuses (precisely, never echoing a key), Kardinal's URL defaults, and deterministic output."""
 
 from __future__ import annotations
 
@@ -8,36 +7,9 @@ import pytest
 from support.kardinal import import_builtin
 from support.neon_stripe import JOB_IMAGE, LIVE_STRIPE_KEY, neon_args, stripe_args
 
-from plugins import _wiring
-from renderer.render.plugin_policy import name_findings
-
 neon = import_builtin("neon-branch")
 stripe = import_builtin("stripe")
 POD = {"containers": [{"name": "app", "image": "example.com/app:1"}]}
-
-
-@pytest.mark.parametrize("servicename", ["db", "a-very-long-plugin-servicename-that-goes-on-and-on-and-on-x"])
-@pytest.mark.parametrize("flow_id", ["pr-7", "f" * 40])
-def test_flow_names_carry_the_flow_and_fit_a_dns_label(servicename, flow_id):
-    names = {_wiring.flow_name(prefix, f"{servicename}-{flow_id}") for prefix in ("stripe-mock", "neon-create")}
-    assert len(names) == 2
-    for name in names:
-        assert len(name) <= 63 and _wiring.DNS_LABEL.match(name), name
-        assert name_findings(name, flow_id) == [], name
-    uuid = f"{servicename}-{flow_id}"
-    assert _wiring.flow_name("neon", uuid) == _wiring.flow_name("neon", uuid)
-    assert _wiring.flow_name("x", f"{servicename}-{flow_id}") != _wiring.flow_name("x", f"other-{flow_id}")
-
-
-def test_set_env_replaces_in_place_and_drops_duplicates():
-    container = {"env": [{"name": "A", "value": "1"}, {"name": "K", "value": "old"}, {"name": "B", "value": "2"},
-                         {"name": "K", "value": "dup"}]}
-    _wiring.set_env(container, "K", _wiring.secret_ref("s", "k"))
-    assert container["env"] == [{"name": "A", "value": "1"},
-                                {"name": "K", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
-                                {"name": "B", "value": "2"}]
-    _wiring.set_env(container, "NEW", {"value": "x"})
-    assert container["env"][-1] == {"name": "NEW", "value": "x"}
 
 
 @pytest.mark.parametrize(("args", "field", "message"), [
