@@ -10,8 +10,7 @@ import copy
 
 import jsonschema
 import pytest
-import yaml
-from support import ROOT, kubectl_kustomize, validate_strict
+from support import kubectl_kustomize, validate_strict
 from support.cloud_sql import CLOUD_DATABASES, CLOUD_SECRET, cloud_shop
 
 from renderer import api
@@ -40,13 +39,6 @@ def test_flow_is_valid_builds_and_is_secret_free(harness, plugin):
     assert written and not [p for p in written for leak in leaks if leak in p.read_bytes()]
 
 
-@pytest.mark.parametrize("plugin", PLUGINS)
-def test_golden_outputs_are_valid(plugin):
-    expected = sorted((ROOT / "plugins" / plugin / "testdata").glob("*/expected.yaml"))
-    assert len(expected) >= 2
-    for path in expected:
-        for obj in (d for d in yaml.safe_load_all(path.read_text()) if d):
-            validate_strict(obj)
 
 
 @pytest.mark.parametrize(("kind", "path"), [
