@@ -1,5 +1,5 @@
 """The managed-database built-ins' output is what a cluster accepts: every object of a flow rendered with cloud-sql
-or azure-sql (named by short name), and every golden case's expected output, passes strict validation (core kinds
+or azure-sql (named by short name) passes strict validation (core kinds
 with kubernetes-validate, Config Connector's SQL CRDs v1.155.1, ASO's ServersDatabase JSON Schema), the flow
 directory builds with `kubectl kustomize`, and no byte of the written flow carries the repository's password."""
 

@@ -1,6 +1,6 @@
 """The neon-branch and stripe built-ins' output is what a cluster accepts, and the Neon Jobs do what they say.
 
-- Every object of a flow rendered with both (by short name, each mode), and every golden expected.yaml, passes
+- Every object of a flow rendered with both (by short name, each mode) passes
   strict Kubernetes validation (the ExternalSecret against ESO's v1 CRD), and the flow builds with
   `kubectl kustomize`; no secret-looking arg reaches the files, logs or flow.metadata.
 - The create and delete scripts of the rendered Jobs run for real (sh, curl, jq, kubectl with `apply` stubbed)

@@ -1,5 +1,5 @@
 """The redis-sidecar built-in's output is what a cluster accepts: every object of a flow rendered with it (named by
-its short name, both modes, both isolation modes) and every golden case's expected output passes strict Kubernetes
+its short name, both modes, both isolation modes) passes strict Kubernetes
 schema validation, and the flow directory builds with `kubectl kustomize`."""
 
 from __future__ import annotations
