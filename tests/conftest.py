@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 
 import pytest
 from support import ROOT, Harness, demo_file
@@ -16,6 +18,13 @@ E2E_DIRS = {"e2e", "contract", "security"}
 TOOLS_BIN = ROOT / ".tools" / "bin"
 if TOOLS_BIN.is_dir():
     os.environ["PATH"] = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+# The parse cache of every devlane run in the tests: one per test session, never the user's ~/.cache/devlane.
+# Shared across tests on purpose, so renders of the same inputs exercise the warm path too.
+if "DEVLANE_CACHE" not in os.environ or not os.environ.get("DEVLANE_TEST_KEEP_CACHE"):
+    os.environ["DEVLANE_CACHE"] = tempfile.mkdtemp(prefix="devlane-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["DEVLANE_CACHE"], True)
 
 
 def pytest_report_header(config):
@@ -62,9 +71,9 @@ def loads(monkeypatch) -> list:
     calls: list = []
     real = load.read
 
-    def counting(source, collect=False, top=None):
+    def counting(source, collect=False, top=None, cache=None):
         calls.append((type(source).__name__, getattr(source, "ref", None)))
-        return real(source, collect, top)
+        return real(source, collect, top, cache)
 
     monkeypatch.setattr(load, "read", counting)
     return calls

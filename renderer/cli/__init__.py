@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from .. import api
 from ..core.version import VERSION
 from ..errors import DevlaneError, UsageError
-from . import cmp, diff, lint, plan, plugins, preview, provision, render, stdio
+from . import cache, cmp, diff, lint, plan, plugins, preview, provision, render, stdio
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"devlane {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (render, plan, lint, provision, cmp, diff, preview, plugins):
+    for group in (render, plan, lint, provision, cmp, diff, preview, plugins, cache):
         group.add_parsers(sub)
     return parser
 

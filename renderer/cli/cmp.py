@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from ..views import cmp
-from .common import say, show
+from .common import add_no_cache, say, show
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    stream, warnings = cmp.generate(Path.cwd(), log=say)
+    stream, warnings = cmp.generate(Path.cwd(), log=say, cache=args.cache)
     show(warnings, args.debug)
     sys.stdout.write(stream)
     return 0
@@ -29,6 +29,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     cmds = parser.add_subparsers(dest="cmp_command", required=True, metavar="SUBCOMMAND")
     gen = cmds.add_parser("generate", help="print the flow's manifests for the Application (env set by Argo CD)")
     gen.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_no_cache(gen)
     gen.set_defaults(handler=cmd_generate)
     params = cmds.add_parser("params", help="print the dynamic parameter announcement (JSON)")
     params.add_argument("--debug", action="store_true", help="show tracebacks")

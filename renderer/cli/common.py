@@ -27,6 +27,7 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     p.add_argument("repo", nargs="?", default=".", help="repository directory (default: .)")
     p.add_argument("--ref", help="render this git ref (branch, tag, commit) without checking it out")
     p.add_argument("--debug", action="store_true", help="show tracebacks and plugin stderr")
+    add_no_cache(p)
     if not flow:
         return
     g = p.add_argument_group("flow")
@@ -54,6 +55,11 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     g.add_argument("--pr", metavar="N", help="pull request number for {pr} (default: $DEVLANE_PR or $GITHUB_REF)")
     g.add_argument("--timeout", type=float, metavar="SECONDS", help="budget for the whole render (default: none)")
     g.add_argument("--jobs", type=int, metavar="N", help="plugin instances run at once (default: CPUs, at most 8)")
+
+
+def add_no_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-cache", dest="cache", action="store_false",
+                   help="parse and build everything afresh, neither reading nor writing $DEVLANE_CACHE")
 
 
 def add_modes(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -115,7 +121,8 @@ def options(args: argparse.Namespace) -> api.Options:
                        isolation=getattr(args, "isolation", None),
                        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
                        plugin_timeout=getattr(args, "plugin_timeout", None), timeout=getattr(args, "timeout", None),
-                       jobs=getattr(args, "jobs", None), strict=bool(getattr(args, "strict", False)))
+                       jobs=getattr(args, "jobs", None), strict=bool(getattr(args, "strict", False)),
+                       cache=getattr(args, "cache", True))
 
 
 def flow_input(args: argparse.Namespace) -> FlowInput:

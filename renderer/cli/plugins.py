@@ -22,7 +22,7 @@ from .common import Progress, add_common, add_plugin_source, repeat_pairs, say, 
 
 def _options(args: argparse.Namespace) -> api.Options:
     sources = repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source")
-    return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources)
+    return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources, cache=args.cache)
 
 
 def _show(data: Any, output: str, as_text: Callable[[Any], str]) -> int:

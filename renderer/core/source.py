@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from ..errors import Where, fail
+from ..errors import DevlaneError, Where, fail
 from . import files
 from .files import InputLimit, over_limit, read_regular
 from .globs import dir_excluded, matches
@@ -61,10 +61,11 @@ class WorktreeSource:
         self.root = root
         self._real_root = os.path.realpath(root)
         self._budget = _Budget()
+        self._walked: set[str] = set()  # listed through real directories only (os.walk does not follow links)
 
     def list_files(self, includes: list[str], excludes: list[str]) -> list[str]:
         found: list[str] = []
-        root = str(self.root)
+        root = self._real_root
         for dirpath, dirnames, filenames in os.walk(root):
             rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
             rel_dir = "" if rel_dir == "." else rel_dir
@@ -79,9 +80,17 @@ class WorktreeSource:
                 rel = f"{rel_dir}/{f}" if rel_dir else f
                 if matches(rel, includes) and not matches(rel, excludes):
                     found.append(rel)
+        self._walked.update(found)
         return sorted(found)
 
     def read(self, path: str) -> bytes:
+        if path in self._walked:  # every directory on the way is real: no realpath, O_NOFOLLOW checks the file
+            try:
+                return self._budget.take(path, read_regular(os.path.join(self._real_root, path), path))
+            except InputLimit:
+                raise
+            except DevlaneError:
+                pass  # a symlink, or gone: the full check below says which
         return self._budget.take(path, read_regular(self._inside(path), path))
 
     def _inside(self, path: str) -> str:

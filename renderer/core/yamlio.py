@@ -42,6 +42,7 @@ class _StrictMappings:
 
     file = ""
     merge_tags = True
+    typed_keys = False  # a key was constructed from a non-string tag (an int, a bool, null, a date...)
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
         if not isinstance(node, MappingNode):
@@ -58,6 +59,8 @@ class _StrictMappings:
                     continue
                 if tag == _VALUE:
                     key_node.tag = _STR
+                else:
+                    self.typed_keys = True
             key = construct(key_node, deep=deep)
             try:
                 seen = key in mapping
@@ -134,6 +137,12 @@ def parse_documents(data: bytes, file: str, plain: bool = False) -> list[Any]:
     """Parse a multi-document YAML file within the bounds of `yamlbounds`; errors name the file and line.
 
     `plain`: keep every scalar as its text (no numbers, booleans or nulls)."""
+    return parse_stream(data, file, plain)[0]
+
+
+def parse_stream(data: bytes, file: str, plain: bool = False) -> tuple[list[Any], bool]:
+    """`parse_documents`, and whether the documents are plain trees JSON can carry exactly as far as the
+    loader knows: no anchors (an alias shares one object between places) and only string keys."""
     if data.startswith(_UTF16):  # libyaml reads UTF-16 too; the bounds scan UTF-8
         try:
             data = data.decode("utf-16").encode("utf-8")
@@ -160,10 +169,11 @@ def parse_documents(data: bytes, file: str, plain: bool = False) -> list[Any]:
                    code="yaml") from None
     except yaml.YAMLError as exc:
         raise fail(f"invalid YAML: {exc}", Where(file=file), code="yaml") from None
-    if b"&" in data and _ANCHOR.search(data):
+    anchors = b"&" in data and _ANCHOR.search(data) is not None
+    if anchors:
         for index, doc in enumerate(docs):
             check_aliases(doc, Where(file=file, document=index))
-    return docs
+    return docs, not anchors and not loader.typed_keys
 
 
 def load_one(data: bytes | str, file: str) -> Any:

@@ -13,16 +13,18 @@ import hashlib
 import os
 import tempfile
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ..core.cache import Cache
 from ..core.files import InputLimit
 from ..core.source import Source, listed
-from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Diagnostics, Problem, Where
 from ..host.confine import temp_prefix
 from . import build, config_annotations, shapes
 from .config import CONFIG_FILE, InputSpec, RepoConfig, parse_config
+from .parsing import parse_files
 
 _ALWAYS_EXCLUDED_DIRS = (".git/**", ".github/**", ".devlane/**")
 ALWAYS_EXCLUDED = (*_ALWAYS_EXCLUDED_DIRS, ".devlane.yaml", "**/.devlane.yaml")  # config is never a manifest
@@ -31,40 +33,43 @@ _KUSTOMIZE_GROUP = "kustomize.config.k8s.io"
 
 @dataclass(frozen=True)
 class Document:
-    """One Kubernetes object from the repository, with where it came from."""
+    """One Kubernetes object from the repository, with where it came from.
+
+    Its fields are read hundreds of thousands of times per render, so each is computed once (the object
+    is never edited in place: a stage that changes one makes a new Document)."""
 
     obj: dict
     file: str
     index: int
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return str(self.obj.get("kind", ""))
 
-    @property
+    @cached_property
     def api_version(self) -> str:
         return str(self.obj.get("apiVersion", ""))
 
-    @property
+    @cached_property
     def metadata(self) -> dict:
         meta = self.obj.get("metadata")
         return meta if isinstance(meta, dict) else {}
 
-    @property
+    @cached_property
     def name(self) -> str:
         return str(self.metadata.get("name", ""))
 
-    @property
+    @cached_property
     def namespace(self) -> str | None:
         ns = self.metadata.get("namespace")
         return str(ns) if ns else None
 
-    @property
+    @cached_property
     def annotations(self) -> dict:
         ann = self.metadata.get("annotations")
         return ann if isinstance(ann, dict) else {}
 
-    @property
+    @cached_property
     def labels(self) -> dict:
         lab = self.metadata.get("labels")
         return lab if isinstance(lab, dict) else {}
@@ -94,7 +99,7 @@ class Loaded:
         return replace(self, documents=documents)
 
 
-def read(source: Source, collect: bool = False, top: Path | None = None) -> Loaded:
+def read(source: Source, collect: bool = False, top: Path | None = None, cache: Cache | None = None) -> Loaded:
     """Read `.devlane.yaml` and every input of `source`: plain YAML parsed, kustomize and Helm inputs built."""
     config_bytes = source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None
     problems: list[Problem] = []
@@ -111,13 +116,13 @@ def read(source: Source, collect: bool = False, top: Path | None = None) -> Load
     diags = Diagnostics()
     plain = [spec for spec in inputs if spec.kind == "path"]
     for spec in plain:
-        more, more_files, more_diags = load_documents(source, list(spec.globs), _excludes(config))
+        more, more_files, more_diags = load_documents(source, list(spec.globs), _excludes(config), cache)
         documents += more
         files.update(more_files)
         diags.problems += more_diags.problems
     built = [spec for spec in inputs if spec.kind != "path"]
     if built:
-        _read_built(source, built, documents, files, diags, collect, top)
+        _read_built(source, built, documents, files, diags, collect, top, cache)
     documents = config_annotations.apply(documents, config, diags, Document)
     if not collect:
         diags.raise_if_errors()
@@ -125,7 +130,7 @@ def read(source: Source, collect: bool = False, top: Path | None = None) -> Load
 
 
 def _read_built(source: Source, specs: list[InputSpec], documents: list[Document], files: dict[str, str],
-                diags: Diagnostics, collect: bool, top: Path | None) -> None:
+                diags: Diagnostics, collect: bool, top: Path | None, cache: Cache | None) -> None:
     """Build each kustomize or Helm input (from a copy of the ref's tree with `--ref`) and parse its objects."""
     with tempfile.TemporaryDirectory(prefix=temp_prefix("devlane-build-")) as tmp:
         tree, base = build.materialize(source, Path(tmp), top)
@@ -139,16 +144,14 @@ def _read_built(source: Source, specs: list[InputSpec], documents: list[Document
                 continue
             files[spec.label] = hashlib.sha256(b"".join(text for _, text in parts)).hexdigest()
             counts: dict[str, int] = {}
-            for origin, text in parts:
+            for (origin, _), parsed in zip(parts, parse_files(parts, cache), strict=True):
                 index = counts.get(origin, 0)
                 counts[origin] = index + 1
-                try:
-                    parsed = parse_documents(text, origin)
-                except DevlaneError as exc:
-                    diags.problems += exc.problems
+                if isinstance(parsed, DevlaneError):
+                    diags.problems += parsed.problems
                     continue
-                for doc in parsed:
-                    _add(doc, origin, index, documents, diags)
+                for doc, shape in zip(parsed.docs, parsed.shapes, strict=True):
+                    _add(doc, origin, index, documents, diags, shape)
 
 
 def _excludes(config: RepoConfig) -> list[str]:
@@ -190,8 +193,8 @@ def _plugin_dirs(source: Source, paths: list[str]) -> list[str]:
     return out
 
 
-def load_documents(source: Source, includes: list[str], excludes: list[str]) -> tuple[list[Document], dict[str, str],
-                                                                                   Diagnostics]:
+def load_documents(source: Source, includes: list[str], excludes: list[str], cache: Cache | None = None
+                   ) -> tuple[list[Document], dict[str, str], Diagnostics]:
     """Read and parse every manifest file; skip (with a warning) documents that are not objects.
 
     The cyclic garbage collector is paused meanwhile: parsing allocates about a million objects
@@ -200,7 +203,7 @@ def load_documents(source: Source, includes: list[str], excludes: list[str]) -> 
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load_documents(source, includes, excludes)
+        return _load_documents(source, includes, excludes, cache)
     finally:
         if enabled:
             gc.enable()
@@ -229,8 +232,10 @@ def _outside_other_inputs(source: Source, paths: list[str], excludes: list[str],
     return kept
 
 
-def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diagnostics) -> None:
-    """One parsed document: kept when it is a named Kubernetes object of the right shape, else a warning."""
+def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diagnostics,
+         shape: str | bool | None = False) -> None:
+    """One parsed document: kept when it is a named Kubernetes object of the right shape, else a warning.
+    `shape`: its `shapes.shape_problem`, when the parse already knows it."""
     if doc is None:
         return
     if not is_kubernetes_object(doc):
@@ -252,33 +257,42 @@ def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diag
         )
         return
     document = Document(doc, path, index)
-    wrong = shapes.check(doc, document.where())
+    wrong = shapes.check(doc, document.where(), shape)
     if wrong is not None:
         diags.problems.append(wrong)
         return
     documents.append(document)
 
 
-def _load_documents(source: Source, includes: list[str], excludes: list[str]) -> tuple[list[Document],
-                                                                                    dict[str, str], Diagnostics]:
+def _load_documents(source: Source, includes: list[str], excludes: list[str], cache: Cache | None
+                    ) -> tuple[list[Document], dict[str, str], Diagnostics]:
     diags = Diagnostics()
     documents: list[Document] = []
     files: dict[str, str] = {}
     paths = source.list_files(includes, list(ALWAYS_EXCLUDED) + excludes)
     paths = _outside_other_inputs(source, paths, excludes, diags)
     plugin_dirs = _plugin_dirs(source, paths)
+    read: list[tuple[str, bytes]] = []
+    unreadable: dict[str, DevlaneError] = {}
     for path in paths:
         if any(path.startswith(d) for d in plugin_dirs):
             continue  # a plugin's own plugin.yaml and testdata are not the repository's manifests
         try:
             data = source.read(path)
-            files[path] = hashlib.sha256(data).hexdigest()
-            parsed = parse_documents(data, path)
         except InputLimit:
             raise  # over the total: every later file would be too
         except DevlaneError as exc:  # keep going: lint reports every broken file at once
-            diags.problems += exc.problems
+            unreadable[path] = exc
             continue
-        for index, doc in enumerate(parsed):
-            _add(doc, path, index, documents, diags)
+        files[path] = hashlib.sha256(data).hexdigest()
+        read.append((path, data))
+    outcomes = dict(zip((path for path, _ in read), parse_files(read, cache), strict=True))
+    for path in paths:
+        outcome = unreadable.get(path) or outcomes.get(path)
+        if isinstance(outcome, DevlaneError):
+            diags.problems += outcome.problems
+            continue
+        if outcome is not None:
+            for index, (doc, shape) in enumerate(zip(outcome.docs, outcome.shapes, strict=True)):
+                _add(doc, path, index, documents, diags, shape)
     return documents, files, diags

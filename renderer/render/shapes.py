@@ -131,9 +131,9 @@ def _kind(value: object) -> str:
     return f"{type(value).__name__} {value!r}"[:60]
 
 
-def check(obj: dict, where: Where) -> Problem | None:
-    """A problem for an object of the wrong shape (None: fine)."""
-    problem = shape_problem(obj)
+def check(obj: dict, where: Where, problem: str | bool | None = False) -> Problem | None:
+    """A problem for an object of the wrong shape (None: fine); `problem`: its `shape_problem`, when known."""
+    problem = shape_problem(obj) if problem is False else problem
     if problem is None:
         return None
     return Problem(f"field {problem}", where,

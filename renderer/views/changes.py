@@ -81,7 +81,8 @@ def _built_changes(session: Session, base_src: GitRefSource, head_src: GitRefSou
                    found: dict[str, str]) -> None:
     """Services whose objects differ between the builds of base and head (kustomize and Helm inputs)."""
     def objects(source: GitRefSource) -> dict[tuple, Document]:
-        return {(d.kind, d.namespace, d.name): d for d in load.read(source, top=session.options.top).documents}
+        loaded = load.read(source, top=session.options.top, cache=session.cache)
+        return {(d.kind, d.namespace, d.name): d for d in loaded.documents}
 
     before, after = objects(base_src), objects(head_src)
     for key in sorted(set(before) | set(after), key=str):

@@ -140,7 +140,7 @@ def repository_dir(app_dir: Path, env: Mapping[str, str]) -> Path | None:
 
 
 def generate(app_dir: Path, env: Mapping[str, str] | None = None,
-             log: Callable[[str], None] = lambda line: None) -> tuple[str, list[Problem]]:
+             log: Callable[[str], None] = lambda line: None, cache: bool = True) -> tuple[str, list[Problem]]:
     """The manifests for the Application (stdout) and the warnings (stderr). Progress goes to `log`."""
     env = os.environ if env is None else env
     req = request(env)
@@ -164,7 +164,8 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
                      "its routes), or publish with `devlane render` in CI and point Argo CD at flows/"))
         return spec
 
-    result = api.render(api.Options(repo=app_dir, timeout=req.timeout, top=repository_dir(app_dir, env)), flow)
+    result = api.render(api.Options(repo=app_dir, timeout=req.timeout, top=repository_dir(app_dir, env), cache=cache),
+                        flow)
     stream = result.stream()
     try:
         objects = [d for d in parse_documents(stream.encode(), "the rendered stream") if d]

@@ -1,0 +1,302 @@
+"""A content-addressed cache on disk: what a render derived from some bytes, kept under a key of those bytes.
+
+Argo CD re-runs `cmp generate` on every refresh of every open pull request, and CI renders each push;
+nearly all of a repository's files are the same each time. Entries are keyed by content (a file's git
+blob id, a built input's tree digest), so a `--ref` render, a work-tree render and another user's render
+of the same bytes share them, and a changed file is a new key, never a stale hit.
+
+Safety, since a cache can be shared by concurrent renders and by the users of one sidecar:
+- an entry is JSON behind a header holding its length and a BLAKE2 digest; a missing, truncated,
+  corrupt or foreign entry is a miss, never an error, and nothing in it is executed on load
+  (no pickle, no marshal);
+- writes go to a temporary file in the entry's directory, then `os.replace`: a reader sees a whole
+  entry or none, and two writers of one key write the same bytes;
+- writing is best effort: a full disk, a read-only home or a permission problem costs the entry, not
+  the render;
+- the total size is bounded (`$DEVLANE_CACHE_SIZE`, default 1 GiB): least recently used entries go
+  first (a hit refreshes an entry's mtime at most once an hour).
+
+Entries live under `<root>/v1/<kind>-<salt>/<2 hex>/<key>`; the salt names the code and library versions
+an entry depends on, so an upgrade starts afresh instead of reading entries it would misread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CACHE_ENV, SIZE_ENV = "DEVLANE_CACHE", "DEVLANE_CACHE_SIZE"
+DEFAULT_LIMIT = 1024 ** 3
+_LAYOUT = "v1"
+_MAGIC = b"devlane-cache-1\n"
+_DIGEST = 16  # bytes of BLAKE2b
+_HEADER = len(_MAGIC) + 8 + _DIGEST
+_TOUCH_AFTER = 3600.0  # seconds: an entry's mtime is its last use, to the hour
+_EVICT_EVERY = 600.0  # seconds between size checks, unless a run wrote much
+_STAMP = ".evicted"
+_KEY = re.compile(r"[0-9a-f]{16,128}\Z")
+_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+
+
+class Uncacheable(Exception):
+    """A value JSON cannot carry exactly (a date, bytes, a set, a non-string key): it is not cached."""
+
+
+def default_root() -> Path:
+    """`$DEVLANE_CACHE`, else `$XDG_CACHE_HOME/devlane`, else `~/.cache/devlane`."""
+    chosen = os.environ.get(CACHE_ENV, "").strip()
+    if chosen:
+        return Path(chosen).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "devlane"
+
+
+def size_limit(text: str | None = None) -> int:
+    """The size bound in bytes from `$DEVLANE_CACHE_SIZE` (`500M`, `2G`, a number of bytes); the default
+    when unset or unreadable (a typo must not turn the cache off or make it unbounded)."""
+    text = (os.environ.get(SIZE_ENV, "") if text is None else text).strip().upper().removesuffix("B").removesuffix("I")
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)", text)
+    return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else DEFAULT_LIMIT
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob id of `data` (as `git hash-object`): the same key for a work-tree file and its blob."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def encode(value: Any) -> bytes:
+    """JSON of `value`, exact or not at all: `Uncacheable` when JSON would change it."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_refuse).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
+        raise Uncacheable(str(exc)) from None
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+@dataclass
+class Counters:
+    """What one command did with the cache (shown under `--debug`)."""
+
+    hits: int = 0
+    misses: int = 0
+    writes: int = 0
+    written: int = 0  # bytes
+    failed: int = 0  # writes that did not happen (disk full, permissions)
+    kinds: dict[str, list[int]] = field(default_factory=dict)  # kind -> [hits, misses]
+
+    def count(self, kind: str, hit: bool) -> None:
+        pair = self.kinds.setdefault(kind, [0, 0])
+        pair[0 if hit else 1] += 1
+        if hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{k} {h} hit(s) {m} miss(es)" for k, (h, m) in sorted(self.kinds.items()))
+        return f"cache: {parts or 'not used'}; {self.writes} written ({self.written:,} bytes)" + (
+            f", {self.failed} write(s) failed" if self.failed else "")
+
+
+class Cache:
+    """One cache directory. Every method is safe to call concurrently from several processes."""
+
+    def __init__(self, root: Path, limit: int | None = None):
+        self.root = root
+        self.limit = size_limit() if limit is None else limit
+        self.counters = Counters()
+        self._top = os.path.join(root, _LAYOUT)
+
+    def _path(self, kind: str, key: str) -> str:
+        """The entry's path (a string: thousands are built per render, and `Path` costs more than reading)."""
+        if not _KEY.match(key) or "/" in kind:
+            raise ValueError(f"bad cache key {kind}/{key}")
+        return f"{self._top}/{kind}/{key[:2]}/{key}"
+
+    def get(self, kind: str, key: str) -> Any | None:
+        """The value stored under (`kind`, `key`), or None (also for an unreadable or damaged entry)."""
+        path = self._path(kind, key)
+        value = _read_entry(path)
+        self.counters.count(kind, value is not None)
+        return value
+
+    def get_raw(self, kind: str, key: str) -> bytes | None:
+        """The JSON text stored under (`kind`, `key`), undecoded (for a caller that decodes many at once)."""
+        data = _read_payload(self._path(kind, key))
+        self.counters.count(kind, data is not None)
+        return data
+
+    def put(self, kind: str, key: str, value: Any) -> bool:
+        """Store `value`; False when it cannot be cached (not exact JSON) or the write failed."""
+        try:
+            payload = encode(value)
+        except Uncacheable:
+            return False
+        return self.put_raw(kind, key, payload)
+
+    def put_raw(self, kind: str, key: str, payload: bytes) -> bool:
+        """Store JSON text `payload` as is (the caller encoded it with `encode`)."""
+        ok = write_entry(self._path(kind, key), payload)
+        if ok:
+            self.counters.writes += 1
+            self.counters.written += len(payload)
+        else:
+            self.counters.failed += 1
+        return ok
+
+    # ---------------------------------------------------------------------------------------------
+    # Size
+
+    def entries(self) -> Iterator[tuple[str, os.stat_result, str]]:
+        """(kind directory, stat, path) of every entry, temporary files included."""
+        top = self.root / _LAYOUT
+        with contextlib.suppress(OSError), os.scandir(top) as kinds:
+            for kind in kinds:
+                if not kind.is_dir(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError), os.scandir(kind.path) as shards:
+                    for shard in shards:
+                        if not shard.is_dir(follow_symlinks=False):
+                            continue
+                        with contextlib.suppress(OSError), os.scandir(shard.path) as found:
+                            for entry in found:
+                                with contextlib.suppress(OSError):
+                                    yield kind.name, entry.stat(follow_symlinks=False), entry.path
+
+    def stats(self) -> dict[str, Any]:
+        """Location, bound, and entries and bytes by kind."""
+        kinds: dict[str, list[int]] = {}
+        oldest = newest = None
+        for kind, st, _ in self.entries():
+            pair = kinds.setdefault(kind, [0, 0])
+            pair[0] += 1
+            pair[1] += st.st_size
+            oldest = st.st_mtime if oldest is None else min(oldest, st.st_mtime)
+            newest = st.st_mtime if newest is None else max(newest, st.st_mtime)
+        return {"directory": str(self.root), "limit": self.limit,
+                "entries": sum(n for n, _ in kinds.values()), "bytes": sum(b for _, b in kinds.values()),
+                "kinds": {k: {"entries": n, "bytes": b} for k, (n, b) in sorted(kinds.items())},
+                "oldest": oldest, "newest": newest}
+
+    def clear(self) -> tuple[int, int]:
+        """Delete every entry (other runs' temporary files too); (entries, bytes) removed."""
+        count = size = 0
+        for _, st, path in list(self.entries()):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                count += 1
+                size += st.st_size
+        _prune_dirs(self.root / _LAYOUT)
+        return count, size
+
+    def evict(self, force: bool = False) -> int:
+        """Bring the cache under its bound, least recently used first; entries removed. Checked at most every
+        few minutes unless `force` or this run wrote a tenth of the bound (a scan costs a stat per entry)."""
+        stamp = self.root / _LAYOUT / _STAMP
+        if not force and self.counters.written < self.limit // 10:
+            with contextlib.suppress(OSError):
+                if time.time() - stamp.stat().st_mtime < _EVICT_EVERY:
+                    return 0
+        found = [(st.st_mtime, st.st_size, path) for _, st, path in self.entries()]
+        total = sum(size for _, size, _ in found)
+        removed = 0
+        if total > self.limit:
+            goal = self.limit * 9 // 10  # some room, so the next run does not evict again at once
+            for _, size, path in sorted(found):
+                if total <= goal:
+                    break
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                    removed += 1
+                total -= size
+        with contextlib.suppress(OSError):
+            stamp.parent.mkdir(parents=True, exist_ok=True)
+            stamp.touch()
+        return removed
+
+
+def _prune_dirs(top: Path) -> None:
+    for dirpath, _, _ in sorted(os.walk(top, topdown=False), reverse=True):
+        if dirpath != str(top):
+            with contextlib.suppress(OSError):
+                os.rmdir(dirpath)
+
+
+def _read_payload(path: str) -> bytes | None:
+    """The checked payload of the entry at `path`; None when it is missing, short, damaged or not ours."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_size < _HEADER or st.st_size > 1 << 31:
+            return None
+        data = os.read(fd, st.st_size + 1)
+        while len(data) < st.st_size + 1:
+            more = os.read(fd, st.st_size + 1 - len(data))
+            if not more:
+                break
+            data += more
+        if time.time() - st.st_mtime > _TOUCH_AFTER:
+            with contextlib.suppress(OSError):
+                os.utime(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not data.startswith(_MAGIC):
+        return None
+    length = int.from_bytes(data[len(_MAGIC):len(_MAGIC) + 8], "big")
+    payload = data[_HEADER:]
+    if len(payload) != length or hashlib.blake2b(payload, digest_size=_DIGEST).digest() != \
+            data[len(_MAGIC) + 8:_HEADER]:
+        return None
+    return payload
+
+
+def _read_entry(path: str) -> Any | None:
+    payload = _read_payload(path)
+    if payload is None:
+        return None
+    try:
+        return json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+
+
+def write_entry(path: str, payload: bytes) -> bool:
+    """Write one entry atomically (temporary file, then rename); False, with nothing left behind, on failure."""
+    header = _MAGIC + len(payload).to_bytes(8, "big") + hashlib.blake2b(payload, digest_size=_DIGEST).digest()
+    tmp = None
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(header)
+            handle.write(payload)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return False
+
+
+def open_cache(enabled: bool = True, root: Path | None = None) -> Cache | None:
+    """The cache at `root` (default: `default_root()`), or None when disabled."""
+    return Cache(root or default_root()) if enabled else None

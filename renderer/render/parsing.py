@@ -1,0 +1,129 @@
+"""Parse many YAML files at once: cached parses first, the rest across the available cores.
+
+Parsing is most of a render's cost, and between two renders nearly every file is unchanged. A file's
+documents are cached under its git blob id (`core.cache`), so a one-file change re-parses one file;
+the entries are JSON, which decodes some twenty times faster than YAML parses. What is not cached is
+parsed in forked children when there is enough of it (`core.parallel`); they send their results back
+as the same JSON, so every path gives equal documents: cached, parallel and serial renders write the
+same bytes.
+
+Only documents JSON carries exactly are cached: not a file with anchors (an alias shares one object
+between two places, JSON would copy it) or non-string keys, dates, binary or sets. Those files, and
+files that fail to parse, are parsed here every time (and their errors come from here).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core import parallel, yamlbounds, yamlio
+from ..core.cache import Cache, Uncacheable, blob_id, encode
+from ..core.version import VERSION
+from ..errors import DevlaneError
+from . import shapes
+
+PARALLEL_BYTES = 2 * 1024 * 1024  # below this much YAML to parse, forking costs more than it saves
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A file's documents and, for each, its `shapes.shape_problem` (None when it is not an object): the shape
+    walk costs about as much as decoding, so it is done once per content too, and in the children."""
+
+    docs: list[Any]
+    shapes: list[str | None]
+
+
+Outcome = Parsed | DevlaneError  # a file's documents, or why it could not be parsed
+
+
+@functools.cache
+def cache_kind() -> str:
+    """The cache directory of parses: named by everything a parse depends on, so any change starts afresh."""
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(f"{VERSION}\0{yaml.__version__}\0{getattr(yaml, '__with_libyaml__', False)}\0".encode())
+    for module in (yamlio, yamlbounds, shapes):
+        digest.update(Path(module.__file__ or "").read_bytes())
+    return f"yaml-{digest.hexdigest()}"
+
+
+def _parse(path: str, data: bytes) -> tuple[Outcome, bytes | None]:
+    """One file's outcome, and its JSON when that is exact."""
+    try:
+        docs, plain_tree = yamlio.parse_stream(data, path)
+    except DevlaneError as exc:
+        return exc, None
+    parsed = Parsed(docs, [shapes.shape_problem(d) if _is_object(d) else None for d in docs])
+    if not plain_tree:
+        return parsed, None
+    try:
+        return parsed, encode([docs, parsed.shapes])
+    except Uncacheable:
+        return parsed, None
+
+
+def _is_object(doc: Any) -> bool:
+    return isinstance(doc, dict) and bool(doc.get("apiVersion")) and bool(doc.get("kind"))
+
+
+def _decode(payload: bytes) -> Parsed | None:
+    try:
+        docs, found = json.loads(payload)
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(docs, list) or not isinstance(found, list) or len(docs) != len(found):
+        return None
+    return Parsed(docs, found)
+
+
+def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, workers: int | None = None
+                ) -> list[Outcome]:
+    """The outcome of each (path, content) in `items`, in order."""
+    keys = [blob_id(data) for _, data in items] if cache is not None else []
+    out: list[Outcome | None] = [None] * len(items)
+    pending: list[int] = []
+    if cache is not None:
+        kind = cache_kind()
+        for i, key in enumerate(keys):
+            raw = cache.get_raw(kind, key)
+            out[i] = None if raw is None else _decode(raw)
+            if out[i] is None:
+                pending.append(i)
+    else:
+        pending = list(range(len(items)))
+
+    def here(i: int) -> None:
+        outcome, payload = _parse(*items[i])
+        out[i] = outcome
+        if payload is not None and cache is not None:
+            cache.put_raw(cache_kind(), keys[i], payload)
+
+    def there(i: int) -> bytes | None:
+        _, payload = _parse(*items[i])
+        if payload is not None and cache is not None:
+            cache.put_raw(cache_kind(), keys[i], payload)
+        return payload
+
+    sizes = [len(items[i][1]) for i in pending]
+    workers = parallel.available_cpus() if workers is None else workers
+    if workers > 1 and len(pending) > 1 and sum(sizes) >= PARALLEL_BYTES and parallel.can_fork():
+        split = parallel.shares(sizes, workers)
+        done = parallel.fork_map(pending, split, there, lambda share: [here(pending[p]) for p in share])
+        for share in split[1:]:
+            for p in share:
+                i = pending[p]
+                out[i] = None if done[p] is None else _decode(done[p])  # type: ignore[arg-type]
+                if out[i] is None:
+                    here(i)
+    else:
+        for i in pending:
+            here(i)
+    return out  # type: ignore[return-value]
