@@ -13,6 +13,10 @@ A `--ref` render builds the tree at the ref, written from git objects into a tem
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import json
 import os
 import posixpath
 import re
@@ -20,9 +24,12 @@ import shlex
 import shutil
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
+from typing import Any
 
+from ..core.cache import Cache, blob_id
 from ..core.files import read_regular
 from ..core.source import Source, WorktreeSource
+from ..core.version import VERSION
 from ..core.yamlio import load_one
 from ..errors import DevlaneError, Where, fail
 from ..host import process
@@ -91,8 +98,16 @@ def kustomization_graph(tree: Path, directory: str) -> tuple[list[tuple[str, str
     """Every kustomization reachable from `directory` through `resources`, `bases` and `components`:
     (kustomization file, entry) of each remote one, and the local directories outside `tree` (a base beside
     a repository that is not in git), which the sandboxed build must be able to read."""
+    remote, dirs = _kustomizations(tree, directory)
+    top = Path(os.path.normpath(tree))
+    outside = [d for d in dirs if top != d and top not in d.parents]
+    return remote, sorted(set(outside) - {d for d in outside for d2 in outside if d2 in d.parents})
+
+
+def _kustomizations(tree: Path, directory: str) -> tuple[list[tuple[str, str]], list[Path]]:
+    """(remote entries as (kustomization file, entry), every local directory holding a reachable kustomization)."""
     remote: list[tuple[str, str]] = []
-    outside: list[Path] = []
+    found: list[Path] = []
     seen: set[Path] = set()
     top = Path(os.path.normpath(tree))
     stack = [Path(os.path.normpath(top / directory))]
@@ -104,8 +119,7 @@ def kustomization_graph(tree: Path, directory: str) -> tuple[list[tuple[str, str
         kfile = next((here / n for n in KUSTOMIZATION_FILES if (here / n).is_file()), None)
         if kfile is None:
             continue
-        if top not in kfile.parents:
-            outside.append(here)
+        found.append(here)
         shown = os.path.relpath(kfile, top)
         try:
             doc = load_one(read_regular(kfile, shown), shown)
@@ -122,7 +136,89 @@ def kustomization_graph(tree: Path, directory: str) -> tuple[list[tuple[str, str
                     remote.append((shown, entry))
                 elif (here / entry).is_dir():
                     stack.append(Path(os.path.normpath(here / entry)))
-    return remote, sorted(set(outside) - {d for d in outside for d2 in outside if d2 in d.parents})
+    return remote, found
+
+
+# --------------------------------------------------------------------------------------------------
+# The cache of builds: a build is a pure function of its input files, the tool and the options, and costs
+# seconds (kustomize is superlinear in files), so it is kept under a digest of exactly those.
+
+
+@functools.cache
+def _build_kind() -> str:
+    digest = hashlib.blake2b(Path(__file__).read_bytes(), digest_size=8)
+    digest.update(VERSION.encode())
+    return f"build-{digest.hexdigest()}"
+
+
+def _tool_identity(argv: list[str]) -> list:
+    """What tells one installed tool from another without running it: its resolved path, size and mtime."""
+    found = shutil.which(argv[0])
+    if found is None:
+        return argv
+    real = os.path.realpath(found)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return [*argv, real]
+    return [*argv, real, st.st_size, st.st_mtime_ns]
+
+
+def _tree_digest(hasher: Any, top: Path, roots: list[Path]) -> None:
+    """Add every file under `roots` (path relative to `top`, and its git blob id or link target) to `hasher`."""
+    files: dict[str, str] = {}
+    for root in roots:
+        if root.is_file():
+            walked: Any = [(str(root.parent), [], [root.name])]
+        else:
+            walked = os.walk(root)
+        for dirpath, dirnames, filenames in walked:
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+            for name in filenames:
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, top)
+                if rel in files:
+                    continue
+                if os.path.islink(full):
+                    files[rel] = "link:" + os.readlink(full)
+                    continue
+                try:
+                    files[rel] = blob_id(read_regular(full, rel))
+                except DevlaneError:
+                    files[rel] = "unreadable"  # the build reports it
+    for rel in sorted(files):
+        hasher.update(f"{rel}\0{files[rel]}\n".encode())
+
+
+def build_key(spec: InputSpec, tree: Path, base: str = "") -> str:
+    """The cache key of one build: its options, its tool, and the digest of every file it may read (each
+    reachable kustomization's directory, as kustomize's default load restrictor allows no other; the chart
+    and its values files for Helm)."""
+    spec = _based(spec, base)
+    hasher = hashlib.sha256()
+    top = Path(os.path.normpath(tree))
+    if spec.kind == "kustomize":
+        roots = _kustomizations(tree, spec.path)[1]
+        tool = kustomize_command(spec)
+    else:
+        roots = [top / spec.path, *(top / v for v in spec.values)]
+        tool = helm_command(spec)
+    hasher.update(json.dumps([dataclasses.asdict(spec), _tool_identity(tool)], sort_keys=True, default=str).encode())
+    _tree_digest(hasher, top, sorted(roots))
+    return hasher.hexdigest()
+
+
+def cached_build(spec: InputSpec, tree: Path, base: str, cache: Cache | None) -> list[tuple[str, bytes]]:
+    """`build`, or its result from `cache` when the same input files, tool and options built it before."""
+    if cache is None or not (tree / _based(spec, base).path).is_dir():
+        return build(spec, tree, base)
+    key = build_key(spec, tree, base)
+    found = cache.get(_build_kind(), key)
+    if isinstance(found, list) and all(isinstance(p, list) and len(p) == 2 for p in found):
+        return [(str(origin), str(text).encode("utf-8")) for origin, text in found]
+    parts = build(spec, tree, base)
+    cache.put(_build_kind(), key, [[origin, text.decode("utf-8", "replace")] for origin, text in parts])
+    return parts
 
 
 # --------------------------------------------------------------------------------------------------
@@ -134,15 +230,21 @@ def build(spec: InputSpec, tree: Path, base: str = "") -> list[tuple[str, bytes]
 
     `tree` is the whole repository (bases and charts may sit beside the directory rendered) and `base`
     the rendered directory inside it; input paths are relative to `base`."""
-    if base:
-        spec = replace(spec, path=posixpath.normpath(posixpath.join(base, spec.path)),
-                       values=tuple(posixpath.normpath(posixpath.join(base, v)) for v in spec.values))
+    spec = _based(spec, base)
     if not (tree / spec.path).is_dir():
         raise fail(f"{spec.label}: {spec.path} is not a directory of the repository", Where(file=".devlane.yaml"),
                    hint="fix the path under `inputs:` (relative to the repository root)", code="build-input")
     if spec.kind == "kustomize":
         return _kustomize(spec, tree)
     return _helm(spec, tree)
+
+
+def _based(spec: InputSpec, base: str) -> InputSpec:
+    """`spec` with its paths relative to the repository's top instead of the rendered directory `base`."""
+    if not base:
+        return spec
+    return replace(spec, path=posixpath.normpath(posixpath.join(base, spec.path)),
+                   values=tuple(posixpath.normpath(posixpath.join(base, v)) for v in spec.values))
 
 
 def _kustomize(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:

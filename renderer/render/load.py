@@ -136,7 +136,7 @@ def _read_built(source: Source, specs: list[InputSpec], documents: list[Document
         tree, base = build.materialize(source, Path(tmp), top)
         for spec in specs:
             try:
-                parts = build.build(spec, tree, base)
+                parts = build.cached_build(spec, tree, base, cache)
             except DevlaneError as exc:
                 if not collect:
                     raise
