@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .core.cache import open_cache
 from .core.source import open_source
-from .errors import DevlaneError, Diagnostics, Problem, as_errors
+from .errors import DevlaneError, Diagnostics, Problem, Where, as_errors
 from .host.budget import Budget
 from .host.choose import RunMode
 from .host.confine import Limits, SandboxPolicy
@@ -69,6 +69,9 @@ class Session:
             self.cache.evict()
         self.config = self.loaded.config
         self.diagnostics = Diagnostics(self.loaded.problems)
+        if self.cache is not None:  # shown with --debug
+            self.diagnostics.problems.append(Problem(self.cache.counters.summary(), Where(file=str(self.cache.root)),
+                                                     severity="info", code="cache"))
         budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started)
         self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
                                mode, budget, options.jobs,

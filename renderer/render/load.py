@@ -257,7 +257,7 @@ def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diag
         )
         return
     document = Document(doc, path, index)
-    wrong = shapes.check(doc, document.where(), shape)
+    wrong = shapes.check(doc, document.where, shape)
     if wrong is not None:
         diags.problems.append(wrong)
         return

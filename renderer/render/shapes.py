@@ -9,6 +9,7 @@ fields devlane does not read are not checked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import Problem, Where
@@ -131,11 +132,12 @@ def _kind(value: object) -> str:
     return f"{type(value).__name__} {value!r}"[:60]
 
 
-def check(obj: dict, where: Where, problem: str | bool | None = False) -> Problem | None:
-    """A problem for an object of the wrong shape (None: fine); `problem`: its `shape_problem`, when known."""
+def check(obj: dict, where: Where | Callable[[], Where], problem: str | bool | None = False) -> Problem | None:
+    """A problem for an object of the wrong shape (None: fine); `problem`: its `shape_problem`, when known;
+    `where` may be a function, called only when there is a problem."""
     problem = shape_problem(obj) if problem is False else problem
     if problem is None:
         return None
-    return Problem(f"field {problem}", where,
+    return Problem(f"field {problem}", where if isinstance(where, Where) else where(),
                    hint="fix the field's type (the Kubernetes API refuses it too), or exclude the file with "
                         "`exclude:` in .devlane.yaml", code="schema")
