@@ -5,6 +5,7 @@ Layout under ``$DEVLANE_CACHE`` (default ``$XDG_CACHE_HOME/devlane``, else ``~/.
     git/<sha256(url)[:16]>.git   bare mirror of one plugin repository (branches, tags, pinned commits)
     plugins/<commit>/            the tree of a locked commit, exported by `devlane plugins fetch`
     venvs/<requirements-hash>/   virtualenv built by `devlane plugins prepare`
+    v1/                          parses and builds (`core/cache.py`), which `devlane cache clear` empties
 
 Only `devlane plugins lock` and `fetch` talk to git remotes (through GitPython). Render reads
 ``plugins/`` and ``venvs/`` and nothing else, so it stays offline. Every entry appears atomically: a
@@ -24,22 +25,18 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ...core.cache import CACHE_ENV as CACHE_ENV  # re-exported: the messages name it
+from ...core.cache import default_root
 from ...errors import Where, fail
 
-CACHE_ENV = "DEVLANE_CACHE"
 _HEX = re.compile(r"[0-9a-f]{4,64}\Z")
 _FETCH_SPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+HEAD:refs/devlane/HEAD")
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "", "LC_ALL": "C"}
 
 
 def cache_root() -> Path:
-    """``$DEVLANE_CACHE``, else ``$XDG_CACHE_HOME/devlane``, else ``~/.cache/devlane``."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return (base / "devlane").resolve()
+    """``$DEVLANE_CACHE``, else ``$XDG_CACHE_HOME/devlane``, else ``~/.cache/devlane`` (the parse cache's root too)."""
+    return default_root().resolve()
 
 
 def mirror_path(url: str, root: Path | None = None) -> Path:
