@@ -16,8 +16,11 @@ Safety, since a cache can be shared by concurrent renders and by the users of on
 - the total size is bounded (`$DEVLANE_CACHE_SIZE`, default 1 GiB): least recently used entries go
   first (a hit refreshes an entry's mtime at most once an hour).
 
-Entries live under `<root>/v1/<kind>-<salt>/<2 hex>/<key>`; the salt names the code and library versions
-an entry depends on, so an upgrade starts afresh instead of reading entries it would misread.
+Entries live under `<root>/v1/<kind>-<salt>/`, the salt naming the code and library versions an entry
+depends on (an upgrade starts afresh instead of misreading entries): one file per entry
+(`<2 hex>/<key>`, for the few large ones: builds), or packs of many (`<name>.pack`, for parses: a render
+writes one pack per process instead of thousands of files, since creating a file can cost more than
+parsing it; each entry of a pack has its own digest, and the pack its index's).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ _HEADER = len(_MAGIC) + 8 + _DIGEST
 _TOUCH_AFTER = 3600.0  # seconds: an entry's mtime is its last use, to the hour
 _EVICT_EVERY = 600.0  # seconds between size checks, unless a run wrote much
 _STAMP = ".evicted"
+_MODE = 0o644  # readable by the other users of a shared cache (mkstemp makes 0600); the directory decides writing
 _KEY = re.compile(r"[0-9a-f]{16,128}\Z")
 _UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
 
@@ -157,6 +161,70 @@ class Cache:
         return ok
 
     # ---------------------------------------------------------------------------------------------
+    # Packs: many entries in one file. A render parses thousands of files; creating a file per entry costs
+    # more than parsing on some filesystems, and reading one costs a file open each. A pack is written once
+    # (temporary file, rename) and read through its index; a render adds at most one pack per process, and
+    # `compact` merges them when there are many.
+
+    def _packs(self, kind: str) -> list[os.DirEntry]:
+        """The packs of `kind`, most recently used first."""
+        try:
+            with os.scandir(f"{self._top}/{kind}") as found:
+                packs = [e for e in found if e.name.endswith(_PACK) and e.is_file(follow_symlinks=False)]
+        except OSError:
+            return []
+        def recency(entry: os.DirEntry) -> float:
+            try:
+                return -entry.stat(follow_symlinks=False).st_mtime
+            except OSError:
+                return 0.0
+        return sorted(packs, key=lambda e: (recency(e), e.name))
+
+    def get_many(self, kind: str, keys: list[str]) -> dict[str, bytes]:
+        """The checked payloads of those `keys` that some pack of `kind` holds (damaged ones are misses)."""
+        wanted = set(keys)
+        found: dict[str, bytes] = {}
+        for entry in self._packs(kind):
+            if not wanted:
+                break
+            found.update(_read_pack(entry.path, wanted))
+            wanted -= found.keys()
+        for key in keys:
+            self.counters.count(kind, key in found)
+        return found
+
+    def put_many(self, kind: str, payloads: dict[str, bytes]) -> bool:
+        """Store `payloads` (key -> JSON text from `encode`) as one pack; False if the write failed."""
+        if not payloads:
+            return True
+        for key in payloads:
+            self._path(kind, key)  # checks the key
+        ok = write_pack(f"{self._top}/{kind}", payloads)
+        if ok:
+            self.counters.writes += len(payloads)
+            self.counters.written += sum(len(p) for p in payloads.values())
+        else:
+            self.counters.failed += len(payloads)
+        return ok
+
+    def compact(self, kind: str, most: int = 8) -> bool:
+        """Merge the packs of `kind` into one when there are more than `most` (newest entry of a key wins).
+        Concurrent readers keep reading the packs they opened; a render that lists the packs meanwhile may
+        miss an entry, which costs a parse, never a wrong result."""
+        packs = self._packs(kind)
+        if len(packs) <= most:
+            return False
+        merged: dict[str, bytes] = {}
+        for entry in reversed(packs):  # oldest first, so the newest copy of a key wins
+            merged.update(_read_pack(entry.path, None))
+        if not write_pack(f"{self._top}/{kind}", merged):
+            return False
+        for entry in packs:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+        return True
+
+    # ---------------------------------------------------------------------------------------------
     # Size
 
     def entries(self) -> Iterator[tuple[str, os.stat_result, str]]:
@@ -168,7 +236,9 @@ class Cache:
                     continue
                 with contextlib.suppress(OSError), os.scandir(kind.path) as shards:
                     for shard in shards:
-                        if not shard.is_dir(follow_symlinks=False):
+                        if not shard.is_dir(follow_symlinks=False):  # a pack (or a temporary file)
+                            with contextlib.suppress(OSError):
+                                yield kind.name, shard.stat(follow_symlinks=False), shard.path
                             continue
                         with contextlib.suppress(OSError), os.scandir(shard.path) as found:
                             for entry in found:
@@ -285,6 +355,7 @@ def write_entry(path: str, payload: bytes) -> bool:
     try:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        os.fchmod(fd, _MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(header)
             handle.write(payload)
@@ -295,6 +366,85 @@ def write_entry(path: str, payload: bytes) -> bool:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         return False
+
+
+# -------------------------------------------------------------------------------------------------
+# Pack files: _PACK_MAGIC, the payloads, the index (JSON: key -> [offset, length, BLAKE2 hex]), then a trailer
+# (index offset, index length, the index's BLAKE2 digest).
+
+_PACK = ".pack"
+_PACK_MAGIC = b"devlane-pack-1\n"
+_TRAILER = 16 + _DIGEST
+
+
+def write_pack(directory: str, payloads: dict[str, bytes]) -> bool:
+    """Write one pack of `payloads` into `directory`, atomically; False, with nothing left behind, on failure."""
+    parts = [_PACK_MAGIC]
+    offset = len(_PACK_MAGIC)
+    index: dict[str, list] = {}
+    for key in sorted(payloads):
+        data = payloads[key]
+        index[key] = [offset, len(data), hashlib.blake2b(data, digest_size=_DIGEST).hexdigest()]
+        parts.append(data)
+        offset += len(data)
+    table = json.dumps(index, separators=(",", ":")).encode()
+    parts += [table, offset.to_bytes(8, "big"), len(table).to_bytes(8, "big"),
+              hashlib.blake2b(table, digest_size=_DIGEST).digest()]
+    name = hashlib.blake2b(table, digest_size=12).hexdigest()
+    tmp = None
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        os.fchmod(fd, _MODE)
+        with os.fdopen(fd, "wb") as handle:
+            handle.writelines(parts)
+        os.replace(tmp, f"{directory}/{name}{_PACK}")
+        return True
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return False
+
+
+def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
+    """The checked payloads of `wanted` keys (all, for None) in the pack at `path`; a damaged pack or entry
+    gives nothing for it. A hit refreshes the pack's mtime (its last use), at most once an hour."""
+    found: dict[str, bytes] = {}
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return found
+    try:
+        st = os.fstat(fd)
+        if st.st_size < len(_PACK_MAGIC) + _TRAILER:
+            return found
+        trailer = os.pread(fd, _TRAILER, st.st_size - _TRAILER)
+        start, length = int.from_bytes(trailer[:8], "big"), int.from_bytes(trailer[8:16], "big")
+        if start + length + _TRAILER != st.st_size or os.pread(fd, len(_PACK_MAGIC), 0) != _PACK_MAGIC:
+            return found
+        table = os.pread(fd, length, start)
+        if hashlib.blake2b(table, digest_size=_DIGEST).digest() != trailer[16:]:
+            return found
+        index = json.loads(table)
+        if not isinstance(index, dict):
+            return found
+        for key in index if wanted is None else wanted & index.keys():
+            try:
+                offset, size, digest = index[key]
+                data = os.pread(fd, size, offset)
+            except (TypeError, ValueError, OverflowError):
+                continue
+            if len(data) == size and hashlib.blake2b(data, digest_size=_DIGEST).hexdigest() == digest:
+                found[key] = data
+        if found and time.time() - st.st_mtime > _TOUCH_AFTER:
+            with contextlib.suppress(OSError):
+                os.utime(fd)
+    except (OSError, ValueError, RecursionError):
+        return found
+    finally:
+        os.close(fd)
+    return found
 
 
 def open_cache(enabled: bool = True, root: Path | None = None) -> Cache | None:

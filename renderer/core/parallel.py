@@ -57,9 +57,11 @@ def shares(sizes: Sequence[int], parts: int) -> list[range]:
 
 
 def fork_map(items: Sequence[T], share_of: list[range], work: Callable[[T], bytes | None],
-             local: Callable[[range], None]) -> list[bytes | None]:
+             local: Callable[[range], None],
+             then: Callable[[list[tuple[T, bytes | None]]], None] | None = None) -> list[bytes | None]:
     """`work(item)` for every item of `share_of[1:]` in one forked child per share, while `local(share_of[0])`
-    runs here; the children's results, by item index (None: not done, for the parent to do).
+    runs here; the children's results, by item index (None: not done, for the parent to do). Each child calls
+    `then` with its (item, result) pairs once it has sent them (to store them, say).
 
     A share whose child failed comes back as all None."""
     results: list[bytes | None] = [None] * len(items)
@@ -70,7 +72,7 @@ def fork_map(items: Sequence[T], share_of: list[range], work: Callable[[T], byte
             pid = os.fork()
             if pid == 0:  # pragma: no cover - runs in the child, which never returns
                 os.close(read_end)
-                _child(items, share, work, write_end)
+                _child(items, share, work, write_end, then)
             os.close(write_end)
             children.append((pid, read_end, share))
         local(share_of[0])
@@ -90,19 +92,20 @@ def fork_map(items: Sequence[T], share_of: list[range], work: Callable[[T], byte
     return results
 
 
-def _child(items: Sequence[T], share: range, work: Callable[[T], bytes | None], fd: int) -> None:  # pragma: no cover
+def _child(items: Sequence[T], share: range, work: Callable[[T], bytes | None], fd: int,
+           then: Callable[[list[tuple[T, bytes | None]]], None] | None) -> None:  # pragma: no cover
     """Do `share` and send the results in one write at the end (the parent reads only once it is done)."""
     code = 1
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
-        parts = []
-        for i in share:
-            out = work(items[i])
-            parts.append(_LEN.pack(-1) if out is None else _LEN.pack(len(out)) + out)
-        data = memoryview(b"".join(parts))
+        done = [(items[i], work(items[i])) for i in share]
+        data = memoryview(b"".join(_LEN.pack(-1) if out is None else _LEN.pack(len(out)) + out for _, out in done))
         while data:
             data = data[os.write(fd, data):]
+        os.close(fd)
+        if then is not None:
+            then(done)
         code = 0
     except BaseException:  # any failure: the parent redoes the share
         pass

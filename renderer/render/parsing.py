@@ -52,6 +52,7 @@ def cache_kind() -> str:
     digest.update(f"{VERSION}\0{yaml.__version__}\0{getattr(yaml, '__with_libyaml__', False)}\0".encode())
     for module in (yamlio, yamlbounds, shapes):
         digest.update(Path(module.__file__ or "").read_bytes())
+    digest.update(Path(__file__).read_bytes())  # the entries' format
     return f"yaml-{digest.hexdigest()}"
 
 
@@ -91,32 +92,34 @@ def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, workers
     out: list[Outcome | None] = [None] * len(items)
     pending: list[int] = []
     if cache is not None:
-        kind = cache_kind()
+        found = cache.get_many(cache_kind(), keys)
         for i, key in enumerate(keys):
-            raw = cache.get_raw(kind, key)
+            raw = found.get(key)
             out[i] = None if raw is None else _decode(raw)
             if out[i] is None:
                 pending.append(i)
     else:
         pending = list(range(len(items)))
+    fresh: dict[str, bytes] = {}  # what this process parsed, for the cache
 
     def here(i: int) -> None:
         outcome, payload = _parse(*items[i])
         out[i] = outcome
         if payload is not None and cache is not None:
-            cache.put_raw(cache_kind(), keys[i], payload)
+            fresh[keys[i]] = payload
 
     def there(i: int) -> bytes | None:
-        _, payload = _parse(*items[i])
-        if payload is not None and cache is not None:
-            cache.put_raw(cache_kind(), keys[i], payload)
-        return payload
+        return _parse(*items[i])[1]
+
+    def keep(done: list[tuple[int, bytes | None]]) -> None:  # in a child, after it sent its results
+        if cache is not None:
+            cache.put_many(cache_kind(), {keys[i]: payload for i, payload in done if payload is not None})
 
     sizes = [len(items[i][1]) for i in pending]
     workers = parallel.available_cpus() if workers is None else workers
     if workers > 1 and len(pending) > 1 and sum(sizes) >= PARALLEL_BYTES and parallel.can_fork():
         split = parallel.shares(sizes, workers)
-        done = parallel.fork_map(pending, split, there, lambda share: [here(pending[p]) for p in share])
+        done = parallel.fork_map(pending, split, there, lambda share: [here(pending[p]) for p in share], keep)
         for share in split[1:]:
             for p in share:
                 i = pending[p]
@@ -126,4 +129,7 @@ def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, workers
     else:
         for i in pending:
             here(i)
+    if cache is not None and fresh:
+        cache.put_many(cache_kind(), fresh)
+        cache.compact(cache_kind())
     return out  # type: ignore[return-value]
