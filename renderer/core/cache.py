@@ -348,8 +348,14 @@ def _read_entry(path: str) -> Any | None:
 
 
 def write_entry(path: str, payload: bytes) -> bool:
-    """Write one entry atomically (temporary file, then rename); False, with nothing left behind, on failure."""
+    """Write one entry atomically; False, with nothing left behind, on failure."""
     header = _MAGIC + len(payload).to_bytes(8, "big") + hashlib.blake2b(payload, digest_size=_DIGEST).digest()
+    return _write_file(path, [header, payload])
+
+
+def _write_file(path: str, parts: list[bytes]) -> bool:
+    """Write `parts` to `path` through a temporary file in its directory and a rename: a reader sees the whole
+    file or none. False, with nothing left behind, on any failure (a full disk, permissions)."""
     tmp = None
     directory = os.path.dirname(path)
     try:
@@ -357,8 +363,7 @@ def write_entry(path: str, payload: bytes) -> bool:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
         os.fchmod(fd, _MODE)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(header)
-            handle.write(payload)
+            handle.writelines(parts)
         os.replace(tmp, path)
         return True
     except OSError:
@@ -390,21 +395,7 @@ def write_pack(directory: str, payloads: dict[str, bytes]) -> bool:
     table = json.dumps(index, separators=(",", ":")).encode()
     parts += [table, offset.to_bytes(8, "big"), len(table).to_bytes(8, "big"),
               hashlib.blake2b(table, digest_size=_DIGEST).digest()]
-    name = hashlib.blake2b(table, digest_size=12).hexdigest()
-    tmp = None
-    try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-        os.fchmod(fd, _MODE)
-        with os.fdopen(fd, "wb") as handle:
-            handle.writelines(parts)
-        os.replace(tmp, f"{directory}/{name}{_PACK}")
-        return True
-    except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        return False
+    return _write_file(f"{directory}/{hashlib.blake2b(table, digest_size=12).hexdigest()}{_PACK}", parts)
 
 
 def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
