@@ -3,6 +3,10 @@
 Exit codes: 0 success, 1 render or validation error, 2 usage error. This is the only place that
 maps errors to exit codes and prints them: one clear message each, and no traceback unless
 `--debug`.
+
+Start-up: the command modules only declare arguments when imported; each handler imports the front
+door it runs, and the API is imported once argv has parsed, so `devlane --help` loads no library code
+and a command loads only its own (tests/cli/test_startup.py holds this).
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator
+from types import ModuleType
 
-from .. import api
 from ..core.version import VERSION
 from ..errors import DevlaneError, UsageError
 from . import cache, cmp, diff, lint, plan, plugins, preview, provision, render, stdio
@@ -41,18 +45,18 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
-def _on_signal(signum: int, _frame: object) -> None:
-    api.stop_plugins()  # at once: the threads waiting on plugins return, and no new plugin starts
-    raise Interrupted(signum)
-
-
 @contextlib.contextmanager
-def _signals() -> Iterator[None]:
+def _signals(api: ModuleType) -> Iterator[None]:
     """SIGINT and SIGTERM kill every plugin process group at once, then unwind; restored afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        api.stop_plugins()  # at once: the threads waiting on plugins return, and no new plugin starts
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
@@ -65,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     stdio.guard()
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
+    # only now: `--help`, `--version` and usage errors end above without loading the library; the handler
+    # would import the API anyway, and the signal handlers must not import anything
+    from .. import api
+
     try:
-        with _signals():
+        with _signals(api):
             code = args.handler(args)
             sys.stdout.flush()  # a closed pipe fails here, not at interpreter exit
             return code

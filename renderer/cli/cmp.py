@@ -7,11 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from ..views import cmp
 from .common import add_no_cache, say, show
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from ..views import cmp
+
     stream, warnings = cmp.generate(Path.cwd(), log=say, cache=args.cache)
     show(warnings, args.debug)
     sys.stdout.write(stream)
@@ -19,6 +20,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_params(args: argparse.Namespace) -> int:
+    from ..views import cmp
+
     print(json.dumps(cmp.announcements(Path.cwd()), indent=2))
     return 0
 

@@ -13,13 +13,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from .. import api
 from ..errors import DevlaneError, Problem, UsageError
-from ..render.flow import FlowRequest, FlowSpec, validate_flow_id
-from ..session import FlowInput, Session
-from ..views.changes import changed_services, image_for, template_fields
+
+if TYPE_CHECKING:
+    from .. import api
+    from ..render.flow import FlowSpec
+    from ..session import FlowInput, Session
 
 
 def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
@@ -117,6 +118,8 @@ def parse_template_args(values: list[str]) -> dict[str, str]:
 
 
 def options(args: argparse.Namespace) -> api.Options:
+    from .. import api
+
     return api.Options(repo=Path(args.repo), ref=args.ref, routing=getattr(args, "routing", None),
                        isolation=getattr(args, "isolation", None),
                        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
@@ -127,6 +130,9 @@ def options(args: argparse.Namespace) -> api.Options:
 
 def flow_input(args: argparse.Namespace) -> FlowInput:
     """The flow the command line asks for; with `--services auto`, resolved once the repository is open."""
+    from .. import api
+    from ..render.flow import FlowRequest, validate_flow_id
+
     if args.flow_id is None and args.flow_file is None:
         raise UsageError("a flow is required: pass --flow ID --service NAME=IMAGE, or --flow-file FILE")
     if args.flow_id is not None:
@@ -142,6 +148,8 @@ def flow_input(args: argparse.Namespace) -> FlowInput:
 
     def auto(session: Session) -> FlowSpec:
         """The services changed between --base and the rendered ref, with templated images."""
+        from ..views.changes import changed_services, image_for, template_fields
+
         changes = changed_services(session, args.base)
         if not changes:
             raise DevlaneError(Problem(f"--services auto: no service changed between {args.base} and "

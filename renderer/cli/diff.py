@@ -10,10 +10,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..views import diff, markdown
 from .common import add_common, flow_input, options
+
+if TYPE_CHECKING:
+    from ..views import diff
 
 
 def _text(report: diff.Report) -> str:
@@ -29,6 +32,8 @@ def _text(report: diff.Report) -> str:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from ..views import diff, markdown
+
     if not args.base:
         raise UsageError("devlane diff needs --base REF (and --head REF, default HEAD)")
     flow = flow_input(args)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import api
 from .common import add_common, add_modes, options
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
+    from .. import api
+
     problems = api.lint(options(args))
     errors = [p for p in problems if p.severity == "error"]
     if args.output == "json":

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import api
 from .common import add_common, flow_input, options, show
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from .. import api
+
     flow = flow_input(args)
     report = api.plan(options(args), flow)
     show(report.warnings, args.debug)

@@ -7,20 +7,18 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import api
-from ..authoring.golden import run_cases
-from ..authoring.scaffold import scaffold
-from ..host.manifest import RUNTIMES
-from ..host.supply import cache
-from ..host.supply.lock import LOCK_FILE
-from ..host.supply.venvs import prepare
-from ..views.inspect import catalogue, catalogue_text, collect, describe_dict, describe_text, find, list_text
+from ..protocol.krm import RUNTIMES
 from .common import Progress, add_common, add_plugin_source, repeat_pairs, say, show
+
+if TYPE_CHECKING:
+    from .. import api
 
 
 def _options(args: argparse.Namespace) -> api.Options:
+    from .. import api
+
     sources = repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source")
     return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources, cache=args.cache)
 
@@ -31,16 +29,23 @@ def _show(data: Any, output: str, as_text: Callable[[Any], str]) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from ..views.inspect import catalogue, catalogue_text, collect, list_text
+
     if args.builtin:
         return _show(catalogue(), args.output, catalogue_text)
     return _show([i.summary() for i in collect(_options(args)).plugins], args.output, list_text)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    from ..views.inspect import collect, describe_dict, describe_text, find
+
     return _show(describe_dict(find(collect(_options(args)), args.name)), args.output, describe_text)
 
 
 def cmd_lock(args: argparse.Namespace) -> int:
+    from .. import api
+    from ..host.supply.lock import LOCK_FILE
+
     root = Path(args.repo).resolve()
     report = api.lock(_options(args), args.update, args.update_all, say)
     if report is None:
@@ -55,6 +60,10 @@ def cmd_lock(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
+    from .. import api
+    from ..host.supply import cache
+    from ..host.supply.lock import LOCK_FILE
+
     report = api.fetch(_options(args), say)
     if report is None:
         say(f"no git plugins pinned in {LOCK_FILE}; nothing to fetch")
@@ -64,6 +73,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
+    from .. import api
+    from ..host.supply.venvs import prepare
+
     started = time.monotonic()
     targets, warnings = api.prepare_targets(_options(args))
     show(warnings)
@@ -74,6 +86,8 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
+    from ..authoring.scaffold import scaffold
+
     dest = scaffold(args.name, args.runtime, Path(args.dir))
     print(f"created {args.runtime} plugin {args.name} in {dest}")
     for f in sorted(p for p in dest.rglob("*") if p.is_file()):
@@ -83,6 +97,8 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    from ..authoring.golden import run_cases
+
     run = run_cases(Path(args.dir), update=args.update, only=args.case or None)
     for case in run.cases:
         print(f"{case.status} {case.name}")

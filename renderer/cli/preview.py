@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import api
-from ..views.preview import build_view, console, print_terminal, render_html
 from .common import add_common, flow_input, options, say, show
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
+    from .. import api
+    from ..views.preview import build_view, console, print_terminal, render_html
+
     flow = flow_input(args)
     result = api.render(options(args), flow)
     show(result.messages, args.debug)

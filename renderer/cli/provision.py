@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import api
-from ..render.flow import validate_flow_id
 from .common import add_common, add_plugin_source, flow_input, options, say, show
 
 
 def cmd_provision(args: argparse.Namespace) -> int:
+    from .. import api
+
     flow = flow_input(args)
     result, paths = api.provision(options(args), flow)
     show(result.messages, args.debug)
@@ -22,6 +22,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
+    from .. import api
+    from ..render.flow import validate_flow_id
+
     validate_flow_id(args.flow_id)
     result = api.delete(options(args), args.flow_id, args.out)
     show(result.messages, args.debug)

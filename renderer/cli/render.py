@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import api
 from ..errors import DevlaneError, Problem
-from ..views.validate import DEFAULT_KUBE_VERSION, validate
+from ..views.validate import DEFAULT_KUBE_VERSION
 from .common import add_common, flow_input, options, say, show
+
+if TYPE_CHECKING:
+    from .. import api
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    from .. import api
+
     flow = flow_input(args)  # a bad flow is refused before anything is read
     if args.stdout:
         result = api.render(options(args), flow)
@@ -35,6 +40,8 @@ def _check(args: argparse.Namespace, result: api.RenderResult) -> None:
     """Show the render's warnings; with `--validate strict`, refuse it before anything is written."""
     show(result.messages, args.debug)
     if args.validate == "strict":
+        from ..views.validate import validate
+
         report = validate(result, args.kube_version, args.crds)
         if report.unchecked:
             show([Problem(f"no CRD for {', '.join(report.unchecked)}: not validated (unchecked)", severity="warning",

@@ -10,17 +10,16 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from ..core.files import read_regular
 from ..core.schemas import schema_problems
 from ..core.yamlio import load_one
 from ..errors import DevlaneError, Problem, Where
+from ..protocol.krm import RuntimeType
 
 MANIFEST = "plugin.yaml"
-RuntimeType = Literal["kardinal-python", "exec", "grpc"]
 SideEffects = Literal["None", "External"]
-RUNTIMES: tuple[str, ...] = get_args(RuntimeType)
 FUNCTIONS = {
     "create_flow": "CreateFlow",
     "delete_flow": "DeleteFlow",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 PROTOCOL_VERSION = "v1alpha1"
 RESOURCE_LIST = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList"}
@@ -35,6 +35,8 @@ ADDRESS_ENV = "DEVLANE_PLUGIN_ADDRESS"  # where a gRPC plugin server listens
 Operation = Literal["CreateFlow", "DeleteFlow", "ValidateArgs", "DefaultArgs", "ValidateChange", "LifecycleHook"]
 Role = Literal["workload", "service", "extension", "object"]
 Stage = Literal["plugin", "pre-render", "per-flow", "post-render"]
+RuntimeType = Literal["kardinal-python", "exec", "grpc"]  # how a plugin carries this document (plugin.yaml)
+RUNTIMES: tuple[str, ...] = get_args(RuntimeType)
 
 
 def dumps(doc: Any) -> bytes:

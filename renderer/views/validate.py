@@ -4,20 +4,22 @@ Core kinds use the `kubernetes-validate` package (offline JSON schemas per Kuber
 unknown fields are errors). Custom resources use the `openAPIV3Schema` of a CustomResourceDefinition
 found in the repository or in `--crds DIR`, so users check against the CRD versions their clusters
 actually run. A custom resource with no CRD available is reported as unchecked, never as passed.
+
+The CLI reads `DEFAULT_KUBE_VERSION` while it builds its parser (`devlane --help` too), so this module
+imports what validating needs only when it validates.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
-from ..api import RenderResult
-from ..core.files import read_user_file
-from ..core.yamlio import parse_documents
 from ..errors import Problem, UsageError, Where
-from ..render.load import Document
+
+if TYPE_CHECKING:
+    from ..api import RenderResult
+    from ..render.load import Document
 
 DEFAULT_KUBE_VERSION = "1.31"
 
@@ -31,6 +33,9 @@ class Report:
 
 def crd_schemas(documents: list[Document], crd_dirs: list[Path]) -> dict[tuple[str, str], dict]:
     """(apiVersion, kind) -> openAPIV3Schema, from the repository's CRDs and then `--crds` (which win)."""
+    from ..core.files import read_user_file
+    from ..core.yamlio import parse_documents
+
     objects = [d.obj for d in documents]
     for directory in crd_dirs:
         if not Path(directory).is_dir():
@@ -97,6 +102,8 @@ def validate_objects(files: dict[str, dict], kube_version: str, crds: dict[tuple
 
 def validate(result: RenderResult, kube_version: str, crd_dirs: list[Path]) -> Report:
     """Every object of a render, against Kubernetes `kube_version` and the CRDs of the repository and `crd_dirs`."""
+    import yaml
+
     files = {f"flows/{f.flow_id}/{name}": yaml.load(text, Loader=yaml.CSafeLoader)
              for f in [*result.flows, *([result.mesh] if result.mesh else [])] for name, text in f.files.items()}
     return validate_objects(files, kube_version, crd_schemas(result.loaded.documents, crd_dirs))
