@@ -9,6 +9,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import Problem, Where
+from .conforms import conforms
 
 
 @cache
@@ -19,7 +20,9 @@ def load_schema(name: str) -> dict:
 
 def schema_problems(instance: Any, schema_name: str, file: str) -> list[Problem]:
     """Validate `instance` and return every violation, each naming its field path."""
-    import jsonschema  # lazy: only needed when a config, flow file or plugin.yaml exists
+    if conforms(instance, load_schema(schema_name)):
+        return []
+    import jsonschema  # only for a document that may be invalid: see `conforms`
 
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     problems = []

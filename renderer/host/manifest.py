@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.conforms import conforms
 from ..core.files import read_regular
 from ..core.schemas import schema_problems
 from ..core.yamlio import load_one
@@ -134,9 +135,9 @@ def load_manifest(path: Path, name: str) -> Manifest:
 
 def args_problems(manifest: Manifest, args: dict, where: Where) -> list[Problem]:
     """Check plugin-definition args against `argsSchema`; each problem names the field path."""
-    if not manifest.args_schema:
+    if not manifest.args_schema or conforms(args, manifest.args_schema):
         return []
-    import jsonschema
+    import jsonschema  # only for args that may be invalid: see `conforms`
 
     try:
         validator = jsonschema.Draft202012Validator(manifest.args_schema)
