@@ -75,16 +75,10 @@ def _check(value: Any, schema: Any, root: dict) -> Verdict:
         return schema
     if not isinstance(schema, dict) or ("$id" in schema and schema is not root):  # `$id`: refs move base
         return None
-    verdicts: list[Verdict] = []
-    for key, arg in schema.items():
-        if key in _ANNOTATIONS:
-            continue
-        check = _KEYWORDS.get(key)
-        verdict = check(value, arg, schema, root) if check else None
-        if verdict is False:
-            return False
-        verdicts.append(verdict)
-    return _all(verdicts)
+    # every keyword, as jsonschema does: one it cannot evaluate (a `$ref` to nothing) is an error there
+    return _all([_KEYWORDS[key](value, arg, schema, root) if key in _KEYWORDS else None
+                 for key, arg in schema.items()
+                 if key not in _ANNOTATIONS and not key.startswith("x-")])  # `x-*`: extensions, ignored by both
 
 
 def _type(value: Any, arg: Any, _schema: dict, _root: dict) -> Verdict:
