@@ -6,8 +6,6 @@ import argparse
 import json
 import time
 
-from ..core.cache import SIZE_ENV, default_root, open_cache
-
 
 def _size(n: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB"):
@@ -24,6 +22,8 @@ def _age(stamp: float | None) -> str:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from ..core.cache import SIZE_ENV, default_root, open_cache
+
     cache = open_cache(root=default_root())
     assert cache is not None
     found = cache.stats()
@@ -42,6 +42,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_clear(args: argparse.Namespace) -> int:
+    from ..core.cache import default_root, open_cache
+
     cache = open_cache(root=default_root())
     assert cache is not None
     count, size = cache.clear()

@@ -44,8 +44,8 @@ OPTIONAL = ["grpc", "google.protobuf", "jsonschema", "git", "kubernetes_validate
 OTHER_COMMANDS = ["renderer.views.inspect", "renderer.views.diff", "renderer.views.markdown", "renderer.views.preview",
                   "renderer.views.changes", "renderer.authoring", "renderer.protocol.grpc", "renderer.host.grpc_client",
                   "renderer.sdk.grpc_server"]
-LIBRARY = ["renderer.api", "renderer.session", "renderer.render", "renderer.host", "renderer.sdk", "yaml",
-           "concurrent"]
+LIBRARY = ["renderer.api", "renderer.session", "renderer.render", "renderer.host", "renderer.sdk",
+           "renderer.core.cache", "yaml", "concurrent"]
 NOT_LOADED = {
     "--help": OPTIONAL + OTHER_COMMANDS + LIBRARY,
     "render": OPTIONAL + OTHER_COMMANDS,
