@@ -56,14 +56,14 @@ def cache_kind() -> str:
     return f"yaml-{digest.hexdigest()}"
 
 
-def _parse(path: str, data: bytes) -> tuple[Outcome, bytes | None]:
-    """One file's outcome, and its JSON when that is exact."""
+def _parse(path: str, data: bytes, encoded: bool = True) -> tuple[Outcome, bytes | None]:
+    """One file's outcome, and (if `encoded`) its JSON when that is exact."""
     try:
         docs, plain_tree = yamlio.parse_stream(data, path)
     except DevlaneError as exc:
         return exc, None
     parsed = Parsed(docs, [shapes.shape_problem(d) if _is_object(d) else None for d in docs])
-    if not plain_tree:
+    if not plain_tree or not encoded:
         return parsed, None
     try:
         return parsed, encode([docs, parsed.shapes])
@@ -103,7 +103,7 @@ def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, workers
     fresh: dict[str, bytes] = {}  # what this process parsed, for the cache
 
     def here(i: int) -> None:
-        outcome, payload = _parse(*items[i])
+        outcome, payload = _parse(*items[i], encoded=cache is not None)
         out[i] = outcome
         if payload is not None and cache is not None:
             fresh[keys[i]] = payload

@@ -7,6 +7,8 @@ extensions of an entry: `behavior`, `sideEffects`, `extensions` and `implementat
 
 from __future__ import annotations
 
+import copy
+import functools
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -49,13 +51,24 @@ class PluginDef:
         return Where(self.where.file, self.where.line, self.where.document, self.where.object, self.servicename)
 
 
+def _parse_definition(text: str) -> list:
+    """The annotation's YAML, every scalar kept as its literal text (as Kardinal's map[string]string decode
+    does). Repositories repeat one definition on many pseudo-Services, so each text is parsed once per
+    process; the result is copied, as callers keep and hand on its dicts."""
+    return copy.deepcopy(_parsed_definition(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_definition(text: str) -> list:
+    return parse_documents(text.encode(), "", plain=True)
+
+
 def parse_plugin_definition(
     value: object, doc: Document, diags: Diagnostics, legacy_service: tuple[str, bool] | None = None
 ) -> list[PluginDef]:
     where = doc.where()
     try:
-        # every scalar kept as its literal text, as Kardinal's map[string]string decode does
-        docs = parse_documents(str(value).encode(), "", plain=True)
+        docs = _parse_definition(str(value))
     except DevlaneError as exc:
         problem = exc.problems[0]
         line = f" (line {problem.where.line} of the annotation)" if problem.where.line else ""
