@@ -9,19 +9,15 @@ import shutil
 
 import pytest
 import yaml
-from support import demo_file, kubectl_kustomize, standin_flags, standin_sources, validate_strict
+from support import demo_file, kubectl_kustomize, standin_flags, validate_strict
+from support.demos import DEMOS, OBD, demo_options
 
 from renderer import api
 from renderer.render.flow import build_flow
 
-OBD = "kardinal-kontrol__ci__obd-demo.yaml"
-
 
 def render(repo, flow_id, images):
-    if "voting-app" in (repo / "manifest.yaml").read_text():  # objects with and without a namespace: say which
-        (repo / ".devlane.yaml").write_text("namespace: voting-app\n")
-    options = api.Options(repo=repo, plugin_sources=standin_sources())
-    return api.render(options, build_flow(flow_id, images, []))
+    return api.render(demo_options(repo), build_flow(flow_id, images, []))
 
 
 def versions(result) -> dict[str, str]:
@@ -90,16 +86,6 @@ def test_obd_flow_on_cartservice_routes_through_a_dev_frontend(demo_repo):
     assert result.plan.decisions["frontend"].reasons == (routing,)
     # the dev frontend is a copy of the baseline one, so the external plugin must still run on it
     assert env_of(by_name(result, "Deployment", "frontend-v1-pr-2"))["JSDELIVRAPIKEY"] == "dev"
-
-
-DEMOS = {
-    "kontrol-obd": (OBD, {"frontend": "kurtosistech/frontend:demo"}),
-    "kardinal-obd-statefulset": ("kardinal__ci__obd-demo.yaml", {"frontend": "kurtosistech/frontend:demo"}),
-    "playground-obd": ("kardinal-playground__obd-demo.yaml", {"frontend": "kurtosistech/frontend:demo"}),
-    "new-obd-gateway": ("new-obd__release__obd-kardinal.yaml", {"frontend": "kurtosistech/frontend:demo"}),
-    "neon": ("kardinal-playground__neon-postgres-demo__obd-demo.yaml", {"cartservice": "kurtosistech/cartservice:x"}),
-    "voting-app": ("kardinal__examples__voting-app__k8s-manifest.yaml", {"voting-app-ui": "kurtosistech/ui:dev"}),
-}
 
 
 @pytest.mark.parametrize("demo", sorted(DEMOS))
