@@ -146,3 +146,15 @@ def test_a_warm_render_after_a_one_file_change_parses_that_file_only(harness, ca
     assert len(cached(harness, cache_root, before)) == 4
     assert warm.stdout == fresh.stdout
     assert "value: debug" in warm.stdout and "value: info" not in warm.stdout
+
+
+def test_a_ref_render_reads_what_a_work_tree_render_wrote(harness, cache_root, monkeypatch):
+    """Keys are git blob ids, computed alike for work-tree files and blobs: the same content is one entry."""
+    harness.commit("three files")
+    opened = opened_caches(monkeypatch)
+    worktree = harness.cli(*RENDER)
+    at_head = harness.cli(*RENDER, "--ref", "HEAD")
+    assert worktree.returncode == 0 and at_head.returncode == 0, worktree.stderr + at_head.stderr
+    assert at_head.stdout == worktree.stdout
+    _, from_git = opened
+    assert (from_git.counters.hits, from_git.counters.misses, from_git.counters.writes) == (3, 0, 0)
