@@ -78,11 +78,29 @@ def blob_id(data: bytes) -> str:
 
 
 def encode(value: Any) -> bytes:
-    """JSON of `value`, exact or not at all: `Uncacheable` when JSON would change it."""
+    """JSON of `value`: `Uncacheable` for a value JSON has no form for (a date, bytes, a set). JSON also turns
+    non-string keys into strings and tuples into lists without complaint; `exact` checks for those, and the
+    YAML loader knows it without a walk (`yamlio.parse_stream`)."""
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_refuse).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
         raise Uncacheable(str(exc)) from None
+
+
+def exact(value: Any) -> bool:
+    """Whether `encode` keeps `value` as it is: string keys only, and lists rather than tuples."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            if any(type(k) is not str for k in item):
+                return False
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+        elif isinstance(item, (tuple, dict, list)):
+            return False
+    return True
 
 
 def _refuse(value: Any) -> Any:
@@ -144,6 +162,8 @@ class Cache:
 
     def put(self, kind: str, key: str, value: Any) -> bool:
         """Store `value`; False when it cannot be cached (not exact JSON) or the write failed."""
+        if not exact(value):
+            return False
         try:
             payload = encode(value)
         except Uncacheable:
@@ -199,7 +219,7 @@ class Cache:
             return True
         for key in payloads:
             self._path(kind, key)  # checks the key
-        ok = write_pack(f"{self._top}/{kind}", payloads)
+        ok = write_pack(f"{self._top}/{kind}", payloads) is not None
         if ok:
             self.counters.writes += len(payloads)
             self.counters.written += sum(len(p) for p in payloads.values())
@@ -217,11 +237,13 @@ class Cache:
         merged: dict[str, bytes] = {}
         for entry in reversed(packs):  # oldest first, so the newest copy of a key wins
             merged.update(_read_pack(entry.path, None))
-        if not write_pack(f"{self._top}/{kind}", merged):
+        written = write_pack(f"{self._top}/{kind}", merged)
+        if written is None:
             return False
         for entry in packs:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
+            if entry.path != written:  # the merge can be a pack it read (same entries, same name)
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
         return True
 
     # ---------------------------------------------------------------------------------------------
@@ -249,9 +271,9 @@ class Cache:
         """Location, bound, and entries and bytes by kind."""
         kinds: dict[str, list[int]] = {}
         oldest = newest = None
-        for kind, st, _ in self.entries():
+        for kind, st, path in self.entries():
             pair = kinds.setdefault(kind, [0, 0])
-            pair[0] += 1
+            pair[0] += _count(path)
             pair[1] += st.st_size
             oldest = st.st_mtime if oldest is None else min(oldest, st.st_mtime)
             newest = st.st_mtime if newest is None else max(newest, st.st_mtime)
@@ -265,8 +287,9 @@ class Cache:
         count = size = 0
         for _, st, path in list(self.entries()):
             with contextlib.suppress(OSError):
+                entries = _count(path)
                 os.unlink(path)
-                count += 1
+                count += entries
                 size += st.st_size
         _prune_dirs(self.root / _LAYOUT)
         return count, size
@@ -364,7 +387,11 @@ def _write_file(path: str, parts: list[bytes]) -> bool:
         os.fchmod(fd, _MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.writelines(parts)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:  # an empty directory where the entry goes (a damaged cache): take its place
+            os.rmdir(path)
+            os.replace(tmp, path)
         return True
     except OSError:
         if tmp is not None:
@@ -382,8 +409,9 @@ _PACK_MAGIC = b"devlane-pack-1\n"
 _TRAILER = 16 + _DIGEST
 
 
-def write_pack(directory: str, payloads: dict[str, bytes]) -> bool:
-    """Write one pack of `payloads` into `directory`, atomically; False, with nothing left behind, on failure."""
+def write_pack(directory: str, payloads: dict[str, bytes]) -> str | None:
+    """Write one pack of `payloads` into `directory`, atomically: its path; None, with nothing left behind, on
+    failure. A pack is named by its index's digest, so the same entries make the same file."""
     parts = [_PACK_MAGIC]
     offset = len(_PACK_MAGIC)
     index: dict[str, list] = {}
@@ -395,7 +423,45 @@ def write_pack(directory: str, payloads: dict[str, bytes]) -> bool:
     table = json.dumps(index, separators=(",", ":")).encode()
     parts += [table, offset.to_bytes(8, "big"), len(table).to_bytes(8, "big"),
               hashlib.blake2b(table, digest_size=_DIGEST).digest()]
-    return _write_file(f"{directory}/{hashlib.blake2b(table, digest_size=12).hexdigest()}{_PACK}", parts)
+    path = f"{directory}/{hashlib.blake2b(table, digest_size=12).hexdigest()}{_PACK}"
+    return path if _write_file(path, parts) else None
+
+
+def _count(path: str) -> int:
+    """How many entries the file at `path` holds: a pack's, one for an entry, none for a temporary file."""
+    name = os.path.basename(path)
+    if name.startswith(".tmp-"):
+        return 0
+    if not name.endswith(_PACK):
+        return 1
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return 0
+    try:
+        found = _pack_index(fd)
+        return len(found[0]) if found else 0
+    finally:
+        os.close(fd)
+
+
+def _pack_index(fd: int) -> tuple[dict, int, os.stat_result] | None:
+    """(index, where the index starts, stat) of the pack open at `fd`; None when it is damaged or not a pack."""
+    try:
+        st = os.fstat(fd)
+        if st.st_size < len(_PACK_MAGIC) + _TRAILER:
+            return None
+        trailer = os.pread(fd, _TRAILER, st.st_size - _TRAILER)
+        start, length = int.from_bytes(trailer[:8], "big"), int.from_bytes(trailer[8:16], "big")
+        if start + length + _TRAILER != st.st_size or os.pread(fd, len(_PACK_MAGIC), 0) != _PACK_MAGIC:
+            return None
+        table = os.pread(fd, length, start)
+        if hashlib.blake2b(table, digest_size=_DIGEST).digest() != trailer[16:]:
+            return None
+        index = json.loads(table)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return (index, start, st) if isinstance(index, dict) else None
 
 
 def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
@@ -407,22 +473,16 @@ def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
     except OSError:
         return found
     try:
-        st = os.fstat(fd)
-        if st.st_size < len(_PACK_MAGIC) + _TRAILER:
+        known = _pack_index(fd)
+        if known is None:
             return found
-        trailer = os.pread(fd, _TRAILER, st.st_size - _TRAILER)
-        start, length = int.from_bytes(trailer[:8], "big"), int.from_bytes(trailer[8:16], "big")
-        if start + length + _TRAILER != st.st_size or os.pread(fd, len(_PACK_MAGIC), 0) != _PACK_MAGIC:
-            return found
-        table = os.pread(fd, length, start)
-        if hashlib.blake2b(table, digest_size=_DIGEST).digest() != trailer[16:]:
-            return found
-        index = json.loads(table)
-        if not isinstance(index, dict):
-            return found
+        index, start, st = known
         for key in index if wanted is None else wanted & index.keys():
             try:
                 offset, size, digest = index[key]
+                if not (type(offset) is int and type(size) is int and len(_PACK_MAGIC) <= offset
+                        and size >= 0 and offset + size <= start):
+                    continue  # a foreign or damaged index: never read past the payloads
                 data = os.pread(fd, size, offset)
             except (TypeError, ValueError, OverflowError):
                 continue
@@ -431,7 +491,7 @@ def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
         if found and time.time() - st.st_mtime > _TOUCH_AFTER:
             with contextlib.suppress(OSError):
                 os.utime(fd)
-    except (OSError, ValueError, RecursionError):
+    except OSError:
         return found
     finally:
         os.close(fd)

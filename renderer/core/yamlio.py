@@ -42,7 +42,13 @@ class _StrictMappings:
 
     file = ""
     merge_tags = True
-    typed_keys = False  # a key was constructed from a non-string tag (an int, a bool, null, a date...)
+    inexact = False  # JSON would not carry this file exactly: a typed key (an int, a bool, null...) or a tuple
+    _flat: dict[int, dict] | None = None  # merged mappings of the current document, by node id
+    _merged_keys = 0
+
+    def construct_document(self, node: Any) -> Any:
+        self._flat = {}  # node ids are only unique while the document's nodes live: memoise per document
+        return super().construct_document(node)  # type: ignore[misc]
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
         if not isinstance(node, MappingNode):
@@ -60,7 +66,7 @@ class _StrictMappings:
                 if tag == _VALUE:
                     key_node.tag = _STR
                 else:
-                    self.typed_keys = True
+                    self.inexact = True
             key = construct(key_node, deep=deep)
             try:
                 seen = key in mapping
@@ -90,9 +96,8 @@ class _StrictMappings:
 
     def _flatten(self, root: MappingNode) -> dict:
         """The keys of `root` with its merges, built innermost first with an explicit stack (memoised)."""
-        if not hasattr(self, "_flat"):
-            self._flat: dict[int, dict] = {}
-            self._merged_keys = 0
+        if self._flat is None:
+            self._flat = {}
         active: set[int] = set()
         stack = [(root, False)]
         while stack:
@@ -125,6 +130,18 @@ class _StrictMappings:
 
 class _Loader(_StrictMappings, _SafeBase):  # type: ignore[misc,valid-type]
     """PyYAML's C safe loader with strict mappings."""
+
+
+def _inexact(construct: Any) -> Any:
+    """A constructor that also marks the file inexact for JSON (`!!omap` and `!!pairs` build tuples)."""
+    def marked(loader: _Loader, node: Any) -> Any:
+        loader.inexact = True
+        return (yield from construct(loader, node))
+    return marked
+
+
+for _tag in ("tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs"):
+    _Loader.add_constructor(_tag, _inexact(_Loader.yaml_constructors[_tag]))
 
 
 class _PlainLoader(_StrictMappings, _PlainBase):  # type: ignore[misc,valid-type]
@@ -173,7 +190,7 @@ def parse_stream(data: bytes, file: str, plain: bool = False) -> tuple[list[Any]
     if anchors:
         for index, doc in enumerate(docs):
             check_aliases(doc, Where(file=file, document=index))
-    return docs, not anchors and not loader.typed_keys
+    return docs, not anchors and not loader.inexact
 
 
 def load_one(data: bytes | str, file: str) -> Any:

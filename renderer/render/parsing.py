@@ -78,7 +78,7 @@ def _is_object(doc: Any) -> bool:
 def _decode(payload: bytes) -> Parsed | None:
     try:
         docs, found = json.loads(payload)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
     if not isinstance(docs, list) or not isinstance(found, list) or len(docs) != len(found):
         return None

@@ -69,8 +69,6 @@ def test_stats_and_clear_on_a_cache_a_render_filled(harness, cache_root, monkeyp
     assert "least recently used" not in harness.cli("cache", "stats").stdout
 
 
-@pytest.mark.xfail(strict=True, reason="Cache.stats and clear count files: a pack of parses counts as one entry, "
-                                       "so three parsed files show as `1 parsed YAML files`")  # fmt: skip
 def test_stats_and_clear_count_parses_not_files(harness, cache_root, monkeypatch):
     _filled(harness, cache_root, monkeypatch)
     assert json.loads(harness.cli("cache", "stats", "-o", "json").stdout)["entries"] == 3
