@@ -53,6 +53,12 @@ def label_selector_matches(sel: dict, labels: dict) -> bool:
     return bool(sel.get("matchLabels") or sel.get("matchExpressions"))
 
 
+def required_labels(sel: object) -> dict:
+    """The label pairs a label selector requires (its matchLabels): what `LabelIndex.candidates` looks up."""
+    labels = sel.get("matchLabels") if isinstance(sel, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
 def selector_label_keys(sel: dict) -> set[str]:
     """The label keys a workload's label selector reads."""
     return set(sel.get("matchLabels") or {}) | {e.get("key") for e in sel.get("matchExpressions") or [] if e.get("key")}
@@ -131,7 +137,16 @@ class LabelIndex:
         self._by_ns[namespace].append(item)
 
     def candidates(self, namespace: str | None, required: dict) -> list:
-        """Items that may match: those with the first required pair (all in the namespace if none)."""
+        """Items that may match, in the order they were added: those with the rarest of the required pairs (a
+        pair every item shares, `part-of: shop`, would make each match a scan), or all in the namespace if none."""
         if not required:
             return self._by_ns.get(namespace, [])
-        return self._by_pair.get((namespace, *next(iter(required.items()))), [])
+        best: list | None = None
+        for pair in required.items():
+            try:
+                found = self._by_pair.get((namespace, *pair), [])
+            except TypeError:  # an unhashable value matches no label
+                return []
+            if best is None or len(found) < len(best):
+                best = found
+        return best or []

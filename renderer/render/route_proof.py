@@ -152,7 +152,7 @@ def prove(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str
             for header, label in ((with_header, "with"), (without, "without")):
                 first = dev_name.get(start, model.services[start].name) if label == "with" else \
                     model.services[start].name
-                stack = [([ref, first], start, first)]
+                stack: list[tuple[_Trail, str, str]] = [(((None, ref), first), start, first)]
                 seen: set[tuple[str, str]] = set()
                 while stack:
                     trail, node_key, reached = stack.pop()
@@ -171,13 +171,25 @@ def prove(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str
                         else:  # TCP: the dev caller's rewritten reference, or the baseline address
                             got = dev_name.get(dep, callee.name) if reached in by_name and dep in dev_name \
                                 else callee.name
-                        path = " -> ".join([*trail, callee.name])
                         if got != want:
                             where = "is rejected (no rule matches: 404)" if got is None else f"reaches {got}"
+                            path = " -> ".join([*_names(trail), callee.name])
                             violations.append(f"{label} the flow header, {path} {where}, not {want}")
                             continue
-                        stack.append(([*trail, got], dep, got))
+                        stack.append(((trail, got), dep, got))
     return Proof(paths, sorted(set(violations)))
+
+
+_Trail = tuple  # (the trail before, the last name): a path shares its prefix with its parent's, so a walk down a
+# deep chain stays linear; spelled out (`_names`) only for a violation
+
+
+def _names(trail: _Trail | None) -> list[str]:
+    out = []
+    while trail is not None:
+        trail, name = trail
+        out.append(name)
+    return out[::-1]
 
 
 def check(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str, diags: Diagnostics) -> Proof:
