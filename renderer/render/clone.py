@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from ..core.k8s import (
     LabelIndex,
+    copy_tree,
     map_matches,
     pod_spec,
     pod_template,
@@ -261,7 +262,7 @@ def _drop_unmounted_claims(obj: dict, before: dict) -> dict:
 def _copy_workload(node: ServiceNode, version: str, keys: dict[str | None, set[str]], model: Model,
                    replicas: int | str, lane: Lane) -> DevWorkload:
     wl = node.workload
-    obj = strip_metadata(copy.deepcopy(wl.doc.obj))
+    obj = strip_metadata(copy_tree(wl.doc.obj))
     ns = model.namespace_of(wl.doc)
     meta = obj["metadata"]
     meta["name"] = lane.name(wl.doc.name, version)
@@ -313,7 +314,7 @@ def _copy_services(model: Model, workloads: list[DevWorkload], lane: Lane) -> tu
 
 
 def _dev_service(doc: Document, dw: DevWorkload, ns: str | None, lane: Lane) -> dict:
-    obj = strip_metadata(copy.deepcopy(doc.obj))
+    obj = strip_metadata(copy_tree(doc.obj))
     meta = obj["metadata"]
     meta["name"] = lane.name(doc.name, dw.version)
     if ns:
@@ -350,7 +351,7 @@ def _drop_kardinal(meta: dict) -> None:
 
 def _copy_of(doc: Document, version: str, namespace: str | None, lane: Lane) -> dict:
     """A per-flow copy of a repository object: its dev name in `namespace` (the dev pod's), flow labels."""
-    obj = strip_metadata(copy.deepcopy(doc.obj))
+    obj = strip_metadata(copy_tree(doc.obj))
     meta = obj["metadata"]
     meta["name"] = lane.name(doc.name, version)
     if namespace:
@@ -524,6 +525,9 @@ def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str
                       lane: Lane) -> list[DevObject]:
     """Per-flow copies of the NetworkPolicies that select a dev pod's baseline or admit traffic from one; in a
     flow namespace, as they are, those that select a dev pod (the labels did not change)."""
+    policies = [d for d in model.documents if d.kind == "NetworkPolicy" and isinstance(d.obj.get("spec"), dict)]
+    if not policies:
+        return []
     versions = sorted({dw.version for dw in workloads})
     # the dev workloads of each version by the labels a policy must select: the dev pods' own in a flow namespace,
     # their baselines' in suffix isolation (a policy is copied where it selected the baseline pods)
@@ -532,9 +536,7 @@ def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str
         labels = dw.pod_labels if lane.by_namespace else Workload(dw.baseline).pod_labels
         by_version[dw.version].add(model.namespace_of(dw.baseline), labels, dw)
     out = []
-    for doc in model.documents:
-        if doc.kind != "NetworkPolicy" or not isinstance(doc.obj.get("spec"), dict):
-            continue
+    for doc in policies:
         ns = model.namespace_of(doc)
         for version in versions:
             mine = by_version[version]

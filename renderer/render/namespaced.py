@@ -17,11 +17,10 @@ cannot have, said loudly.
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import replace
 
-from ..core.k8s import LabelIndex, policy_selects, required_labels, strip_metadata
+from ..core.k8s import LabelIndex, copy_tree, policy_selects, required_labels, strip_metadata
 from ..core.names import DEVLANE, KARDINAL, flow_labels
 from ..errors import Diagnostics
 from .clone import DevObject, DevSet, DevWorkload
@@ -173,7 +172,7 @@ class _Needs:
         if key in self._made:
             return None
         self._made.add(key)
-        obj = strip_metadata(copy.deepcopy(doc.obj))
+        obj = strip_metadata(copy_tree(doc.obj))
         meta = obj["metadata"]
         meta["namespace"] = dw.namespace
         meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(dw.version)}

@@ -237,12 +237,14 @@ def service_targets(model: Model, keys) -> list[Target]:
 
 def _jobs(model: Model, decisions: dict[str, _Draft], mark, diags: Diagnostics) -> None:
     """Jobs and CronJobs reading the address of a service with a dev version get dev versions too."""
-    dev = Targets(service_targets(model, sorted(n for n, d in decisions.items() if d.version == "dev")))
+    jobs = [key for key, node in model.services.items()
+            if node.doc.kind in ("Job", "CronJob") and key not in decisions and node.workload is not None]
+    dev = Targets(service_targets(model, sorted(n for n, d in decisions.items() if d.version == "dev"))) \
+        if jobs else None
     if not dev:
         return
-    for key, node in sorted(model.services.items()):
-        if node.doc.kind not in ("Job", "CronJob") or key in decisions or node.workload is None:
-            continue
+    for key in sorted(jobs):
+        node = model.services[key]
         targets = dev.at(node.namespace)
         found = reads_of(model, node, targets)
         if found:

@@ -53,15 +53,27 @@ def _write(repo: Path, services: dict[str, str], isolation: str, routing: str) -
                                         f"routing: {routing}\n{mesh}")
 
 
-def generate_wide(repo: Path, n: int, isolation: str = "suffix", routing: str = "none") -> None:
+def generate_wide(repo: Path, n: int, isolation: str = "suffix", routing: str = "none", plugin: bool = True) -> None:
     """Write the wide shape into `repo`: the store `svc-0000` and callers `svc-0001` ... `svc-{n}`, each with
-    `kardinal.dev.service/dependencies: svc-0000:tcp` and the store's URL in its env."""
+    `kardinal.dev.service/dependencies: svc-0000:tcp` and the store's URL in its env. `plugin=False` leaves out
+    the store's seed plugin (no plugin process runs: for in-process tests)."""
     if n < 1:
         raise ValueError("the wide shape needs at least one caller")
     bench = _bench()
-    services = {f"{bench.svc(STORE)}.yaml": bench.database_doc(STORE)}
+    services = {f"{bench.svc(STORE)}.yaml": bench.database_doc(STORE) if plugin else _plain_store()}
     services.update({f"{bench.svc(i)}.yaml": bench.deployment_doc(i, [STORE]) for i in range(1, n + 1)})
     _write(repo, services, isolation, routing)
+
+
+def _plain_store() -> str:
+    """bench_render's database without its seed plugin: the StatefulSet and the Service, unannotated."""
+    bench = _bench()
+    name = bench.svc(STORE)
+    statefulset, service, _seed = bench.database_doc(STORE).split("\n---\n")
+    annotation = f'  annotations:\n    kardinal.dev.service/plugins: "seed-{name}"\n'
+    if annotation not in service:
+        raise RuntimeError(f"bench_render.database_doc changed: no plugin annotation {annotation!r} to leave out")
+    return f"{statefulset}\n---\n{service.replace(annotation, '')}\n"
 
 
 def wide_store() -> str:
