@@ -555,11 +555,13 @@ def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str
 def _policy_copy(doc: Document, mine: LabelIndex, keys: set[str], version: str,
                  ns: str | None, lane: Lane) -> dict | None:
     """`mine`: the flow's dev workloads (of `version`) by their baselines' pod labels."""
+    changed = keys | set(flow_labels(version))  # the only labels a dev pod has other than its baseline's
 
     def moved(sel: object) -> bool:  # matched the baseline pods, and misses their dev copies
-        return isinstance(sel, dict) and any(
-            policy_selects(sel, Workload(dw.baseline).pod_labels) and not policy_selects(sel, dw.pod_labels)
-            for dw in mine.candidates(ns, required_labels(sel)))
+        if not isinstance(sel, dict) or not (selector_label_keys(sel) & changed):
+            return False  # it reads only labels the dev pods keep: it selects both or neither
+        return any(policy_selects(sel, Workload(dw.baseline).pod_labels) and not policy_selects(sel, dw.pod_labels)
+                   for dw in mine.candidates(ns, required_labels(sel)))
 
     spec = doc.obj["spec"]
     selects = moved(spec.get("podSelector"))

@@ -82,9 +82,9 @@ def wide_store() -> str:
 
 
 def flow_for_wide(n: int) -> tuple[str, str, str]:
-    """(flow id, target service, image) of the wide flow: a new image for the last caller, which makes the
-    store and all `n` callers dev."""
-    target = _bench().svc(n)
+    """(flow id, target service, image) of the wide flow: a new image for `svc-0001`, the caller behind the
+    ingress, which makes the store (stateful downstream) and so all `n` callers (its TCP parents) dev."""
+    target = _bench().svc(1)
     return FLOW_ID, target, f"ghcr.io/acme/{target}:{FLOW_ID}"
 
 
