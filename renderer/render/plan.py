@@ -99,8 +99,8 @@ class _Graph:
 
     def reachable(self, start: str, within: set[str] | None = None) -> list[str]:
         """Nodes reachable from `start` (excluding it), in deterministic DFS order; with `within`, only through
-        those nodes (a set closed under predecessors on the way, such as `reaching`, keeps the order of the
-        unrestricted walk)."""
+        those nodes. With `within=reaching(dev)` that is the nodes on a path from `start` to a dev service, in
+        the unrestricted walk's order: whatever a node outside `reaching` leads to is outside it too."""
         seen: set[str] = {start}
         order: list[str] = []
         stack = [start]
@@ -315,8 +315,8 @@ def _routing_paths(model: Model, graph: _Graph, decisions: dict[str, _Draft], ma
     for entry in model.entries:
         for backend in entry.backends:
             if backend not in reaching:
-                continue  # no dev service behind it (and what it reaches reaches none either)
-            for n in [backend, *graph.reachable(backend, reaching)]:  # each entry walks only its paths to dev
+                continue  # no path from it leads to a dev service
+            for n in [backend, *graph.reachable(backend, reaching)]:  # only the paths to dev: the rest marks nothing
                 if n in reaching and n not in dev and n in model.services:
                     mark(n, f"routing: on path from entry {entry.doc.ref} to a dev service")
 

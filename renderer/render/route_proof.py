@@ -136,6 +136,18 @@ def _header_matches(kind: str, actual: str | None, value: str) -> bool:
     return actual == value
 
 
+_Trail = tuple  # (the trail before it, a name): each hop shares its caller's trail, so a deep chain costs one
+
+
+def _names(trail: _Trail | None) -> list[str]:
+    """The names of a trail, from the entry on (spelled out only for a violation)."""
+    out = []
+    while trail is not None:
+        trail, name = trail
+        out.append(name)
+    return out[::-1]
+
+
 def prove(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str = mesh.DEFAULT_KEY) -> Proof:
     """Walk every dependency path from every entry, with and without the flow header."""
     routes = Mesh([*(d.obj for d in model.documents), *objects], model.default_namespace)
@@ -178,18 +190,6 @@ def prove(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str
                             continue
                         stack.append(((trail, got), dep, got))
     return Proof(paths, sorted(set(violations)))
-
-
-_Trail = tuple  # (the trail before, the last name): a path shares its prefix with its parent's, so a walk down a
-# deep chain stays linear; spelled out (`_names`) only for a violation
-
-
-def _names(trail: _Trail | None) -> list[str]:
-    out = []
-    while trail is not None:
-        trail, name = trail
-        out.append(name)
-    return out[::-1]
 
 
 def check(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str, diags: Diagnostics) -> Proof:
