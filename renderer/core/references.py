@@ -64,6 +64,12 @@ class Targets:
         for t in targets:
             self._by_name.setdefault(t.name, []).append(t)
 
+    def at(self, home: str | None) -> Targets:
+        """The same services seen from a pod in `home`: shares the index, so a flow builds it once, not per pod."""
+        view = Targets((), home)
+        view._by_name = self._by_name
+        return view
+
     def __bool__(self) -> bool:
         return bool(self._by_name)
 

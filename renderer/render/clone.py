@@ -25,10 +25,12 @@ from dataclasses import dataclass, field, replace
 
 from ..core.k8s import (
     LabelIndex,
+    copy_tree,
     map_matches,
     pod_spec,
     pod_template,
     policy_selects,
+    required_labels,
     selector_label_keys,
     strip_metadata,
     with_pod_spec,
@@ -136,10 +138,25 @@ class DevSet:
 
         A shared copy serves every flow, so it may only point at other shared copies. On a mesh, a service
         reached by the flow header keeps its baseline address (the mesh routes it); only the others are
-        rewritten (TCP cannot be routed by a header).
+        rewritten (TCP cannot be routed by a header). Computed once per version: every dev workload asks.
         """
-        return sorted(n for n, v in self.versions.items()
-                      if (version != SHARED or v == SHARED) and n not in self.by_header)
+        cache = self._cache("_rewrite_targets")
+        if version not in cache:
+            cache[version] = sorted(n for n, v in self.versions.items()
+                                    if (version != SHARED or v == SHARED) and n not in self.by_header)
+        return cache[version]
+
+    def reference_targets(self, model: Model, version: str, home: str | None) -> Targets:
+        """`rewrite_targets(version)` as reference targets seen from namespace `home`: indexed once per version
+        (a wide flow has thousands of dev workloads, each reading the same few addresses)."""
+        cache = self._cache("_reference_targets")
+        if version not in cache:
+            cache[version] = Targets(service_targets(model, self.rewrite_targets(version)))
+        return cache[version].at(home)
+
+    def _cache(self, name: str) -> dict:
+        """A per-DevSet memo (the dataclass is frozen; `replace` makes a new DevSet with an empty one)."""
+        return self.__dict__.setdefault(name, {})
 
     def unique_workloads(self) -> list[DevWorkload]:
         """Each dev workload once, even when several services select it."""
@@ -147,11 +164,10 @@ class DevSet:
 
     def find(self, kind: str, namespace: str | None, name: str) -> dict | None:
         """A per-flow copy (ConfigMap, PVC...) by kind and name."""
-        index = self.__dict__.get("_index")
-        if index is None:
-            index = {(o.obj["kind"], o.obj["metadata"].get("namespace"), o.obj["metadata"]["name"]): o.obj
-                     for o in self.objects}
-            object.__setattr__(self, "_index", index)
+        index = self._cache("_index")
+        if not index:
+            index.update({(o.obj["kind"], o.obj["metadata"].get("namespace"), o.obj["metadata"]["name"]): o.obj
+                          for o in self.objects})
         return index.get((kind, namespace, name))
 
     def service_name(self, name: str, namespace: str | None) -> str:
@@ -246,7 +262,7 @@ def _drop_unmounted_claims(obj: dict, before: dict) -> dict:
 def _copy_workload(node: ServiceNode, version: str, keys: dict[str | None, set[str]], model: Model,
                    replicas: int | str, lane: Lane) -> DevWorkload:
     wl = node.workload
-    obj = strip_metadata(copy.deepcopy(wl.doc.obj))
+    obj = strip_metadata(copy_tree(wl.doc.obj))
     ns = model.namespace_of(wl.doc)
     meta = obj["metadata"]
     meta["name"] = lane.name(wl.doc.name, version)
@@ -298,7 +314,7 @@ def _copy_services(model: Model, workloads: list[DevWorkload], lane: Lane) -> tu
 
 
 def _dev_service(doc: Document, dw: DevWorkload, ns: str | None, lane: Lane) -> dict:
-    obj = strip_metadata(copy.deepcopy(doc.obj))
+    obj = strip_metadata(copy_tree(doc.obj))
     meta = obj["metadata"]
     meta["name"] = lane.name(doc.name, dw.version)
     if ns:
@@ -335,7 +351,7 @@ def _drop_kardinal(meta: dict) -> None:
 
 def _copy_of(doc: Document, version: str, namespace: str | None, lane: Lane) -> dict:
     """A per-flow copy of a repository object: its dev name in `namespace` (the dev pod's), flow labels."""
-    obj = strip_metadata(copy.deepcopy(doc.obj))
+    obj = strip_metadata(copy_tree(doc.obj))
     meta = obj["metadata"]
     meta["name"] = lane.name(doc.name, version)
     if namespace:
@@ -353,12 +369,13 @@ class _Cloner:
         self.rewrites: list[Rewrite] = []
         self.objects: list[DevObject] = []
         self._made: dict[tuple[str, str | None, str, str], str] = {}  # (kind, ns, name, version) -> copy name
+        self._namespaces: dict[str, dict[str, str]] = {}  # version -> `_flow_namespaces(version)`
 
     def rewrite(self, dw: DevWorkload, nodes: list[ServiceNode]) -> None:
         """References to services with a dev version: the dev names (suffix), or, in a flow namespace, the flow
         namespace where a reference names one. There, every ConfigMap the pod reads is copied beside it."""
         home = self.model.namespace_of(dw.baseline)
-        targets = Targets(service_targets(self.model, self.dev.rewrite_targets(dw.version)), home)
+        targets = self.dev.reference_targets(self.model, dw.version, home)
         lane = self.dev.lane
         if not targets and not lane.by_namespace:
             return
@@ -387,13 +404,14 @@ class _Cloner:
         return apply_namespaces(text, refs, self._flow_namespaces(version))
 
     def _flow_namespaces(self, version: str) -> dict[str, str]:
-        """Service key -> the flow namespace of its dev copy (only services that have one)."""
-        out = {}
-        for key in self.dev.rewrite_targets(version):
-            ns = self.model.namespace_of(self.model.services[key].doc)
-            if ns is not None:
-                out[key] = self.dev.lane.namespace(ns, self.dev.versions[key])
-        return out
+        """Service key -> the flow namespace of its dev copy (only services that have one); once per version."""
+        if version not in self._namespaces:
+            out = self._namespaces[version] = {}
+            for key in self.dev.rewrite_targets(version):
+                ns = self.model.namespace_of(self.model.services[key].doc)
+                if ns is not None:
+                    out[key] = self.dev.lane.namespace(ns, self.dev.versions[key])
+        return self._namespaces[version]
 
     def _configmap(self, doc: Document, dw: DevWorkload, found: dict) -> str:
         """The per-flow copy of a ConfigMap with its references rewritten (made once per flow)."""
@@ -507,16 +525,25 @@ def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str
                       lane: Lane) -> list[DevObject]:
     """Per-flow copies of the NetworkPolicies that select a dev pod's baseline or admit traffic from one; in a
     flow namespace, as they are, those that select a dev pod (the labels did not change)."""
+    policies = [d for d in model.documents if d.kind == "NetworkPolicy" and isinstance(d.obj.get("spec"), dict)]
+    if not policies:
+        return []
+    versions = sorted({dw.version for dw in workloads})
+    # the dev workloads of each version by the labels a policy must select: the dev pods' own in a flow namespace,
+    # their baselines' in suffix isolation (a policy is copied where it selected the baseline pods)
+    by_version: dict[str, LabelIndex] = {v: LabelIndex() for v in versions}
+    for dw in workloads:
+        labels = dw.pod_labels if lane.by_namespace else Workload(dw.baseline).pod_labels
+        by_version[dw.version].add(model.namespace_of(dw.baseline), labels, dw)
     out = []
-    for doc in model.documents:
-        if doc.kind != "NetworkPolicy" or not isinstance(doc.obj.get("spec"), dict):
-            continue
+    for doc in policies:
         ns = model.namespace_of(doc)
-        for version in sorted({dw.version for dw in workloads}):
-            mine = [dw for dw in workloads if dw.version == version and model.namespace_of(dw.baseline) == ns]
+        for version in versions:
+            mine = by_version[version]
             if lane.by_namespace:
                 selector = doc.obj["spec"].get("podSelector")
-                hit = isinstance(selector, dict) and any(policy_selects(selector, dw.pod_labels) for dw in mine)
+                hit = isinstance(selector, dict) and any(policy_selects(selector, dw.pod_labels)
+                                                         for dw in mine.candidates(ns, required_labels(selector)))
                 obj = _copy_of(doc, version, lane.namespace(ns, version), lane) if hit else None
             else:
                 obj = _policy_copy(doc, mine, keys.get(ns, set()), version, ns, lane)
@@ -525,13 +552,16 @@ def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str
     return out
 
 
-def _policy_copy(doc: Document, mine: list[DevWorkload], keys: set[str], version: str,
+def _policy_copy(doc: Document, mine: LabelIndex, keys: set[str], version: str,
                  ns: str | None, lane: Lane) -> dict | None:
-    baselines = [Workload(dw.baseline).pod_labels for dw in mine]
+    """`mine`: the flow's dev workloads (of `version`) by their baselines' pod labels."""
+    changed = keys | set(flow_labels(version))  # the only labels a dev pod has other than its baseline's
 
     def moved(sel: object) -> bool:  # matched the baseline pods, and misses their dev copies
-        return isinstance(sel, dict) and any(policy_selects(sel, b) and not policy_selects(sel, dw.pod_labels)
-                                             for b, dw in zip(baselines, mine, strict=True))
+        if not isinstance(sel, dict) or not (selector_label_keys(sel) & changed):
+            return False  # it reads only labels the dev pods keep: it selects both or neither
+        return any(policy_selects(sel, Workload(dw.baseline).pod_labels) and not policy_selects(sel, dw.pod_labels)
+                   for dw in mine.candidates(ns, required_labels(sel)))
 
     spec = doc.obj["spec"]
     selects = moved(spec.get("podSelector"))

@@ -38,7 +38,6 @@ from ..errors import Diagnostics, Problem, Where
 from .clone import MAP_SELECTORS, VOLUME, DevSet, DevWorkload, volume_mode
 from .load import Document
 from .model import Model
-from .plan import service_targets
 from .protocols import routed_by_header
 from .reads import config_reads, data_refs, pod_slots
 
@@ -62,19 +61,32 @@ def baseline_selectors(model: Model) -> list[Selector]:
 
 
 class SelectorIndex:
-    """Baseline selectors by (namespace, first required label pair), so matching one pod is not a scan."""
+    """Baseline selectors by (namespace, one required label pair), so matching one pod is not a scan.
+
+    A pod a selector matches has every pair the selector requires, so any one of them finds it; each selector
+    is filed under its pair that the fewest selectors require (`app: cart`, not the `part-of: shop` they all
+    share), so a pod meets only the selectors that may match it.
+    """
 
     def __init__(self, selectors: list[Selector]):
         self.by_pair: dict[tuple, list[tuple[int, Selector]]] = defaultdict(list)
         self.open: dict[str | None, list[tuple[int, Selector]]] = defaultdict(list)  # no required pair
-        for i, entry in enumerate(selectors):
-            _doc, ns, sel, plain = entry
+        pairs: list[list[tuple] | None] = []
+        uses: dict[tuple, int] = defaultdict(int)
+        for _doc, ns, sel, plain in selectors:
             required = sel if plain else sel.get("matchLabels")
-            pair = next(iter(required.items()), None) if isinstance(required, dict) else None
             try:
-                self.by_pair[(ns, *pair)].append((i, entry))  # type: ignore[misc]
-            except TypeError:  # no required pair, or an unhashable value
-                self.open[ns].append((i, entry))
+                mine = [(ns, *pair) for pair in required.items()] if isinstance(required, dict) else []
+                for pair in mine:
+                    uses[pair] += 1
+            except TypeError:  # an unhashable value
+                mine = []
+            pairs.append(mine or None)
+        for i, (entry, mine) in enumerate(zip(selectors, pairs, strict=True)):
+            if mine is None:
+                self.open[entry[1]].append((i, entry))
+            else:
+                self.by_pair[min(mine, key=lambda p: uses[p])].append((i, entry))
 
     def hits(self, items: list[PodItem]) -> list[tuple[Document, Any]]:
         """(baseline object, item) for every baseline selector that matches an item's pods, in selector order."""
@@ -159,7 +171,7 @@ def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list
 def check_references(model: Model, dev: DevSet, diags: Diagnostics) -> None:
     """Run after rewriting and before plugins: inherited references must point at dev Services."""
     for dw in dev.unique_workloads():
-        baseline = Targets(service_targets(model, dev.rewrite_targets(dw.version)), dw.namespace)
+        baseline = dev.reference_targets(model, dw.version, dw.namespace)
         if not baseline:
             continue
         for where in _found(model, dev, dw, baseline):

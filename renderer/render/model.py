@@ -417,6 +417,9 @@ def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str |
                         plugin_defs: dict[str, PluginDef], diags: Diagnostics) -> dict[str, ServiceNode]:
     """Dependencies as node keys: `svc` in the dependent's namespace, `svc.namespace` in another one."""
     out = {}
+    by_name: dict[str, list[str]] = defaultdict(list)  # Service name -> keys in any namespace
+    for (_ns, n), k in keys.items():
+        by_name[n].append(k)
     for key, node in services.items():
         where = node.doc.where()
         resolved: list[tuple[str, str]] = []
@@ -424,8 +427,8 @@ def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str |
             name, _, namespace = dep.partition(".")
             target_key = keys.get((namespace or node.namespace, name)) or keys.get((None, name))
             if target_key is None and not namespace:
-                by_name = sorted(k for (_ns, n), k in keys.items() if n == name)
-                target_key = by_name[0] if len(by_name) == 1 else None
+                anywhere = by_name.get(name, [])
+                target_key = anywhere[0] if len(anywhere) == 1 else None
             target = services.get(target_key) if target_key else None
             if target is None:
                 diags.error(f"dependency {dep}:{port} names no Service {dep!r}", where,

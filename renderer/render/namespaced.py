@@ -17,11 +17,10 @@ cannot have, said loudly.
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import replace
 
-from ..core.k8s import policy_selects, strip_metadata
+from ..core.k8s import LabelIndex, copy_tree, policy_selects, required_labels, strip_metadata
 from ..core.names import DEVLANE, KARDINAL, flow_labels
 from ..errors import Diagnostics
 from .clone import DevObject, DevSet, DevWorkload
@@ -59,10 +58,12 @@ def complete(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False
     objects = _flow_namespaces(model, workloads, dev.lane, diags)
     objects += _aliases(model, workloads, dev.renamed, dev.lane, services)
     needs = _Needs(model, dev, warn)
+    headless = {ns: {d.name for d in docs if (d.obj.get("spec") or {}).get("clusterIP") == "None"
+                     and (ns, d.name) not in dev.renamed} for ns, docs in services.items()}
     for dw in workloads:
         needs.service_account(dw)
         needs.config_maps(dw)
-        _per_pod_names(model, dw, dev, diags, services)
+        _per_pod_names(model, dw, dev, diags, headless.get(model.namespace_of(dw.baseline), set()))
     _gateways(model, dev, diags)
     _blocking_policies(model, dev, diags)
     return replace(dev, objects=[*dev.objects, *objects, *needs.objects])
@@ -171,7 +172,7 @@ class _Needs:
         if key in self._made:
             return None
         self._made.add(key)
-        obj = strip_metadata(copy.deepcopy(doc.obj))
+        obj = strip_metadata(copy_tree(doc.obj))
         meta = obj["metadata"]
         meta["namespace"] = dw.namespace
         meta["labels"] = {**(meta.get("labels") or {}), **flow_labels(dw.version)}
@@ -278,13 +279,11 @@ class _Needs:
                            f"namespaces (for example \"{home}-.*\")", code="namespace-mirror")
 
 
-def _per_pod_names(model: Model, dw: DevWorkload, dev: DevSet, diags: Diagnostics,
-                   services: dict[str | None, list[Document]]) -> None:
+def _per_pod_names(model: Model, dw: DevWorkload, dev: DevSet, diags: Diagnostics, headless: set[str]) -> None:
     """`db-0.db`: a per-pod DNS name of a headless Service. An alias (ExternalName) has no pod records, so
-    such a name does not resolve in the flow namespace."""
+    such a name does not resolve in the flow namespace. `headless`: the headless Services of the pod's
+    namespace that have no dev copy."""
     home = model.namespace_of(dw.baseline)
-    headless = {d.name for d in services.get(home, []) if (d.obj.get("spec") or {}).get("clusterIP") == "None"
-                and (home, d.name) not in dev.renamed}
     if not headless:
         return
     texts = [str(e.get("value")) for c in (dw.pod_spec.get("containers") or []) + (dw.pod_spec.get("initContainers")
@@ -337,13 +336,16 @@ def _blocking_policies(model: Model, dev: DevSet, diags: Diagnostics) -> None:
     """A baseline NetworkPolicy whose ingress admits pods only by `podSelector` (its own namespace) drops the
     calls a lane makes to the baseline through its aliases."""
     copied = {id(dw.baseline) for dw in dev.unique_workloads()}
-    reached = [(model.namespace_of(w.doc), w.pod_labels) for w in model.workloads if id(w.doc) not in copied]
+    reached = LabelIndex()  # the pods the lane reaches through an alias
+    for w in model.workloads:
+        if id(w.doc) not in copied:
+            reached.add(model.namespace_of(w.doc), w.pod_labels, w.pod_labels)
     for doc in model.documents:
         if doc.kind != "NetworkPolicy" or model.namespace_of(doc) not in dev.namespaces:
             continue
         spec = doc.obj.get("spec") if isinstance(doc.obj.get("spec"), dict) else {}
         home, selector = model.namespace_of(doc), spec.get("podSelector")
-        if not any(ns == home and policy_selects(selector, labels) for ns, labels in reached):
+        if not any(policy_selects(selector, labels) for labels in reached.candidates(home, required_labels(selector))):
             continue  # it guards no pod the lane reaches through an alias
         if "Ingress" not in (spec.get("policyTypes") or ["Ingress"]):
             continue

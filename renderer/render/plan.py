@@ -14,7 +14,7 @@ of its dependents, in a fixed order (annotation order, then service name).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -97,19 +97,32 @@ class _Graph:
             for d in deps:
                 self.parents[d].append(n)
 
-    def reachable(self, start: str) -> list[str]:
-        """Nodes reachable from `start` (excluding it), in deterministic DFS order."""
+    def reachable(self, start: str, within: set[str] | None = None) -> list[str]:
+        """Nodes reachable from `start` (excluding it), in deterministic DFS order; with `within`, only through
+        those nodes. With `within=reaching(dev)` that is the nodes on a path from `start` to a dev service, in
+        the unrestricted walk's order: whatever a node outside `reaching` leads to is outside it too."""
         seen: set[str] = {start}
         order: list[str] = []
         stack = [start]
         while stack:
             node = stack.pop()
             for nxt in reversed(self.out.get(node, [])):
-                if nxt not in seen:
+                if nxt not in seen and (within is None or nxt in within):
                     seen.add(nxt)
                     order.append(nxt)
                     stack.append(nxt)
         return order
+
+    def reached(self, starts: list[str]) -> set[str]:
+        """Nodes reachable from any of `starts`, the starts included: one walk, however many starts share it."""
+        seen = set(starts)
+        stack = list(starts)
+        while stack:
+            for nxt in self.out.get(stack.pop(), []):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return seen
 
     def reaching(self, targets: set[str]) -> set[str]:
         """Nodes from which some node of `targets` is reachable (including the targets)."""
@@ -138,6 +151,7 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics
     for t in targets:
         mark(t, "target")
         reach = graph.reachable(t)
+        downstream = set(reach)
         for s in reach:
             node = model.services.get(s)
             if node is not None and node.stateful:
@@ -148,7 +162,7 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics
         for e in [t, *reach]:
             if e in model.externals:
                 for p in model.externals[e]:
-                    if p == t or p in reach:
+                    if p == t or p in downstream:
                         mark(p, f"carries external {e} downstream of {t}")
     if routing == "none":
         _routing_paths(model, graph, decisions, mark)
@@ -223,13 +237,15 @@ def service_targets(model: Model, keys) -> list[Target]:
 
 def _jobs(model: Model, decisions: dict[str, _Draft], mark, diags: Diagnostics) -> None:
     """Jobs and CronJobs reading the address of a service with a dev version get dev versions too."""
-    dev = service_targets(model, sorted(n for n, d in decisions.items() if d.version == "dev"))
+    jobs = [key for key, node in model.services.items()
+            if node.doc.kind in ("Job", "CronJob") and key not in decisions and node.workload is not None]
+    dev = Targets(service_targets(model, sorted(n for n, d in decisions.items() if d.version == "dev"))) \
+        if jobs else None
     if not dev:
         return
-    for key, node in sorted(model.services.items()):
-        if node.doc.kind not in ("Job", "CronJob") or key in decisions or node.workload is None:
-            continue
-        targets = Targets(dev, node.namespace)
+    for key in sorted(jobs):
+        node = model.services[key]
+        targets = dev.at(node.namespace)
         found = reads_of(model, node, targets)
         if found:
             mark(key, f"reads {found}, which has a dev version")
@@ -277,10 +293,7 @@ def _same_workload(model: Model, decisions: dict[str, _Draft]) -> None:
 def _check_reachable(model: Model, graph: _Graph, decisions: dict[str, _Draft], targets: list[str],
                      diags: Diagnostics) -> None:
     """A target Service nothing reaches renders, with a warning saying how to reach it."""
-    reached: set[str] = set()
-    for entry in model.entries:
-        for backend in entry.backends:
-            reached.update([backend, *graph.reachable(backend)])
+    reached = graph.reached([b for entry in model.entries for b in entry.backends])
     for t in targets:
         node = model.services[t]
         parents = [p for p in graph.parents.get(t, []) if p in decisions]
@@ -301,8 +314,9 @@ def _routing_paths(model: Model, graph: _Graph, decisions: dict[str, _Draft], ma
     reaching = graph.reaching(dev)
     for entry in model.entries:
         for backend in entry.backends:
-            on_path = [backend, *graph.reachable(backend)]
-            for n in on_path:
+            if backend not in reaching:
+                continue  # no path from it leads to a dev service
+            for n in [backend, *graph.reachable(backend, reaching)]:  # only the paths to dev: the rest marks nothing
                 if n in reaching and n not in dev and n in model.services:
                     mark(n, f"routing: on path from entry {entry.doc.ref} to a dev service")
 
@@ -312,11 +326,11 @@ def _tcp_callers(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark
     its callers' rewritten references, so each caller the flow's requests pass (one reachable from an entry) needs a
     dev copy, and so on up while those callers are TCP too. Kardinal's rule covers stateful services; a changed TCP
     service has the same need."""
-    on_paths = {n for e in model.entries for b in e.backends for n in (b, *graph.reachable(b))}
-    queue = sorted(n for n in decisions if n in model.services)
+    on_paths = graph.reached([b for e in model.entries for b in e.backends])
+    queue = deque(sorted(n for n in decisions if n in model.services))
     seen = set(queue)
     while queue:
-        name = queue.pop(0)
+        name = queue.popleft()
         if routed_by_header(model, name):
             continue
         for parent in sorted(graph.parents.get(name, [])):
@@ -331,10 +345,10 @@ def _tcp_callers(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark
 
 def _apply_shared(model: Model, graph: _Graph, decisions: dict[str, _Draft], targets: set[str]) -> None:
     """Shared services use one `shared` copy; non-HTTP ones pull their dev parents along."""
-    queue = [(n, "kardinal.dev.service/shared") for n in sorted(decisions)
-             if n in model.services and model.services[n].shared]
+    queue = deque((n, "kardinal.dev.service/shared") for n in sorted(decisions)
+                  if n in model.services and model.services[n].shared)
     while queue:
-        name, reason = queue.pop(0)
+        name, reason = queue.popleft()
         d = decisions[name]
         if d.version == SHARED:
             continue

@@ -136,6 +136,18 @@ def _header_matches(kind: str, actual: str | None, value: str) -> bool:
     return actual == value
 
 
+_Trail = tuple  # (the trail before it, a name): each hop shares its caller's trail, so a deep chain costs one
+
+
+def _names(trail: _Trail | None) -> list[str]:
+    """The names of a trail, from the entry on (spelled out only for a violation)."""
+    out = []
+    while trail is not None:
+        trail, name = trail
+        out.append(name)
+    return out[::-1]
+
+
 def prove(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str = mesh.DEFAULT_KEY) -> Proof:
     """Walk every dependency path from every entry, with and without the flow header."""
     routes = Mesh([*(d.obj for d in model.documents), *objects], model.default_namespace)
@@ -152,7 +164,7 @@ def prove(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str
             for header, label in ((with_header, "with"), (without, "without")):
                 first = dev_name.get(start, model.services[start].name) if label == "with" else \
                     model.services[start].name
-                stack = [([ref, first], start, first)]
+                stack: list[tuple[_Trail, str, str]] = [(((None, ref), first), start, first)]
                 seen: set[tuple[str, str]] = set()
                 while stack:
                     trail, node_key, reached = stack.pop()
@@ -171,12 +183,12 @@ def prove(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str
                         else:  # TCP: the dev caller's rewritten reference, or the baseline address
                             got = dev_name.get(dep, callee.name) if reached in by_name and dep in dev_name \
                                 else callee.name
-                        path = " -> ".join([*trail, callee.name])
                         if got != want:
                             where = "is rejected (no rule matches: 404)" if got is None else f"reaches {got}"
+                            path = " -> ".join([*_names(trail), callee.name])
                             violations.append(f"{label} the flow header, {path} {where}, not {want}")
                             continue
-                        stack.append(([*trail, got], dep, got))
+                        stack.append(((trail, got), dep, got))
     return Proof(paths, sorted(set(violations)))
 
 

@@ -1,0 +1,157 @@
+"""Flows whose size is the graph's, not the repository's (`tests/bench/shapes.py`): a wide flow (every caller of
+a TCP store gets a dev copy) and a deep one (a dependency chain, every service on it dev). What each dev pod
+reaches is read from the rendered objects: the host in its env, resolved as DNS would in its namespace, must be
+a Service that selects the dev pods it should reach. The big sizes (10,000 deep) are end-to-end tests."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from bench.shapes import chain_services, flow_for_chain, flow_for_wide, generate_chain, generate_wide, wide_store
+
+from renderer import api
+from renderer.core.k8s import LabelIndex, map_matches, pod_template
+from renderer.errors import DevlaneError
+from renderer.render.flow import build_flow
+
+WIDE = 200
+DEEP = 200
+FRAMES = 100  # the stack a render may use above its caller: far less than a chain of DEEP services
+
+
+def _env(workload: dict) -> dict[str, str]:
+    container = pod_template(workload)["spec"]["containers"][0]
+    return {e["name"]: e.get("value") for e in container.get("env") or []}
+
+
+class Rendered:
+    """A flow's rendered objects by kind and (namespace, name), and where a pod's address leads."""
+
+    def __init__(self, result):
+        self.by_kind: dict[str, dict[tuple[str | None, str], dict]] = {}
+        for o in result.main.objects:
+            self.by_kind.setdefault(o["kind"], {})[(o["metadata"].get("namespace"), o["metadata"]["name"])] = o
+        self.pods = LabelIndex()
+        for kind in ("Deployment", "StatefulSet"):
+            for w in self.by_kind.get(kind, {}).values():
+                self.pods.add(w["metadata"].get("namespace"), pod_template(w)["metadata"]["labels"], w)
+
+    def reached(self, caller: dict, variable: str) -> dict:
+        """The workload whose pods the host in the caller's `variable` reaches: the Service of that name in the
+        caller's namespace (never an alias to the baseline), and the one rendered workload it selects."""
+        namespace = caller["metadata"].get("namespace")
+        service = self.by_kind["Service"][(namespace, _env(caller)[variable])]
+        assert service["spec"].get("type") != "ExternalName", f"{variable} of {caller['metadata']['name']} is an alias"
+        selector = service["spec"]["selector"]
+        selected = [w for w in self.pods.candidates(namespace, selector)
+                    if map_matches(selector, pod_template(w)["metadata"]["labels"])]
+        assert len(selected) == 1, f"{service['metadata']['name']} selects {len(selected)} rendered workloads"
+        return selected[0]
+
+
+def _warm(harness) -> None:
+    """A first render in a throwaway repository, so that the modules a render imports lazily are in place."""
+    repo = harness.tmp / "warm"
+    repo.mkdir()
+    generate_chain(repo, 2)
+    flow_id, target, image = flow_for_chain(2)
+    api.render(api.Options(repo=repo), build_flow(flow_id, {target: image}, []))
+
+
+@contextmanager
+def _shallow_stack(frames: int) -> Iterator[None]:
+    """A recursion limit `frames` above the caller's stack: a walk that recursed once per service of a long chain
+    would hit it."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + frames)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+@pytest.mark.parametrize("isolation", ["suffix", "namespace"])
+def test_every_caller_of_a_tcp_store_gets_a_dev_copy_that_reaches_the_dev_store(harness, isolation):
+    generate_wide(harness.root, WIDE, isolation=isolation, plugin=False)
+    flow_id, target, image = flow_for_wide(WIDE)
+    result = harness.render(flow_id, {target: image})
+    assert not result.warnings
+    out = Rendered(result)
+    callers = out.by_kind["Deployment"]
+    assert sorted(name for _, name in callers) == sorted(
+        f"svc-{i:04d}-{flow_id}" if isolation == "suffix" else f"svc-{i:04d}" for i in range(1, WIDE + 1))
+    (store,) = out.by_kind["StatefulSet"].values()
+    assert store["metadata"]["labels"]["devlane.dev/flow"] == flow_id  # the dev store, not the baseline's
+    variable = wide_store().upper().replace("-", "_") + "_DATABASE_HOST"
+    for caller in callers.values():
+        assert out.reached(caller, variable) is store
+        host = _env(caller)[variable]
+        assert _env(caller)[variable.replace("_HOST", "_URL")] == f"postgres://app:app@{host}:5432/app"
+    (mine,) = [w for (_, name), w in callers.items() if name in (target, f"{target}-{flow_id}")]
+    assert pod_template(mine)["spec"]["containers"][0]["image"] == image
+
+
+def test_a_deep_chain_renders_every_hop_dev_without_a_deep_stack(harness):
+    generate_chain(harness.root, DEEP)
+    flow_id, target, image = flow_for_chain(DEEP)
+    _warm(harness)
+    with _shallow_stack(FRAMES):
+        result = harness.render(flow_id, {target: image})
+    names = chain_services(DEEP)
+    assert sorted(result.plan.dev_services()) == sorted(names)
+    out = Rendered(result)
+    by_name = {name.removesuffix(f"-{flow_id}"): w for (_, name), w in out.by_kind["Deployment"].items()}
+    assert sorted(by_name) == sorted(names)
+    for caller, callee in itertools.pairwise(names):
+        assert out.reached(by_name[caller], callee.upper().replace("-", "_") + "_HOST") is by_name[callee]
+    (ingress,) = out.by_kind["Ingress"].values()
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"]
+    service = out.by_kind["Service"][(ingress["metadata"].get("namespace"), backend)]
+    assert map_matches(service["spec"]["selector"], pod_template(by_name[names[0]])["metadata"]["labels"])
+
+
+def test_a_deep_chain_on_a_mesh_is_proved_hop_by_hop_without_a_deep_stack(harness):
+    generate_chain(harness.root, DEEP, routing="gateway-api")
+    flow_id, target, image = flow_for_chain(DEEP)
+    _warm(harness)
+    with _shallow_stack(FRAMES):
+        result = harness.render(flow_id, {target: image})  # the routing proof walks all DEEP hops from the entry
+    assert result.plan.dev_services() == [target]  # HTTP all the way: the mesh routes the far end by the header
+    assert not result.warnings
+
+
+@pytest.mark.e2e  # 10,000 services: tens of seconds in-process
+@pytest.mark.parametrize("routing", ["none", "gateway-api"])
+def test_a_10000_deep_chain_renders(harness, routing):
+    n = 10_000
+    generate_chain(harness.root, n, routing=routing)
+    flow_id, target, image = flow_for_chain(n)
+    result = harness.render(flow_id, {target: image})
+    names = chain_services(n)
+    if routing == "gateway-api":  # the routing proof walked the chain: every hop reaches what it should
+        assert result.plan.dev_services() == [target]
+        return
+    assert len(result.plan.dev_services()) == n
+    by_name = {name.removesuffix(f"-{flow_id}"): w for (_, name), w in Rendered(result).by_kind["Deployment"].items()}
+    for caller, callee in itertools.pairwise(names):
+        assert _env(by_name[caller])[callee.upper().replace("-", "_") + "_HOST"] == f"{callee}-{flow_id}"
+
+
+@pytest.mark.e2e
+def test_a_10000_long_cycle_is_one_clear_error(harness):
+    n = 10_000
+    generate_chain(harness.root, n, cycle=True)
+    flow_id, target, image = flow_for_chain(n)
+    with pytest.raises(DevlaneError) as info:
+        harness.render(flow_id, {target: image})
+    (problem,) = [p for p in info.value.problems if p.code == "cycle"]
+    names = chain_services(n)
+    assert problem.message.startswith(f"dependency cycle: {names[0]} -> {names[1]}")
+    assert problem.message.endswith(f"{names[-1]} -> {names[0]} ({n:,} services)")
