@@ -760,7 +760,7 @@ class Bench:
     def measure_wide(self, row: Row, shapes: ModuleType) -> None:
         """The wide flow at `row.n` (every service a caller of one TCP store) and the parse floor of its repository."""
         repo = self.work / "wide"
-        shapes.generate_wide(repo, row.n)
+        shapes.generate_wide(repo, row.n, isolation=self.isolation, routing=self.routing)
         flow = shapes.flow_for_wide(row.n)
         row.wide_parse = parse_floor(repo, self.repeat)
         if "wide" in self.cut:
@@ -776,7 +776,7 @@ class Bench:
     def measure_chain(self, depth: int, shapes: ModuleType) -> Chain:
         """One cold render of a `depth`-deep dependency chain, the flow at its far end."""
         repo = self.work / "chain"
-        shapes.generate_chain(repo, depth)
+        shapes.generate_chain(repo, depth, isolation=self.isolation, routing=self.routing)
         counted: list[int] = []
         cache = self.fresh("cache")
         result = self.render(repo, shapes.flow_for_chain(depth), cache, self.shape_timeout, counted)
@@ -1094,7 +1094,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"... chain of {depth}", file=sys.stderr, flush=True)
             chain_dir = Path(tmp) / "chain"
             chain_dir.mkdir()
-            chain = Bench(chain_dir, 1, None, args.kustomize_timeout, args.wide_timeout).measure_chain(depth, shapes)
+            chain = Bench(chain_dir, 1, None, args.kustomize_timeout, args.wide_timeout, args.isolation,
+                          args.routing).measure_chain(depth, shapes)
     print(report(rows, chain))
     if source_revision() != revision:
         print(f"warning: the renderer changed during the run ({revision} -> {source_revision()}); rerun")
