@@ -7,7 +7,8 @@ Not a test: pytest collects only test_*.py. Run from anywhere:
 For each size N it generates a synthetic repository of N services in a temporary directory and times,
 as the median of --repeat runs (wall clock), side by side:
 
-1. a cold CLI render (`python -m renderer.cli render ... --out DIR`, an empty cache directory);
+1. a cold CLI render (`python -m renderer.cli render ... --out DIR`, an empty cache directory), and the
+   same with `--no-cache` (what filling the cache costs);
 2. a warm CLI render: one render fills a cache, one service file changes (an env value), render again;
 3. `cmp generate` as Argo CD runs it, cold (empty cache) and warm (the cache of another flow's run);
 4. the same render in-process through the library API (`renderer.api.render`, nothing written);
@@ -549,9 +550,9 @@ def parse_floor(repo: Path, repeat: int, docs: int | None = None) -> Run:
     return median_run(once, repeat)
 
 
-def render_cmd(repo: Path, flow_id: str, service: str, image: str, out: Path) -> list[str]:
+def render_cmd(repo: Path, flow_id: str, service: str, image: str, out: Path, *options: str) -> list[str]:
     return [sys.executable, "-m", "renderer.cli", "render", str(repo), "--flow", flow_id,
-            "--service", f"{service}={image}", "--out", str(out)]
+            "--service", f"{service}={image}", "--out", str(out), *options]
 
 
 def cmp_env(cache: Path, flow_id: str, service: str, image: str) -> dict[str, str]:
@@ -601,6 +602,7 @@ class Row:
     parse: float
     parse_sub: Run
     cold: Run
+    no_cache: Run
     warm: Run
     cmp_cold: Run
     cmp_warm: Run
@@ -613,8 +615,9 @@ class Row:
 
     @property
     def rss_mib(self) -> float | None:
-        """The peak RSS of the renders of this repository (cold, warm and cmp generate)."""
-        return max((r.rss_mib for r in (self.cold, self.warm, self.cmp_cold, self.cmp_warm) if r.rss_mib), default=None)
+        """The peak RSS of the CLI renders of this repository (cold, no-cache, warm and cmp generate)."""
+        renders = (self.cold, self.no_cache, self.warm, self.cmp_cold, self.cmp_warm)
+        return max((r.rss_mib for r in renders if r.rss_mib), default=None)
 
 
 @dataclass
@@ -643,23 +646,23 @@ class Bench:
         return self.work / f"{stem}-{next(self._ids)}"
 
     def render(self, repo: Path, flow: tuple[str, str, str], cache: Path, timeout: float | None = None,
-               counted: list[int] | None = None) -> Run:
+               counted: list[int] | None = None, *options: str) -> Run:
         """One CLI render into a fresh output directory (deleted afterwards; `counted` gets its file count)."""
         out = self.fresh("out")
-        result = run_timed(render_cmd(repo, *flow, out), subprocess_env(cache), timeout=timeout)
+        result = run_timed(render_cmd(repo, *flow, out, *options), subprocess_env(cache), timeout=timeout)
         if result.ok and counted is not None:
             counted.append(files_under(out))
         shutil.rmtree(out, ignore_errors=True)
         return result
 
     def cold(self, repo: Path, flow: tuple[str, str, str], timeout: float | None = None,
-             counted: list[int] | None = None) -> Run:
-        """The median render with an empty cache each time."""
+             counted: list[int] | None = None, *options: str) -> Run:
+        """The median render with an empty cache each time (`options`: more CLI options, such as --no-cache)."""
 
         def once(_k: int) -> Run:
             cache = self.fresh("cache")
             try:
-                return self.render(repo, flow, cache, timeout, counted)
+                return self.render(repo, flow, cache, timeout, counted, *options)
             finally:
                 shutil.rmtree(cache, ignore_errors=True)
 
@@ -693,11 +696,21 @@ class Bench:
                 return Run(error=f"cmp generate printed no objects: {result.stdout[:200]!r}")
             return result
 
+        def cold_once(_k: int) -> Run:
+            cache = self.fresh("cache")
+            try:
+                return generate_in(cache, flow)
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
+
         if not warm:
-            return median_run(lambda _k: generate_in(self.fresh("cache"), flow), self.repeat)
+            return median_run(cold_once, self.repeat)
         cache = self.fresh("cache")
-        fill = generate_in(cache, ("pr-2", *flow[1:]))  # another pull request of the same repository and commit
-        return fill if not fill.ok else median_run(lambda _k: generate_in(cache, flow), self.repeat)
+        try:
+            fill = generate_in(cache, ("pr-2", *flow[1:]))  # another pull request of the same repository and commit
+            return fill if not fill.ok else median_run(lambda _k: generate_in(cache, flow), self.repeat)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
 
     def kustomize(self, repo: Path) -> Run:
         if self.kubectl is None:
@@ -723,8 +736,11 @@ class Bench:
         flow = (FLOW_ID, target, image)
         options = api.Options(repo=repo)
 
+        caches: list[Path] = []
+
         def render_api():
-            os.environ[CACHE_ENV] = str(self.fresh("cache"))  # in process too, every render starts with no cache
+            caches.append(self.fresh("cache"))  # in process too, every render starts with an empty cache
+            os.environ[CACHE_ENV] = str(caches[-1])
             return api.render(options, build_flow(FLOW_ID, {target: image}, []))
 
         result = render_api()  # warm-up (imports, caches) and a description of the flow
@@ -742,6 +758,7 @@ class Bench:
             parse=median_time(lambda: parse_in_process(repo), self.repeat),
             parse_sub=parse_floor(repo, self.repeat, docs),
             cold=self.cold(repo, flow),
+            no_cache=self.cold(repo, flow, None, None, "--no-cache"),
             warm=self.warm(repo, flow, repo / f"{svc(CHANGED_SERVICE if n >= CHANGED_SERVICE else 1)}.yaml"),
             cmp_cold=self.cmp(repo, flow, warm=False),
             cmp_warm=self.cmp(repo, flow, warm=True),
@@ -754,7 +771,8 @@ class Bench:
             render_api()
             prof.disable()
             row.profile = profile_report(prof, n)
-        shutil.rmtree(repo)
+        for path in (repo, *caches):
+            shutil.rmtree(path, ignore_errors=True)
         return row
 
     def measure_wide(self, row: Row, shapes: ModuleType) -> None:
@@ -947,11 +965,11 @@ def chain_text(chain: Chain) -> str:
 
 def report(rows: list[Row], chain: Chain | None) -> str:
     out = ["times (s, median of --repeat; CLI runs and the parse subproc include interpreter start-up):"]
-    head = ["N", "files", "docs", "parse in-proc s", "parse subproc s", "cold CLI s", "warm CLI s", "cmp cold s",
-            "cmp warm s", "render API s", "kustomize s", "RSS MiB"]
+    head = ["N", "files", "docs", "parse in-proc s", "parse subproc s", "cold CLI s", "no-cache CLI s", "warm CLI s",
+            "cmp cold s", "cmp warm s", "render API s", "kustomize s", "RSS MiB"]
     out.append(table([[str(r.n), str(r.files), str(r.docs), fmt(r.parse), r.parse_sub.cell(), r.cold.cell(),
-                       r.warm.cell(), r.cmp_cold.cell(), r.cmp_warm.cell(), fmt(r.api), r.kustomize.cell(),
-                       mib(r.rss_mib)] for r in rows], head))
+                       r.no_cache.cell(), r.warm.cell(), r.cmp_cold.cell(), r.cmp_warm.cell(), fmt(r.api),
+                       r.kustomize.cell(), mib(r.rss_mib)] for r in rows], head))
     out.append("")
     out += [f"flow at N={r.n}: {r.flow}" for r in rows]
     out.append("")
@@ -965,10 +983,10 @@ def report(rows: list[Row], chain: Chain | None) -> str:
         out.append("wide flow: not measured (tests/bench/shapes.py is missing)")
     out.append("")
     out.append("ratios (CLI runs against the parse subproc; API against parse in-proc):")
-    head = ["N", "warm/cold", "warm/parse", "cold/parse", "wide/parse", "cmp-warm/parse", "cmp-cold/parse",
-            "API/parse"]
+    head = ["N", "warm/cold", "warm/parse", "cold/parse", "cold/no-cache", "wide/parse", "cmp-warm/parse",
+            "cmp-cold/parse", "API/parse"]
     out.append(table([[str(r.n), fmt_ratio(r.warm, r.cold), fmt_ratio(r.warm, r.parse_sub),
-                       fmt_ratio(r.cold, r.parse_sub), fmt_ratio(r.wide, r.wide_parse),
+                       fmt_ratio(r.cold, r.parse_sub), fmt_ratio(r.cold, r.no_cache), fmt_ratio(r.wide, r.wide_parse),
                        fmt_ratio(r.cmp_warm, r.parse_sub), fmt_ratio(r.cmp_cold, r.parse_sub),
                        fmt_ratio(r.api, r.parse)] for r in rows], head))
     out.append("")
@@ -991,9 +1009,9 @@ def report(rows: list[Row], chain: Chain | None) -> str:
         out.append(f"chain of {chain.depth:,}: {chain_text(chain)}")
         out.append("")
     failures = [f"N={r.n} {name}: {run.error}" for r in rows for name, run in
-                (("parse subproc", r.parse_sub), ("cold", r.cold), ("warm", r.warm), ("cmp cold", r.cmp_cold),
-                 ("cmp warm", r.cmp_warm), ("kustomize", r.kustomize), ("wide parse", r.wide_parse),
-                 ("wide", r.wide)) if run.error and not run.error.startswith("skipped")]
+                (("parse subproc", r.parse_sub), ("cold", r.cold), ("no-cache", r.no_cache), ("warm", r.warm),
+                 ("cmp cold", r.cmp_cold), ("cmp warm", r.cmp_warm), ("kustomize", r.kustomize),
+                 ("wide parse", r.wide_parse), ("wide", r.wide)) if run.error and not run.error.startswith("skipped")]
     if failures:
         out += ["failures:", *failures, ""]
     checks = verdict(rows, chain)
