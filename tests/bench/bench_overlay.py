@@ -1,11 +1,13 @@
 """Render of a one-service flow on a kustomize overlay of N services, side by side with `kubectl kustomize`
 of the same overlay: devlane's own share (its render minus the time inside the build) against the parse
 floor (PyYAML's C loader parsing the built objects). In process, so the build's time is measured where it
-is spent rather than subtracted from a noisy total. A script, not a test (see README.md)."""
+is spent rather than subtracted from a noisy total. Each render gets an empty cache directory of its own
+(DEVLANE_CACHE, never the user's), so the build runs every time. A script, not a test (see README.md)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +18,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_render import FLOW_ID, ROOT, flow_target, generate, median_time, run
+from bench_render import CACHE_ENV, FLOW_ID, ROOT, flow_target, generate, median_time, run
 
 OVERLAY = """apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -70,9 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         flow = build_flow(FLOW_ID, {target: f"ghcr.io/acme/{target}:{FLOW_ID}"}, [])
         built = run([kubectl, "kustomize", str(overlay)]).stdout.encode()
         docs = sum(1 for _ in yaml.load_all(built, Loader=yaml.CSafeLoader))
+        os.environ[CACHE_ENV] = str(Path(tmp) / "cache-warm-up")  # never the user's cache
         api.render(options, flow)  # warm-up
         totals, owns = [], []
-        for _ in range(args.repeat):
+        for i in range(args.repeat):
+            os.environ[CACHE_ENV] = str(Path(tmp) / f"cache-{i}")  # an empty cache: the build runs every time
             inside[0] = 0.0
             start = time.perf_counter()
             api.render(options, flow)
