@@ -228,12 +228,21 @@ class Cache:
         return ok
 
     def compact(self, kind: str, most: int = 8) -> bool:
-        """Merge the packs of `kind` into one when there are more than `most` (newest entry of a key wins).
-        Concurrent readers keep reading the packs they opened; a render that lists the packs meanwhile may
-        miss an entry, which costs a parse, never a wrong result."""
-        packs = self._packs(kind)
-        if len(packs) <= most:
+        """Merge the packs of `kind` of one size tier (under 64 KiB, then each tier four times the last) into
+        one when the tier holds more than `most` (the newest entry of a key wins): the smallest such tier.
+
+        Merging by tier keeps the packs few (about `most` per tier, and tiers grow geometrically) while an
+        entry is rewritten only a few times, whatever the cache's size: merging everything would rewrite
+        the whole cache every few renders. Concurrent readers keep reading the packs they opened; a render
+        that lists the packs meanwhile may miss an entry, which costs a parse, never a wrong result."""
+        tiers: dict[int, list[os.DirEntry]] = {}
+        for entry in self._packs(kind):
+            with contextlib.suppress(OSError):
+                tiers.setdefault(_tier(entry.stat(follow_symlinks=False).st_size), []).append(entry)
+        full = [tier for tier, group in tiers.items() if len(group) > most]
+        if not full:
             return False
+        packs = tiers[min(full)]  # most recently used first, as listed
         merged: dict[str, bytes] = {}
         for entry in reversed(packs):  # oldest first, so the newest copy of a key wins
             merged.update(_read_pack(entry.path, None))
@@ -425,6 +434,14 @@ def write_pack(directory: str, payloads: dict[str, bytes]) -> str | None:
               hashlib.blake2b(table, digest_size=_DIGEST).digest()]
     path = f"{directory}/{hashlib.blake2b(table, digest_size=12).hexdigest()}{_PACK}"
     return path if _write_file(path, parts) else None
+
+
+def _tier(size: int) -> int:
+    """A pack's size tier: 0 under 64 KiB, then one more for each factor of four."""
+    tier, bound = 0, 64 * 1024
+    while size >= bound:
+        tier, bound = tier + 1, bound * 4
+    return tier
 
 
 def _count(path: str) -> int:

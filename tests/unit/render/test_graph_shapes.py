@@ -18,8 +18,8 @@ from renderer.core.k8s import LabelIndex, map_matches, pod_template
 from renderer.errors import DevlaneError
 from renderer.render.flow import build_flow
 
-WIDE = 200
-DEEP = 200
+WIDE = 120
+DEEP = 150
 FRAMES = 100  # the stack a render may use above its caller: far less than a chain of DEEP services
 
 
