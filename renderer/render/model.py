@@ -10,8 +10,10 @@ lint` can report all of them at once; `render` fails on any error.
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.k8s import LabelIndex, map_matches, pod_template
 from ..core.names import DEVLANE as D
@@ -231,6 +233,15 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
     return model
 
 
+def _with(node: ServiceNode, **changes: Any) -> ServiceNode:
+    """`dataclasses.replace` for the model's own nodes, without its per-call field introspection (twice per
+    Service, a tenth of a warm render at 5,000 services): a shallow copy with the changed fields set."""
+    new = copy.copy(node)
+    for name, value in changes.items():
+        object.__setattr__(new, name, value)
+    return new
+
+
 def _keyed(nodes: list[ServiceNode]) -> dict[str, ServiceNode]:
     """Nodes by key: the name where it is unique, else `namespace/name` (identity is namespace/name)."""
     count: dict[str, int] = defaultdict(int)
@@ -241,7 +252,7 @@ def _keyed(nodes: list[ServiceNode]) -> dict[str, ServiceNode]:
         key = n.name if count[n.name] == 1 else n.ref
         if key in out:  # a Service and a lone workload of one namespace/name
             key = f"{n.doc.kind.lower()}/{n.ref}"
-        out[key] = replace(n, key=key)
+        out[key] = _with(n, key=key)
     return out
 
 
@@ -461,7 +472,7 @@ def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str |
                     f"servicename is {p}",
                     code="undefined-plugin",
                 )
-        out[key] = replace(node, dependencies=tuple(resolved))
+        out[key] = _with(node, dependencies=tuple(resolved))
     return out
 
 
