@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core import parallel
 from ..core.files import read_user_file
 from ..core.k8s import CLUSTER_SCOPED
 from ..core.names import SHARED, flow_labels, flow_uuid, suffixed
@@ -173,12 +174,36 @@ def _file_names(objects: list[dict]) -> dict[str, dict]:
     return out
 
 
+PARALLEL_OBJECTS = 1000  # below this many objects, forking costs more than it saves
+
+
+def _dumped(objects: list[dict]) -> list[str]:
+    """Each object's canonical YAML, across the available cores when there are many: PyYAML's representer
+    is Python, and a wide flow dumps thousands of objects (half its render). Same text either way."""
+    workers = parallel.available_cpus()
+    if workers < 2 or len(objects) < PARALLEL_OBJECTS or not parallel.can_fork():
+        return [dump(obj) for obj in objects]
+    texts: list[str] = [""] * len(objects)
+
+    def here(share: range) -> None:
+        for i in share:
+            texts[i] = dump(objects[i])
+
+    split = parallel.shares([1] * len(objects), workers)
+    done = parallel.fork_map(range(len(objects)), split, lambda i: dump(objects[i]).encode("utf-8"), here)
+    for share in split[1:]:
+        for i in share:
+            text = done[i]
+            texts[i] = dump(objects[i]) if text is None else text.decode("utf-8")
+    return texts
+
+
 def render_files(objects: list[dict]) -> tuple[dict[str, str], list[dict]]:
     """Each object dumped to its file, and the objects as written: text containing `${` opts out of Flux
     post-build substitution with an annotation."""
     files, written = {}, []
-    for name, obj in sorted(_file_names(objects).items()):
-        text = dump(obj)
+    named = sorted(_file_names(objects).items())
+    for (name, obj), text in zip(named, _dumped([obj for _, obj in named]), strict=True):
         if "${" in text:
             meta = obj["metadata"]
             annotations = {**(meta.get("annotations") or {}), SUBSTITUTE: "disabled"}

@@ -32,7 +32,8 @@ def test_dev_names_fit_63_and_keep_the_flow_suffix(base, flow):
     assert suffixed(base, flow) == name  # deterministic
 
 
-@given(st.lists(st.text(string.ascii_lowercase, min_size=50, max_size=70), min_size=2, max_size=5, unique=True), flow_id)
+@given(st.lists(st.text(string.ascii_lowercase, min_size=50, max_size=70), min_size=2, max_size=5, unique=True),
+       flow_id)
 def test_shortened_names_do_not_collide(bases, flow):
     assert len({suffixed(b, flow) for b in bases}) == len(bases)
 
