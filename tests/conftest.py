@@ -10,6 +10,7 @@ import shutil
 import tempfile
 
 import pytest
+from hypothesis import settings
 from support import ROOT, Harness, demo_file
 
 E2E_DIRS = {"e2e", "contract", "security"}
@@ -25,6 +26,13 @@ if TOOLS_BIN.is_dir():
 if "DEVLANE_CACHE" not in os.environ or not os.environ.get("DEVLANE_TEST_KEEP_CACHE"):
     os.environ["DEVLANE_CACHE"] = tempfile.mkdtemp(prefix="devlane-test-cache-")
     atexit.register(shutil.rmtree, os.environ["DEVLANE_CACHE"], True)
+
+
+# Property tests: 50 examples each by default, which keeps the fast suite within its budget; a deeper run is
+# DEVLANE_HYPOTHESIS=thorough (500 each). Tests that set max_examples themselves keep their own.
+settings.register_profile("default", max_examples=50)
+settings.register_profile("thorough", max_examples=500)
+settings.load_profile(os.environ.get("DEVLANE_HYPOTHESIS", "default"))
 
 
 def pytest_report_header(config):
