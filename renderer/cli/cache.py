@@ -22,10 +22,9 @@ def _age(stamp: float | None) -> str:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from ..core.cache import SIZE_ENV, default_root, open_cache
+    from ..core.cache import SIZE_ENV, Cache, default_root
 
-    cache = open_cache(root=default_root())
-    assert cache is not None
+    cache = Cache(default_root())
     found = cache.stats()
     if args.output == "json":
         print(json.dumps(found, indent=2, sort_keys=True))
@@ -42,10 +41,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_clear(args: argparse.Namespace) -> int:
-    from ..core.cache import default_root, open_cache
+    from ..core.cache import Cache, default_root
 
-    cache = open_cache(root=default_root())
-    assert cache is not None
+    cache = Cache(default_root())
     count, size = cache.clear()
     print(f"removed {count:,} entries ({_size(size)}) from {cache.root}")
     return 0

@@ -336,10 +336,22 @@ def _prune_dirs(top: Path) -> None:
                 os.rmdir(dirpath)
 
 
+def _open(path: str) -> int:
+    """A descriptor to read the entry or pack at `path`, never through a symlink planted there."""
+    return os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+
+
+def _used(fd: int, st: os.stat_result) -> None:
+    """Record a hit as the file's mtime (its last use, for eviction), at most once an hour."""
+    if time.time() - st.st_mtime > _TOUCH_AFTER:
+        with contextlib.suppress(OSError):
+            os.utime(fd)
+
+
 def _read_payload(path: str) -> bytes | None:
     """The checked payload of the entry at `path`; None when it is missing, short, damaged or not ours."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        fd = _open(path)
     except OSError:
         return None
     try:
@@ -352,9 +364,7 @@ def _read_payload(path: str) -> bytes | None:
             if not more:
                 break
             data += more
-        if time.time() - st.st_mtime > _TOUCH_AFTER:
-            with contextlib.suppress(OSError):
-                os.utime(fd)
+        _used(fd, st)
     except OSError:
         return None
     finally:
@@ -452,7 +462,7 @@ def _count(path: str) -> int:
     if not name.endswith(_PACK):
         return 1
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        fd = _open(path)
     except OSError:
         return 0
     try:
@@ -486,7 +496,7 @@ def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
     gives nothing for it. A hit refreshes the pack's mtime (its last use), at most once an hour."""
     found: dict[str, bytes] = {}
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        fd = _open(path)
     except OSError:
         return found
     try:
@@ -505,9 +515,8 @@ def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
                 continue
             if len(data) == size and hashlib.blake2b(data, digest_size=_DIGEST).hexdigest() == digest:
                 found[key] = data
-        if found and time.time() - st.st_mtime > _TOUCH_AFTER:
-            with contextlib.suppress(OSError):
-                os.utime(fd)
+        if found:
+            _used(fd, st)
     except OSError:
         return found
     finally:
