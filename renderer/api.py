@@ -45,11 +45,11 @@ from .render.plan import Plan, make_plan
 from .render.plugin_defs import changed_args, used_plugin_names
 from .render.routing import Entries, route_entries
 from .render.write import Output, read_rendered, remove_dir
-from .session import FlowInput, Options, Session, flow_of
+from .session import FlowInput, Options, Session, flow_of, retain_until_exit
 
 __all__ = ["FlowRequest", "Options", "RenderResult", "Session", "check_changes", "delete", "fetch", "lint", "lock",
            "open_session", "plan", "prepare_targets", "provision", "read", "render", "render_and_write", "render_in",
-           "resolve", "write"]
+           "resolve", "retain_until_exit", "write"]
 
 
 @dataclass(frozen=True)

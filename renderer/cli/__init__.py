@@ -12,7 +12,9 @@ and a command loads only its own (tests/cli/test_startup.py holds this).
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -65,6 +67,23 @@ def _signals(api: ModuleType) -> Iterator[None]:
         api.resume_plugins()
 
 
+_process_ends = False  # set by `run`: the command is the process's last work
+
+
+def run() -> None:
+    """The `devlane` program: `main`, then exit at once. The interpreter's own exit would free every object the
+    command made (and the sessions it kept for this), one by one, for nothing: `os._exit` after flushing and
+    running the exit handlers, as the process's only owner may."""
+    global _process_ends
+    _process_ends = True
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # a closed stdout was reported already
+            stream.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     stdio.guard()
     args = build_parser().parse_args(argv)
@@ -72,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     # only now: `--help`, `--version` and usage errors end above without loading the library; the handler
     # would import the API anyway, and the signal handlers must not import anything
     from .. import api
+
+    if _process_ends:
+        api.retain_until_exit()
 
     try:
         with _signals(api):

@@ -1,7 +1,5 @@
 """`python -m renderer.cli`: the same as the `devlane` command."""
 
-import sys
+from . import run
 
-from . import main
-
-sys.exit(main())
+run()

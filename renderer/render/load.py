@@ -31,7 +31,7 @@ ALWAYS_EXCLUDED = (*_ALWAYS_EXCLUDED_DIRS, ".devlane.yaml", "**/.devlane.yaml") 
 _KUSTOMIZE_GROUP = "kustomize.config.k8s.io"
 
 
-class _once:
+class once:
     """A property computed on first use and then kept in the instance (functools.cached_property takes a lock
     on every first use, which costs more than the fields themselves at a million uses per render)."""
 
@@ -57,34 +57,34 @@ class Document:
     file: str
     index: int
 
-    @_once
+    @once
     def kind(self) -> str:
         return str(self.obj.get("kind", ""))
 
-    @_once
+    @once
     def api_version(self) -> str:
         return str(self.obj.get("apiVersion", ""))
 
-    @_once
+    @once
     def metadata(self) -> dict:
         meta = self.obj.get("metadata")
         return meta if isinstance(meta, dict) else {}
 
-    @_once
+    @once
     def name(self) -> str:
         return str(self.metadata.get("name", ""))
 
-    @_once
+    @once
     def namespace(self) -> str | None:
         ns = self.metadata.get("namespace")
         return str(ns) if ns else None
 
-    @_once
+    @once
     def annotations(self) -> dict:
         ann = self.metadata.get("annotations")
         return ann if isinstance(ann, dict) else {}
 
-    @_once
+    @once
     def labels(self) -> dict:
         lab = self.metadata.get("labels")
         return lab if isinstance(lab, dict) else {}

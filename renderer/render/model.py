@@ -19,7 +19,7 @@ from ..core.k8s import LabelIndex, map_matches, pod_template
 from ..core.names import DEVLANE as D
 from ..core.names import KARDINAL as K
 from ..errors import Diagnostics, Problem, Where
-from .load import Document
+from .load import Document, once
 from .plugin_defs import PluginDef, add_plugin_def, parse_plugin_definition
 
 WORKLOAD_KINDS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1",
@@ -40,16 +40,16 @@ ENTRY_KINDS = {"ingress": "Ingress", "gateway": "Gateway", "route": "HTTPRoute"}
 class Workload:
     doc: Document
 
-    @property
+    @once
     def pod_template(self) -> dict:
         return pod_template(self.doc.obj)
 
-    @property
+    @once
     def pod_labels(self) -> dict:
         labels = (self.pod_template.get("metadata") or {}).get("labels")
         return labels if isinstance(labels, dict) else {}
 
-    @property
+    @once
     def containers(self) -> list[dict]:
         spec = self.pod_template.get("spec") or {}
         return [c for c in spec.get("containers") or [] if isinstance(c, dict)]
@@ -83,7 +83,7 @@ class ServiceNode:
     def ref(self) -> str:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
-    @property
+    @once
     def port_names(self) -> frozenset[str]:
         return frozenset(str(p.get("name")) for p in (self.doc.obj.get("spec") or {}).get("ports") or []
                          if isinstance(p, dict) and p.get("name"))
@@ -148,11 +148,11 @@ class Model:
         return sorted(k for k, n in self.services.items() if n.name == name and (not ns or n.namespace == ns))
 
 
-def _bool(value: object, key: str, where: Where, diags: Diagnostics) -> bool | None:
+def _bool(value: object, key: str, doc: Document, diags: Diagnostics) -> bool | None:
     text = str(value).strip()
     if text in ("true", "false"):
         return text == "true"
-    diags.error(f'annotation {key} must be "true" or "false", got {value!r}', where, code="bad-annotation")
+    diags.error(f'annotation {key} must be "true" or "false", got {value!r}', doc.where(), code="bad-annotation")
     return None
 
 
@@ -252,7 +252,7 @@ def _keyed(nodes: list[ServiceNode]) -> dict[str, ServiceNode]:
         key = n.name if count[n.name] == 1 else n.ref
         if key in out:  # a Service and a lone workload of one namespace/name
             key = f"{n.doc.kind.lower()}/{n.ref}"
-        out[key] = _with(n, key=key)
+        out[key] = n if key == n.key else _with(n, key=key)  # nodes are made with their name as key
     return out
 
 
@@ -268,7 +268,7 @@ def _workload_nodes(documents: list[Document], nodes: list[ServiceNode], ns, dia
         workload = Workload(doc)
         stateful, deps, plugins, no_rewrite = _node_annotations(doc, doc.kind == "StatefulSet", diags, plugin_defs)
         out.append(ServiceNode(doc.name, doc.name, ns(doc), doc, workload,
-                               _target_container(workload, doc.annotations.get(D + "container"), doc.where(), diags),
+                               _target_container(workload, doc.annotations.get(D + "container"), doc, diags),
                                stateful=stateful, plugins=tuple(plugins), dependencies=tuple(deps),
                                no_rewrite=no_rewrite))
     return out
@@ -276,15 +276,16 @@ def _workload_nodes(documents: list[Document], nodes: list[ServiceNode], ns, dia
 
 def _node_annotations(doc: Document, stateful: bool, diags: Diagnostics, plugin_defs: dict[str, PluginDef]):
     """stateful, dependencies, plugins and no-rewrite, as annotated on a Service or a lone workload."""
-    ann, where = doc.annotations, doc.where()
+    ann = doc.annotations
     if K + "stateful" in ann:
-        value = _bool(ann[K + "stateful"], K + "stateful", where, diags)
+        value = _bool(ann[K + "stateful"], K + "stateful", doc, diags)
         stateful = stateful if value is None else value
-    dependencies = _parse_dependencies(str(ann[K + "dependencies"]), where, diags) if K + "dependencies" in ann else []
+    dependencies = _parse_dependencies(str(ann[K + "dependencies"]), doc, diags) if K + "dependencies" in ann else []
     plugins = []
     if K + "plugins" in ann:
-        plugins = _parse_plugins_ref(ann[K + "plugins"], doc, stateful, where, diags, plugin_defs)
-    no_rewrite = frozenset(x.strip() for x in str(ann.get(D + "no-rewrite", "")).split(",") if x.strip())
+        plugins = _parse_plugins_ref(ann[K + "plugins"], doc, stateful, doc.where(), diags, plugin_defs)
+    no_rewrite = (frozenset(x.strip() for x in str(ann[D + "no-rewrite"]).split(",") if x.strip())
+                  if D + "no-rewrite" in ann else frozenset())
     return stateful, dependencies, plugins, no_rewrite
 
 
@@ -326,20 +327,21 @@ def _check_annotation_keys(documents: list[Document], diags: Diagnostics) -> Non
 def _service_node(
     doc: Document, namespace: str | None, index: LabelIndex, diags: Diagnostics, plugin_defs: dict[str, PluginDef]
 ) -> ServiceNode:
-    ann, spec, where = doc.annotations, doc.obj.get("spec") or {}, doc.where()
-    ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+    ann, spec = doc.annotations, doc.obj.get("spec") or {}
+    ports = spec.get("ports")
+    first = next((p for p in ports if isinstance(p, dict)), None) if isinstance(ports, list) else None
     workload, ambiguous = _workload(doc, namespace, index, diags)
     flags = {"external": False, "shared": False}
     for key in flags:
         if K + key in ann:
-            value = _bool(ann[K + key], K + key, where, diags)
+            value = _bool(ann[K + key], K + key, doc, diags)
             if value is not None:
                 flags[key] = value
     stateful, dependencies, plugins, no_rewrite = _node_annotations(
         doc, workload is not None and workload.doc.kind == "StatefulSet", diags, plugin_defs)
     return ServiceNode(doc.name, doc.name, namespace, doc, workload,
-                       _target_container(workload, ann.get(D + "container"), where, diags),
-                       bool(ports) and str(ports[0].get("appProtocol", "")).upper() == "HTTP", stateful,
+                       _target_container(workload, ann.get(D + "container"), doc, diags),
+                       first is not None and str(first.get("appProtocol", "")).upper() == "HTTP", stateful,
                        flags["external"], flags["shared"], tuple(plugins), tuple(dependencies), no_rewrite, ambiguous)
 
 
@@ -347,7 +349,7 @@ def _workload(doc: Document, namespace: str | None, index: LabelIndex,
               diags: Diagnostics) -> tuple[Workload | None, tuple[Workload, ...]]:
     """The one workload the Service's selector matches (`devlane.dev/workload` picks one of several), and
     all of them when it matches several: that blocks only flows that need this Service's dev version."""
-    spec, where = doc.obj.get("spec") or {}, doc.where()
+    spec = doc.obj.get("spec") or {}
     selector = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
     if not selector:
         return None, ()
@@ -356,22 +358,24 @@ def _workload(doc: Document, namespace: str | None, index: LabelIndex,
     if wanted:
         found = [w for w in found if w.doc.name == wanted]
         if not found:
-            diags.error(f"devlane.dev/workload names {wanted!r}, which this Service's selector does not match", where,
-                        code="bad-annotation")
+            diags.error(f"devlane.dev/workload names {wanted!r}, which this Service's selector does not match",
+                        doc.where(), code="bad-annotation")
     if len(found) > 1:
         return None, tuple(found)
     for w in found:
+        if not w.doc.annotations:
+            continue
         for key in sorted(k for k in w.doc.annotations if k.startswith(K) and k[len(K):] in NODE_KEYS):
             diags.warn(f"{key} on {w.doc.ref} is not read: Service {doc.name} selects it", w.doc.where(),
                        hint=f"move the annotation to Service {doc.name}", code="ignored-key")
     return (found[0] if found else None), ()
 
 
-def _target_container(workload: Workload | None, wanted: object, where: Where, diags: Diagnostics) -> str | None:
+def _target_container(workload: Workload | None, wanted: object, doc: Document, diags: Diagnostics) -> str | None:
     """`devlane.dev/container` names the target; default: the only container, else the first."""
     if workload is None:
         if wanted:
-            diags.warn("devlane.dev/container is set but no workload matches this Service", where)
+            diags.warn("devlane.dev/container is set but no workload matches this Service", doc.where())
         return None
     names = [str(c.get("name", "")) for c in workload.containers]
     if not names:
@@ -379,7 +383,7 @@ def _target_container(workload: Workload | None, wanted: object, where: Where, d
         return None
     if wanted:
         if str(wanted) not in names:
-            diags.error(f"devlane.dev/container: {wanted} is not a container of {workload.doc.ref}", where,
+            diags.error(f"devlane.dev/container: {wanted} is not a container of {workload.doc.ref}", doc.where(),
                         hint=f"containers: {', '.join(names)}", code="bad-annotation")
             return names[0]
         return str(wanted)
@@ -395,14 +399,14 @@ def parse_dependency_item(item: str) -> tuple[str, str] | None:
     return svc.strip(), port.strip()
 
 
-def _parse_dependencies(value: str, where: Where, diags: Diagnostics) -> list[tuple[str, str]]:
+def _parse_dependencies(value: str, doc: Document, diags: Diagnostics) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for item in value.split(","):
         if not item.strip():
             continue
         parsed = parse_dependency_item(item)
         if parsed is None:
-            diags.error(f"bad dependency {item.strip()!r} in {K}dependencies", where,
+            diags.error(f"bad dependency {item.strip()!r} in {K}dependencies", doc.where(),
                         hint='write "service:portName", e.g. "postgres:tcp" (the port name of the target Service)',
                         code="bad-dependency")
         elif parsed not in out:
@@ -432,7 +436,6 @@ def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str |
     for (_ns, n), k in keys.items():
         by_name[n].append(k)
     for key, node in services.items():
-        where = node.doc.where()
         resolved: list[tuple[str, str]] = []
         for dep, port in node.dependencies:
             name, _, namespace = dep.partition(".")
@@ -442,21 +445,20 @@ def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str |
                 target_key = anywhere[0] if len(anywhere) == 1 else None
             target = services.get(target_key) if target_key else None
             if target is None:
-                diags.error(f"dependency {dep}:{port} names no Service {dep!r}", where,
+                diags.error(f"dependency {dep}:{port} names no Service {dep!r}", node.doc.where(),
                             hint="fix the name in kardinal.dev.service/dependencies (another namespace: "
                             "svc.namespace:port)", code="bad-dependency")
                 continue
-            specs = [p for p in (target.doc.obj.get("spec") or {}).get("ports") or [] if isinstance(p, dict)]
-            ports = [p.get("name") for p in specs]
-            by_number = port.isdigit() and any(str(p.get("port")) == port for p in specs)  # an unnamed port
-            if port not in ports and not by_number:
-                diags.error(f"dependency {dep}:{port}: Service {target.ref} has no port named {port!r}", where,
+            if port not in target.port_names and not _unnamed_port(target, port):
+                ports = [p.get("name") for p in _ports(target)]
+                diags.error(f"dependency {dep}:{port}: Service {target.ref} has no port named {port!r}",
+                            node.doc.where(),
                             hint=f"port names of {target.ref}: {', '.join(str(p) for p in ports if p) or '(none)'} "
                             "(an unnamed port: its number)", code="bad-dependency")
             if target.external and target.key not in node.plugins:
                 diags.error(
                     f"{dep} is external, but this Service does not list a plugin for it",
-                    where,
+                    node.doc.where(),
                     hint=f"add {dep} to kardinal.dev.service/plugins and define a plugin with servicename {dep} "
                     "(an external plugin makes the dev copy safe to call it)",
                     code="external-without-plugin",
@@ -467,13 +469,23 @@ def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str |
             if p not in plugin_defs:
                 diags.error(
                     f"plugin {p!r} is not defined",
-                    where,
+                    node.doc.where(),
                     hint="add a pseudo-Service with kardinal.dev.service/plugin-definition whose "
                     f"servicename is {p}",
                     code="undefined-plugin",
                 )
-        out[key] = _with(node, dependencies=tuple(resolved))
+        deps = tuple(resolved)
+        out[key] = node if deps == node.dependencies else _with(node, dependencies=deps)
     return out
+
+
+def _ports(node: ServiceNode) -> list[dict]:
+    return [p for p in (node.doc.obj.get("spec") or {}).get("ports") or [] if isinstance(p, dict)]
+
+
+def _unnamed_port(node: ServiceNode, port: str) -> bool:
+    """Whether `port` is the number of one of the Service's ports (how a dependency names an unnamed port)."""
+    return port.isdigit() and any(str(p.get("port")) == port for p in _ports(node))
 
 
 def _check_cycles(services: dict[str, ServiceNode], diags: Diagnostics) -> None:
