@@ -269,10 +269,17 @@ _VALUES: dict[tuple[type, Any], str] = {}  # (type, scalar) -> its text as a blo
 _KEYS: dict[str, str] = {}  # key -> its text as a simple key
 _SCALARS = (str, int, float, bool, type(None))
 _MEMO_LIMIT = 200_000  # distinct scalars remembered per process
+# Strings PyYAML certainly writes plain: a letter first (no indicator, number or date), no space, a colon only
+# between other characters, and not a word YAML 1.1 reads as a boolean or null. Anything else asks PyYAML.
+_PLAIN = re.compile(r"[A-Za-z][\w./@+-]*(?::[\w./@+-]+)*\Z", re.ASCII)
+_WORDS = frozenset(f"{w}{t}" for word in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
+                   for w, t in ((word, ""), (word[0].upper(), word[1:]), (word.upper(), "")))
 
 
 def _value(value: Any) -> str:
     kind = type(value)
+    if kind is str and _PLAIN.match(value) and value not in _WORDS:
+        return value
     try:
         return _VALUES[(kind, value)]
     except KeyError:
@@ -293,6 +300,8 @@ def _value(value: Any) -> str:
 def _key(key: Any) -> str:
     if type(key) is not str:
         raise _Unusual
+    if _PLAIN.match(key) and key not in _WORDS and len(key) <= 128:
+        return key
     try:
         return _KEYS[key]
     except KeyError:

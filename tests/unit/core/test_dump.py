@@ -26,7 +26,8 @@ TRICKY = ["", " ", "a b", " lead", "trail ", "x: y", "x:y", "#c", "a #c", "a# c"
           "2024-01-02", "2024-01-02T03:04:05Z", "<<", "=", "'q'", '"d"', "it's", "{a}", "[b]", "a,b", "*x", "&y",
           "!t", "|", ">", "%p", "@at", "`bt", "---", "...", "--- x", "é", "日本", "\t", "a\tb", "\x00", "\x7f",
           "\u2028x", "line\nbreak", "line\n", "trailing \nspace", "\r", "ok", "postgres://u:p@db:5432/x", "${VAR}",
-          "a" * 200]
+          "a" * 200, "y", "n", "Yes", "ON", "a:b", "a:", "a::b", "a:b:c", "http://x", "a=b", "a@b", "a+b", "A_1.2-3",
+          "k" * 129, "ß", "a.b/c"]
 scalars = st.one_of(st.sampled_from(TRICKY), st.text(max_size=12), st.integers(), st.booleans(), st.none(),
                     st.floats(allow_nan=False))
 keys = st.one_of(st.sampled_from(TRICKY), st.text(max_size=10))
