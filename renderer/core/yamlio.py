@@ -238,7 +238,7 @@ def dump(obj: Any) -> str:
     """Dump one object as canonical YAML text."""
     if isinstance(obj, dict):
         obj = canonical(obj)
-    if type(obj) is dict and obj:
+    if type(obj) is dict:
         out: list[str] = []
         try:
             _block_mapping(obj, "", out)
@@ -265,7 +265,8 @@ class _Unusual(Exception):
     """A part of the object the direct layout does not write: PyYAML dumps the whole object instead."""
 
 
-_VALUES: dict[tuple[type, Any], str] = {}  # (type, scalar) -> its text as a block mapping value
+_STRS: dict[str, str] = {}  # string -> its text as a block mapping value or sequence item
+_VALUES: dict[tuple[type, Any], str] = {}  # (type, other scalar or a float's repr) -> its text
 _KEYS: dict[str, str] = {}  # key -> its text as a simple key
 _SCALARS = (str, int, float, bool, type(None))
 _MEMO_LIMIT = 200_000  # distinct scalars remembered per process
@@ -274,90 +275,97 @@ _MEMO_LIMIT = 200_000  # distinct scalars remembered per process
 _PLAIN = re.compile(r"[A-Za-z][\w./@+-]*(?::[\w./@+-]+)*\Z", re.ASCII)
 _WORDS = frozenset(f"{w}{t}" for word in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
                    for w, t in ((word, ""), (word[0].upper(), word[1:]), (word.upper(), "")))
+_BREAKS = re.compile("[\n\r\x85\u2028\u2029]")
+
+
+def _remember(memo: dict, key: Any, text: str) -> str:
+    if len(memo) < _MEMO_LIMIT:
+        memo[key] = text
+    return text
 
 
 def _value(value: Any) -> str:
+    """A scalar's text as a mapping value or sequence item (the callers look in `_STRS` first)."""
     kind = type(value)
-    if kind is str and _PLAIN.match(value) and value not in _WORDS:
-        return value
-    try:
-        return _VALUES[(kind, value)]
-    except KeyError:
-        pass
-    except TypeError:
-        raise _Unusual from None
-    if kind not in _SCALARS or (kind is str and ("\n" in value or "\r" in value or "\x85" in value
-                                                  or "\u2028" in value or "\u2029" in value)):
+    if kind is str:
+        if _PLAIN.match(value) and value not in _WORDS:
+            return _remember(_STRS, value, value)
+        if _BREAKS.search(value):
+            raise _Unusual  # a literal block, indented where it stands
+        return _remember(_STRS, value, _pyyaml_value(value))
+    if kind not in _SCALARS:
         raise _Unusual
+    key = (kind, repr(value) if kind is float else value)  # -0.0 == 0.0, and each is written as it is
+    try:
+        return _VALUES[key]
+    except KeyError:
+        return _remember(_VALUES, key, _pyyaml_value(value))
+
+
+def _pyyaml_value(value: Any) -> str:
     text = _pyyaml_dump({"k": value})
     if not text.startswith("k: ") or text.count("\n") != 1:
         raise _Unusual
-    if len(_VALUES) < _MEMO_LIMIT:
-        _VALUES[(kind, value)] = text[3:-1]
     return text[3:-1]
 
 
 def _key(key: Any) -> str:
+    """A key's text (the callers look in `_KEYS` first)."""
     if type(key) is not str:
         raise _Unusual
     if _PLAIN.match(key) and key not in _WORDS and len(key) <= 128:
-        return key
-    try:
-        return _KEYS[key]
-    except KeyError:
-        pass
+        return _remember(_KEYS, key, key)
     text = _pyyaml_dump({key: 0})
     if not text.endswith(": 0\n") or text.count("\n") != 1 or text.startswith("? "):
         raise _Unusual
-    if len(_KEYS) < _MEMO_LIMIT:
-        _KEYS[key] = text[:-4]
-    return text[:-4]
+    return _remember(_KEYS, key, text[:-4])
 
 
 def _block_mapping(mapping: dict, indent: str, out: list[str], first: str | None = None) -> None:
     """`key: value` lines at `indent`; `first` replaces the indentation of the first line (a sequence item's
     `- `)."""
+    if not mapping:
+        raise _Unusual  # `{}` as a sequence item or a document
     lead = indent if first is None else first
+    keys, strs = _KEYS, _STRS
     for key, value in mapping.items():
-        out.append(lead)
-        lead = indent
-        out.append(_key(key))
+        try:
+            name = keys[key]
+        except (KeyError, TypeError):
+            name = _key(key)
         kind = type(value)
-        if kind is dict:
+        if kind is str:
+            text = strs.get(value)
+            out.append(f"{lead}{name}: {_value(value) if text is None else text}\n")
+        elif kind is dict:
             if value:
-                out.append(":\n")
+                out.append(f"{lead}{name}:\n")
                 _block_mapping(value, indent + "  ", out)
             else:
-                out.append(": {}\n")
+                out.append(f"{lead}{name}: {{}}\n")
         elif kind is list:
             if value:
-                out.append(":\n")
+                out.append(f"{lead}{name}:\n")
                 _block_sequence(value, indent, out)  # PyYAML writes a mapping's sequences indentless
             else:
-                out.append(": []\n")
+                out.append(f"{lead}{name}: []\n")
         else:
-            out.append(": ")
-            out.append(_value(value))
-            out.append("\n")
-    if lead is not indent:  # an empty mapping as a sequence item
-        raise _Unusual
+            out.append(f"{lead}{name}: {_value(value)}\n")
+        lead = indent
 
 
 def _block_sequence(items: list, indent: str, out: list[str], first: str | None = None) -> None:
     lead = indent if first is None else first
+    strs = _STRS
     for item in items:
         kind = type(item)
         if kind is dict:
-            if not item:
-                raise _Unusual
             _block_mapping(item, indent + "  ", out, lead + "- ")
         elif kind is list:
             if not item:
                 raise _Unusual
             _block_sequence(item, indent + "  ", out, lead + "- ")
         else:
-            out.append(lead)
-            out.append("- ")
-            out.append(_value(item))
-            out.append("\n")
+            text = strs.get(item) if kind is str else None
+            out.append(f"{lead}- {_value(item) if text is None else text}\n")
         lead = indent

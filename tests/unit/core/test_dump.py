@@ -29,7 +29,7 @@ TRICKY = ["", " ", "a b", " lead", "trail ", "x: y", "x:y", "#c", "a #c", "a# c"
           "a" * 200, "y", "n", "Yes", "ON", "a:b", "a:", "a::b", "a:b:c", "http://x", "a=b", "a@b", "a+b", "A_1.2-3",
           "k" * 129, "ß", "a.b/c"]
 scalars = st.one_of(st.sampled_from(TRICKY), st.text(max_size=12), st.integers(), st.booleans(), st.none(),
-                    st.floats(allow_nan=False))
+                    st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1, 1.0, True, 0, False]))
 keys = st.one_of(st.sampled_from(TRICKY), st.text(max_size=10))
 objects = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                         st.dictionaries(keys, inner, max_size=4)), max_leaves=25)
