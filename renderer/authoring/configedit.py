@@ -171,19 +171,23 @@ def plan_config(repo: Path, services: Mapping[str, Mapping[str, Any]],
     `.devlane.yaml`, created when absent (nothing is written; see `yamledit.apply`)."""
     planner = _Planner(services, plugins)
     path = Path(repo) / CONFIG_FILE
+    invalid = None  # what is wrong with the file as it is (`services:` left empty, say): the result must fix it
     try:
         text = _read(path) if path.is_file() else None
         docs = [d for d in _parse(text, CONFIG_FILE) if d is not None] if text is not None else []
         nodes = [n for n in _compose(text) if n is not None and not _is_empty(n)] if text is not None else []
         if len(docs) > 1 or len(nodes) != len(docs) or (docs and not isinstance(docs[0], dict)):
             raise ValueError("it must hold one mapping")
-        if text is not None:
-            parse_config(text.encode("utf-8"))
     except (OSError, ValueError, DevlaneError) as exc:
         reason = exc.problems[0].message if isinstance(exc, DevlaneError) else str(exc)
         return planner.refuse(f"{CONFIG_FILE} cannot be edited: {reason}; fix it first")
     except Exception as exc:  # ruamel.yaml's own errors: it refuses what PyYAML reads
         return planner.refuse(f"ruamel.yaml cannot read {CONFIG_FILE}: {str(exc).splitlines()[0]}")
+    if docs:
+        try:
+            parse_config(text.encode("utf-8") if text else None)
+        except DevlaneError as exc:
+            invalid = exc.problems[0].message
     old = docs[0] if docs else {}
     before = text or ""
     new_services = planner.new_services(old)
@@ -211,7 +215,8 @@ def plan_config(repo: Path, services: Mapping[str, Mapping[str, Any]],
         try:
             parse_config(after.encode("utf-8"))
         except DevlaneError as exc:
-            problem = f"the result would not be a valid {CONFIG_FILE}: {exc.problems[0].message}"
+            problem = (f"{CONFIG_FILE} cannot be edited: {invalid}; fix it first" if invalid else
+                       f"the result would not be a valid {CONFIG_FILE}: {exc.problems[0].message}")
     if problem:
         return planner.refuse(problem)
     return EditPlan({CONFIG_FILE: (before, after)}, tuple(planner.disagreements))
@@ -250,7 +255,7 @@ def _splice(where: _Text, splices: _Splices, root: Any, services: dict[str, dict
         elif not real or plugins is None:
             at_end += _plugins_block(definitions, col, style)
             top.append(("plugins", {"definitions": definitions}))
-        elif plugins[1].flow_style:
+        elif _is_map(plugins[1]) and plugins[1].flow_style:
             if comments:
                 return "comments cannot go into the flow mapping of plugins"
             _add_entries(where, splices, style, plugins[0], plugins[1], [("definitions", definitions)])

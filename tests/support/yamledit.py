@@ -25,11 +25,15 @@ def only_insertions(before: str, after: str) -> list[str]:
         if op == "equal":
             continue
         assert op in ("insert", "replace"), f"lines {i1 + 1}-{i2} of the old text were deleted"
-        assert i2 - i1 <= 1, f"lines {i1 + 1}-{i2} of the old text changed: {old[i1:i2]!r} -> {new[j1:j2]!r}"
-        gone, came = "".join(old[i1:i2]), "".join(new[j1:j2])
-        prefix = len(_common_prefix(gone, came))
-        assert len(came) >= len(gone) and came.endswith(gone[prefix:]), (
-            f"line {i1 + 1} changed beyond an insertion: {gone!r} -> {came!r}")
+        if op == "replace" and i2 - i1 == j2 - j1:  # lines that each grew
+            pairs = list(zip(old[i1:i2], new[j1:j2], strict=True))
+        else:
+            assert i2 - i1 <= 1, f"lines {i1 + 1}-{i2} of the old text changed: {old[i1:i2]!r} -> {new[j1:j2]!r}"
+            pairs = [("".join(old[i1:i2]), "".join(new[j1:j2]))]
+        for gone, came in pairs:
+            prefix = len(_common_prefix(gone, came))
+            assert len(came) >= len(gone) and came.endswith(gone[prefix:]), (
+                f"line {i1 + 1} changed beyond an insertion: {gone!r} -> {came!r}")
         added += new[j1:j2]
     return added
 

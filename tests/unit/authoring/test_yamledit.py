@@ -418,7 +418,11 @@ def documents(draw):
     return text, target, names[target]
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+# Each example composes a file twice with ruamel.yaml (pure Python): 20 examples keep the fast suite light; the
+# thorough profile (DEVLANE_HYPOTHESIS=thorough) runs its own count.
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None,
+          max_examples=min(settings.default.max_examples, 20) if settings.default.max_examples <= 50
+          else settings.default.max_examples)
 @given(documents(), _value, st.sampled_from([DEPS, "x/y", "a"]))
 def test_generated_documents_round_trip(tmp_path, generated, value, key):
     text, index, name = generated
