@@ -22,26 +22,26 @@ from ..errors import DevlaneError
 from ..render.config import CONFIG_FILE, parse_config
 from .yamledit import (
     AnnotationEdit,
+    Commented,
     Disagreement,
     EditPlan,
-    _add_entries,
-    _append_items,
-    _block_insert,
-    _Commented,
-    _compose,
-    _entry,
-    _flow,
-    _get,
-    _is_empty,
-    _is_map,
-    _item,
-    _parse,
-    _read,
-    _reads_as,
-    _Splices,
-    _Style,
-    _style,
-    _Text,
+    Splices,
+    Style,
+    Text,
+    add_entries,
+    append_items,
+    block_insert,
+    compose,
+    entry_lines,
+    flow_text,
+    get_entry,
+    is_empty,
+    is_map,
+    item_lines,
+    parse_text,
+    read_text,
+    reads_as,
+    style_of,
 )
 
 API_VERSION = "devlane.dev/v1alpha1"
@@ -52,14 +52,14 @@ COMMENTED = "#commented"  # an entry that is only comment lines
 def _service_edit(key: str, field: str, value: Any) -> AnnotationEdit:
     """How a `services:` field is named in a `Disagreement` or `skipped`: kind Service, key services.KEY.FIELD."""
     ns, _, name = key.rpartition("/")
-    return AnnotationEdit(CONFIG_FILE, 0, "Service", name, ns or None, f"services.{key}.{field}", _flow(value))
+    return AnnotationEdit(CONFIG_FILE, 0, "Service", name, ns or None, f"services.{key}.{field}", flow_text(value))
 
 
 def _plugin_edit(definition: Mapping[str, Any]) -> AnnotationEdit:
     """How a definition is named in a `Disagreement` or `skipped`: kind PluginDefinition, key plugins.definitions."""
     clean = {k: v for k, v in definition.items() if k != COMMENT}
     name = _servicename(clean) or str(clean.get("name", ""))
-    return AnnotationEdit(CONFIG_FILE, 0, "PluginDefinition", name, None, "plugins.definitions", _flow(clean))
+    return AnnotationEdit(CONFIG_FILE, 0, "PluginDefinition", name, None, "plugins.definitions", flow_text(clean))
 
 
 def _servicename(definition: Any) -> str | None:
@@ -78,16 +78,16 @@ def _has_comment_block(text: str, lines: list[str]) -> bool:
 
 def _real(definitions: list[Any]) -> list[dict]:
     """The definitions that are objects (not only comment lines)."""
-    return [d.item if isinstance(d, _Commented) else d for d in definitions
-            if not isinstance(d, _Commented) or d.item is not None]
+    return [d.item if isinstance(d, Commented) else d for d in definitions
+            if not isinstance(d, Commented) or d.item is not None]
 
 
-def _items(definitions: list[Any], col: int, style: _Style) -> list[str]:
+def _items(definitions: list[Any], col: int, style: Style) -> list[str]:
     return [line for d in definitions
-            for line in (d.lines(col, style) if isinstance(d, _Commented) else _item(d, col, style))]
+            for line in (d.lines(col, style) if isinstance(d, Commented) else item_lines(d, col, style))]
 
 
-def _plugins_block(definitions: list[Any], col: int, style: _Style) -> list[str]:
+def _plugins_block(definitions: list[Any], col: int, style: Style) -> list[str]:
     """`plugins:` and its `definitions:` at column `col`; comment-only entries alone are just comment lines
     at `col` (an empty `definitions:` would not pass the schema)."""
     if not _real(definitions):
@@ -121,11 +121,11 @@ class _Planner:
                 if field not in have:
                     out.setdefault(key, {})[field] = value
                 elif have[field] != value:
-                    self.disagreements.append(Disagreement(_service_edit(key, field, value), _flow(have[field])))
+                    self.disagreements.append(Disagreement(_service_edit(key, field, value), flow_text(have[field])))
         return out
 
     def new_definitions(self, old: dict, text: str) -> list[Any]:
-        """The definitions to add (dicts, or `_Commented` ones); an existing definition of the same servicename
+        """The definitions to add (dicts, or `Commented` ones); an existing definition of the same servicename
         that differs becomes a disagreement."""
         plugins = old.get("plugins") if isinstance(old.get("plugins"), dict) else {}
         have = plugins.get("definitions") if isinstance(plugins.get("definitions"), list) else []
@@ -133,16 +133,16 @@ class _Planner:
         out: list[Any] = []
         for definition in self.plugins:
             if COMMENTED in definition:
-                entry = _Commented(str(definition[COMMENTED]))
-                if not _has_comment_block(text, entry.lines(0, _Style())):
+                entry = Commented(str(definition[COMMENTED]))
+                if not _has_comment_block(text, entry.lines(0, Style())):
                     out.append(entry)
                 continue
             clean = {k: v for k, v in definition.items() if k != COMMENT}
             there = by_name.get(_servicename(clean))
             if there is not None and there != clean:
-                self.disagreements.append(Disagreement(_plugin_edit(definition), _flow(there)))
+                self.disagreements.append(Disagreement(_plugin_edit(definition), flow_text(there)))
             elif there is None and clean not in have:
-                out.append(_Commented(str(definition[COMMENT]), clean) if definition.get(COMMENT) else clean)
+                out.append(Commented(str(definition[COMMENT]), clean) if definition.get(COMMENT) else clean)
         return out
 
 
@@ -173,9 +173,9 @@ def plan_config(repo: Path, services: Mapping[str, Mapping[str, Any]],
     path = Path(repo) / CONFIG_FILE
     invalid = None  # what is wrong with the file as it is (`services:` left empty, say): the result must fix it
     try:
-        text = _read(path) if path.is_file() else None
-        docs = [d for d in _parse(text, CONFIG_FILE) if d is not None] if text is not None else []
-        nodes = [n for n in _compose(text) if n is not None and not _is_empty(n)] if text is not None else []
+        text = read_text(path) if path.is_file() else None
+        docs = [d for d in parse_text(text, CONFIG_FILE) if d is not None] if text is not None else []
+        nodes = [n for n in compose(text) if n is not None and not is_empty(n)] if text is not None else []
         if len(docs) > 1 or len(nodes) != len(docs) or (docs and not isinstance(docs[0], dict)):
             raise ValueError("it must hold one mapping")
     except (OSError, ValueError, DevlaneError) as exc:
@@ -195,22 +195,22 @@ def plan_config(repo: Path, services: Mapping[str, Mapping[str, Any]],
     if not new_services and not new_defs:
         return EditPlan({}, tuple(planner.disagreements))
     expected = _expected(old, new_services, new_defs)
-    where = _Text(before)
+    where = Text(before)
     if not nodes:
         brk = where.newline()
         lines = [f"apiVersion: {API_VERSION}", "kind: Config"]
         if new_services:
-            lines += _entry("services", new_services, 0, _Style())
-        lines += _plugins_block(new_defs, 0, _Style())
+            lines += entry_lines("services", new_services, 0, Style())
+        lines += _plugins_block(new_defs, 0, Style())
         expected = {"apiVersion": API_VERSION, "kind": "Config", **expected}
         after = before + ("" if not before or before.endswith(("\n", "\r")) else brk) + brk.join(lines) + brk
     else:
-        splices = _Splices()
+        splices = Splices()
         reason = _splice(where, splices, nodes[0], new_services, new_defs)
         if reason:
             return planner.refuse(f"{CONFIG_FILE}: {reason}; add the entries by hand")
         after = splices.apply(before)
-    problem = _reads_as(after, CONFIG_FILE, [expected])
+    problem = reads_as(after, CONFIG_FILE, [expected])
     if problem is None:
         try:
             parse_config(after.encode("utf-8"))
@@ -222,20 +222,20 @@ def plan_config(repo: Path, services: Mapping[str, Mapping[str, Any]],
     return EditPlan({CONFIG_FILE: (before, after)}, tuple(planner.disagreements))
 
 
-def _splice(where: _Text, splices: _Splices, root: Any, services: dict[str, dict[str, Any]],
+def _splice(where: Text, splices: Splices, root: Any, services: dict[str, dict[str, Any]],
             definitions: list[Any]) -> str | None:
     """Plan the new services and definitions into the config document `root`; a reason when that cannot be."""
-    if not _is_map(root):
+    if not is_map(root):
         return "it is not a mapping"
-    style = _style(where, root)
+    style = style_of(where, root)
     flow = bool(root.flow_style)
     col = 0 if flow or not root.value else root.value[0][0].start_mark.column
     at_end: list[str] = []  # new lines after the last top-level entry
     top: list[tuple[str, Any]] = []  # new top-level entries of a flow mapping
     if services:
-        found = _get(root, "services")
+        found = get_entry(root, "services")
         if found is None:
-            at_end += _entry("services", services, col, style)
+            at_end += entry_lines("services", services, col, style)
             top.append(("services", services))
         else:
             reason = _services(where, splices, style, found, services)
@@ -243,56 +243,56 @@ def _splice(where: _Text, splices: _Splices, root: Any, services: dict[str, dict
                 return reason
     if definitions:
         real = bool(_real(definitions))
-        comments = any(isinstance(d, _Commented) for d in definitions)
-        plugins = _get(root, "plugins")
-        defs = _get(plugins[1], "definitions") if plugins and _is_map(plugins[1]) else None
-        if plugins is not None and not _is_map(plugins[1]) and not _is_empty(plugins[1]):
+        comments = any(isinstance(d, Commented) for d in definitions)
+        plugins = get_entry(root, "plugins")
+        defs = get_entry(plugins[1], "definitions") if plugins and is_map(plugins[1]) else None
+        if plugins is not None and not is_map(plugins[1]) and not is_empty(plugins[1]):
             return "plugins is not a mapping"
         if defs is not None:
-            reason = _append_items(where, splices, style, defs[0], defs[1], definitions)
+            reason = append_items(where, splices, style, defs[0], defs[1], definitions)
             if reason:
                 return f"plugins.definitions: {reason}"
         elif not real or plugins is None:
             at_end += _plugins_block(definitions, col, style)
             top.append(("plugins", {"definitions": definitions}))
-        elif _is_map(plugins[1]) and plugins[1].flow_style:
+        elif is_map(plugins[1]) and plugins[1].flow_style:
             if comments:
                 return "comments cannot go into the flow mapping of plugins"
-            _add_entries(where, splices, style, plugins[0], plugins[1], [("definitions", definitions)])
+            add_entries(where, splices, style, plugins[0], plugins[1], [("definitions", definitions)])
         else:
-            inner = plugins[0].start_mark.column + style.step if _is_empty(plugins[1]) else \
+            inner = plugins[0].start_mark.column + style.step if is_empty(plugins[1]) else \
                 plugins[1].value[0][0].start_mark.column
-            end = plugins[0].end_mark.index if _is_empty(plugins[1]) else where.end(plugins[1],
+            end = plugins[0].end_mark.index if is_empty(plugins[1]) else where.end(plugins[1],
                                                                                     plugins[0].end_mark.index)
-            _block_insert(where, splices, end or plugins[0].end_mark.index,
+            block_insert(where, splices, end or plugins[0].end_mark.index,
                           [" " * inner + "definitions:", *_items(definitions, inner + style.seq, style)])
     if flow and top:
-        if any(isinstance(d, _Commented) for d in definitions):
+        if any(isinstance(d, Commented) for d in definitions):
             return "comments cannot go into a flow mapping"
-        return _add_entries(where, splices, style, None, root, top)
+        return add_entries(where, splices, style, None, root, top)
     if at_end:
         end = where.end(root, 0)
         if end is None:
             return "the end of its mapping could not be located"
-        _block_insert(where, splices, end, at_end)
+        block_insert(where, splices, end, at_end)
     return None
 
 
-def _services(where: _Text, splices: _Splices, style: _Style, found: tuple[Any, Any],
+def _services(where: Text, splices: Splices, style: Style, found: tuple[Any, Any],
               services: dict[str, dict[str, Any]]) -> str | None:
     """Plan new fields of existing services, and new services, into the `services:` entry `found`."""
     key, node = found
-    if _is_empty(node):
-        return _add_entries(where, splices, style, key, node, list(services.items()))
-    if not _is_map(node):
+    if is_empty(node):
+        return add_entries(where, splices, style, key, node, list(services.items()))
+    if not is_map(node):
         return "services is not a mapping"
     fresh = []
     for name, fields in services.items():
-        entry = _get(node, name)
+        entry = get_entry(node, name)
         if entry is None:
             fresh.append((name, fields))
             continue
-        reason = _add_entries(where, splices, style, entry[0], entry[1], list(fields.items()))
+        reason = add_entries(where, splices, style, entry[0], entry[1], list(fields.items()))
         if reason:
             return f"services.{name}: {reason}"
-    return _add_entries(where, splices, style, key, node, fresh) if fresh else None
+    return add_entries(where, splices, style, key, node, fresh) if fresh else None

@@ -12,7 +12,9 @@ old documents plus exactly the additions; an edit that would give anything else 
 with the reason. Existing values are never overwritten: a key already set to something else is a
 `Disagreement`, and the same value is nothing to do, so a plan of an applied plan is empty.
 
-ruamel.yaml is imported only when a plan is made, never on the render path.
+The splicing helpers (`Text`, `Splices`, `Style`, `add_entries`, `append_items`...) are public for
+`configedit`, which plans `.devlane.yaml` the same way. ruamel.yaml is imported only when a plan is made,
+never on the render path.
 """
 
 from __future__ import annotations
@@ -104,42 +106,42 @@ def _literal(value: Any, pad: str) -> list[str] | None:
     return [f"|{chomp}"] + [f"{pad}{line}" if line else "" for line in lines] + [""] * (trailing - 1)
 
 
-def _flow(value: Any) -> str:
+def flow_text(value: Any) -> str:
     """`value` as flow YAML on one line."""
     if isinstance(value, Mapping) and value:
-        return "{" + ", ".join(f"{_scalar(k, True)}: {_flow(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_scalar(k, True)}: {flow_text(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list) and value:
-        return "[" + ", ".join(_flow(v) for v in value) + "]"
+        return "[" + ", ".join(flow_text(v) for v in value) + "]"
     return _scalar(value, flow=True)
 
 
 @dataclass(frozen=True)
-class _Style:
+class Style:
     step: int = 2  # indentation of a nested mapping
     seq: int = 2  # indentation of a block sequence's `-` under its key (0: indentless)
 
 
-def _entry(key: Any, value: Any, col: int, style: _Style) -> list[str]:
+def entry_lines(key: Any, value: Any, col: int, style: Style) -> list[str]:
     """The lines of `key: value` in block style at column `col`."""
     head = " " * col + _scalar(key) + ":"
     if isinstance(value, Mapping) and value:
-        return [head] + [line for k, v in value.items() for line in _entry(k, v, col + style.step, style)]
+        return [head] + [line for k, v in value.items() for line in entry_lines(k, v, col + style.step, style)]
     if isinstance(value, list) and value:
-        return [head] + [line for item in value for line in _item(item, col + style.seq, style)]
+        return [head] + [line for item in value for line in item_lines(item, col + style.seq, style)]
     literal = _literal(value, " " * (col + style.step))
     if literal:
         return [f"{head} {literal[0]}", *literal[1:]]
     return [f"{head} {_scalar(value)}"]
 
 
-def _item(value: Any, col: int, style: _Style) -> list[str]:
+def item_lines(value: Any, col: int, style: Style) -> list[str]:
     """The lines of one block sequence item at column `col`."""
     pad = " " * col
     if isinstance(value, Mapping) and value:
-        lines = [line for k, v in value.items() for line in _entry(k, v, col + 2, style)]
+        lines = [line for k, v in value.items() for line in entry_lines(k, v, col + 2, style)]
         return [pad + "- " + lines[0][col + 2:], *lines[1:]]
     if isinstance(value, list) and value:
-        lines = [line for v in value for line in _item(v, col + 2, style)]
+        lines = [line for v in value for line in item_lines(v, col + 2, style)]
         return [pad + "- " + lines[0][col + 2:], *lines[1:]]
     literal = _literal(value, " " * (col + 2))
     if literal:
@@ -155,7 +157,7 @@ def _comment_lines(text: str, col: int) -> list[str]:
 # Locating: ruamel.yaml's nodes and their places in the text
 
 
-def _compose(text: str) -> list[Any]:
+def compose(text: str) -> list[Any]:
     """Every document's root node (None for an empty document), in order."""
     from ruamel.yaml import YAML  # only here: never on the render path
 
@@ -168,7 +170,7 @@ def _kinds() -> tuple[type, type, type]:
     return MappingNode, SequenceNode, ScalarNode
 
 
-def _is_map(node: Any) -> bool:
+def is_map(node: Any) -> bool:
     return isinstance(node, _kinds()[0])
 
 
@@ -176,13 +178,13 @@ def _is_seq(node: Any) -> bool:
     return isinstance(node, _kinds()[1])
 
 
-def _is_empty(node: Any) -> bool:
+def is_empty(node: Any) -> bool:
     """An implicit null (`key:` and nothing): its marks are those of the next token."""
     return (isinstance(node, _kinds()[2]) and node.value == "" and node.style is None
             and node.start_mark.index == node.end_mark.index)
 
 
-def _get(mapping: Any, key: str) -> tuple[Any, Any] | None:
+def get_entry(mapping: Any, key: str) -> tuple[Any, Any] | None:
     """The (key node, value node) of `key` written in `mapping` itself (not merged in)."""
     for k, v in mapping.value:
         if isinstance(k, _kinds()[2]) and k.value == key and k.tag != "tag:yaml.org,2002:merge":
@@ -190,7 +192,7 @@ def _get(mapping: Any, key: str) -> tuple[Any, Any] | None:
     return None
 
 
-class _Text:
+class Text:
     """One file's text and where things go in it."""
 
     def __init__(self, text: str):
@@ -202,12 +204,12 @@ class _Text:
         if node.start_mark.index < after and getattr(node, "anchor", None):
             match = re.compile(r"\*" + re.escape(node.anchor) + r"(?![^\s,\[\]{}])").search(self.text, after)
             return match.end() if match else None
-        if _is_empty(node):
+        if is_empty(node):
             return None
-        if (_is_map(node) or _is_seq(node)) and not node.flow_style:
+        if (is_map(node) or _is_seq(node)) and not node.flow_style:
             last = None
             for entry in node.value:
-                for part in (entry if _is_map(node) else (entry,)):
+                for part in (entry if is_map(node) else (entry,)):
                     here = self.end(part, last or node.start_mark.index)
                     last = max(last or 0, here) if here is not None else last
             return last
@@ -233,7 +235,7 @@ class _Text:
 
 
 @dataclass
-class _Splices:
+class Splices:
     """Insertions into one text, made all at once (positions are in the original text)."""
 
     items: list[tuple[int, str]] = field(default_factory=list)
@@ -251,14 +253,14 @@ class _Splices:
         return text
 
 
-def _block_insert(where: _Text, splices: _Splices, end: int, lines: list[str]) -> None:
+def block_insert(where: Text, splices: Splices, end: int, lines: list[str]) -> None:
     """New whole lines after the line where `end` falls."""
     pos, brk, missing = where.line_after(end)
     body = brk.join(lines)
     splices.add(pos, (brk + body) if missing else body + brk)
 
 
-def _style(where: _Text, root: Any) -> _Style:
+def style_of(where: Text, root: Any) -> Style:
     """The indentation `root`'s document already uses: the first nested block mapping's step, and whether
     block sequences sit under their key or indented."""
     step = seq = None
@@ -266,39 +268,39 @@ def _style(where: _Text, root: Any) -> _Style:
     seen: set[int] = set()
     while stack and (step is None or seq is None):
         node = stack.pop()
-        if id(node) in seen or not _is_map(node) or node.flow_style:
+        if id(node) in seen or not is_map(node) or node.flow_style:
             continue
         seen.add(id(node))
         for k, v in node.value:
-            if _is_map(v) and not v.flow_style and v.value and step is None:
+            if is_map(v) and not v.flow_style and v.value and step is None:
                 step = v.value[0][0].start_mark.column - k.start_mark.column
             if _is_seq(v) and not v.flow_style and v.value and seq is None:
                 seq = v.start_mark.column - k.start_mark.column
-            if _is_map(v):
+            if is_map(v):
                 stack.append(v)
             elif _is_seq(v):
-                stack.extend(item for item in v.value if _is_map(item))
+                stack.extend(item for item in v.value if is_map(item))
     step = step if step and step > 0 else 2
-    return _Style(step, seq if seq is not None and seq >= 0 else step)
+    return Style(step, seq if seq is not None and seq >= 0 else step)
 
 
-def _meta_style(where: _Text, root: Any, meta_key: Any, meta: Any) -> _Style:
+def _meta_style(where: Text, root: Any, meta_key: Any, meta: Any) -> Style:
     """The document's style, with the step of its metadata: of a nested block mapping (labels), or its own."""
-    style = _style(where, root)
-    nested = [(k, v) for k, v in meta.value if _is_map(v) and not v.flow_style and v.value]
+    style = style_of(where, root)
+    nested = [(k, v) for k, v in meta.value if is_map(v) and not v.flow_style and v.value]
     if nested:
         step = nested[0][1].value[0][0].start_mark.column - nested[0][0].start_mark.column
     else:
         step = meta.value[0][0].start_mark.column - meta_key.start_mark.column if meta.value else 0
-    return _Style(step, style.seq) if step > 0 and not meta.flow_style else style
+    return Style(step, style.seq) if step > 0 and not meta.flow_style else style
 
 
-def _add_entries(where: _Text, splices: _Splices, style: _Style, key: Any, node: Any,
+def add_entries(where: Text, splices: Splices, style: Style, key: Any, node: Any,
                  entries: list[tuple[Any, Any]]) -> str | None:
     """Plan `entries` (key, value) into the mapping `node` (the value of the key node `key`): after its last
     entry, in its style. A reason when that cannot be done."""
-    if _is_map(node) and node.flow_style:
-        pairs = ", ".join(f"{_scalar(k, True)}: {_flow(v)}" for k, v in entries)
+    if is_map(node) and node.flow_style:
+        pairs = ", ".join(f"{_scalar(k, True)}: {flow_text(v)}" for k, v in entries)
         if not node.value:
             splices.add(where.text.index("{", node.start_mark.index) + 1, pairs)
         else:
@@ -308,30 +310,30 @@ def _add_entries(where: _Text, splices: _Splices, style: _Style, key: Any, node:
                 return "the flow mapping's last entry could not be located"
             splices.add(end, ", " + pairs)
         return None
-    if _is_map(node) and node.value:
+    if is_map(node) and node.value:
         col = node.value[0][0].start_mark.column
         end = where.end(node, node.start_mark.index if key is None else key.end_mark.index)
         if end is None:
             return "the mapping's end could not be located"
-        _block_insert(where, splices, end, [line for k, v in entries for line in _entry(k, v, col, style)])
+        block_insert(where, splices, end, [line for k, v in entries for line in entry_lines(k, v, col, style)])
         return None
-    if _is_empty(node):
+    if is_empty(node):
         col = key.start_mark.column + style.step
-        _block_insert(where, splices, key.end_mark.index, [line for k, v in entries for line in _entry(k, v, col,
+        block_insert(where, splices, key.end_mark.index, [line for k, v in entries for line in entry_lines(k, v, col,
                                                                                                        style)])
         return None
     return "it is not a mapping"
 
 
-def _append_items(where: _Text, splices: _Splices, style: _Style, key: Any, node: Any,
+def append_items(where: Text, splices: Splices, style: Style, key: Any, node: Any,
                   items: list[list[str] | Any]) -> str | None:
     """Plan `items` onto the end of the sequence `node` (the value of `key`). An item is a value, or a list of
-    `_Commented` (comment lines, and maybe an item under them)."""
+    `Commented` (comment lines, and maybe an item under them)."""
     if _is_seq(node) and node.flow_style:
-        values = [i for i in items if not isinstance(i, _Commented)]
+        values = [i for i in items if not isinstance(i, Commented)]
         if len(values) != len(items):
             return "comments cannot go into a flow sequence"
-        text = ", ".join(_flow(v) for v in values)
+        text = ", ".join(flow_text(v) for v in values)
         if not node.value:
             splices.add(where.text.index("[", node.start_mark.index) + 1, text)
         else:
@@ -342,7 +344,7 @@ def _append_items(where: _Text, splices: _Splices, style: _Style, key: Any, node
         return None
     if _is_seq(node) and node.value:
         col, end = node.start_mark.column, where.end(node, key.end_mark.index)
-    elif _is_empty(node):
+    elif is_empty(node):
         col, end = key.start_mark.column + style.seq, key.end_mark.index
     else:
         return "it is not a sequence"
@@ -350,21 +352,21 @@ def _append_items(where: _Text, splices: _Splices, style: _Style, key: Any, node
         return "the sequence's end could not be located"
     lines: list[str] = []
     for item in items:
-        lines += item.lines(col, style) if isinstance(item, _Commented) else _item(item, col, style)
-    _block_insert(where, splices, end, lines)
+        lines += item.lines(col, style) if isinstance(item, Commented) else item_lines(item, col, style)
+    block_insert(where, splices, end, lines)
     return None
 
 
 @dataclass(frozen=True)
-class _Commented:
+class Commented:
     """Comment lines written where a sequence item goes, optionally followed by the item itself."""
 
     text: str
     item: Any = None
 
-    def lines(self, col: int, style: _Style) -> list[str]:
+    def lines(self, col: int, style: Style) -> list[str]:
         out = _comment_lines(self.text, col)
-        return out if self.item is None else out + _item(self.item, col, style)
+        return out if self.item is None else out + item_lines(self.item, col, style)
 
 
 def _shared(root: Any) -> set[int]:
@@ -378,7 +380,7 @@ def _shared(root: Any) -> set[int]:
             twice.add(id(node))
             continue
         seen.add(id(node))
-        if _is_map(node):
+        if is_map(node):
             stack.extend(part for entry in node.value for part in entry)
         elif _is_seq(node):
             stack.extend(node.value)
@@ -396,14 +398,14 @@ def _path(repo: Path, file: str) -> Path | None:
     return repo / file
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path) -> str:
     data = path.read_bytes()
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ValueError("the file is UTF-16; devlane edits UTF-8 files only")
     return data.decode("utf-8")
 
 
-def _parse(text: str, file: str) -> list[Any]:
+def parse_text(text: str, file: str) -> list[Any]:
     return parse_documents(text.encode("utf-8"), file)
 
 
@@ -434,7 +436,7 @@ def _text_of(value: Any) -> str:
         value, dict | list) else str(value)
 
 
-def _plan_document(where: _Text, root: Any, doc: dict, edits: list[AnnotationEdit], splices: _Splices,
+def _plan_document(where: Text, root: Any, doc: dict, edits: list[AnnotationEdit], splices: Splices,
                    disagreements: list[Disagreement], skipped: list[tuple[AnnotationEdit, str]]
                    ) -> list[AnnotationEdit]:
     """Plan the edits of one document; the edits planned."""
@@ -459,28 +461,28 @@ def _plan_document(where: _Text, root: Any, doc: dict, edits: list[AnnotationEdi
         skipped.extend((edit, f"{reason}; add the annotation by hand") for edit in planned)
         return []
 
-    if not _is_map(root):
+    if not is_map(root):
         return skip("the document is not a mapping")
-    meta = _get(root, "metadata")
+    meta = get_entry(root, "metadata")
     if meta is None:
         return skip("its metadata comes from a merge key (<<)")
     meta_key, meta_node = meta
     shared = _shared(root)
-    if not _is_map(meta_node) or id(meta_node) in shared or meta_node.start_mark.index < meta_key.end_mark.index:
+    if not is_map(meta_node) or id(meta_node) in shared or meta_node.start_mark.index < meta_key.end_mark.index:
         return skip("its metadata is an alias or an anchor used elsewhere")
     entries = [(e.key, e.value) for e in planned]
     style = _meta_style(where, root, meta_key, meta_node)
-    ann = _get(meta_node, "annotations")
+    ann = get_entry(meta_node, "annotations")
     if ann is None:
         if existing:
             return skip("its metadata.annotations come from a merge key (<<)")
-        reason = _add_entries(where, splices, style, meta_key, meta_node, [("annotations", dict(entries))])
+        reason = add_entries(where, splices, style, meta_key, meta_node, [("annotations", dict(entries))])
     else:
         ann_key, ann_node = ann
-        if id(ann_node) in shared or (ann_node.start_mark.index < ann_key.end_mark.index and not _is_empty(ann_node)):
+        if id(ann_node) in shared or (ann_node.start_mark.index < ann_key.end_mark.index and not is_empty(ann_node)):
             return skip("its metadata.annotations is an alias or an anchor used elsewhere")
-        if _is_map(ann_node) or _is_empty(ann_node):
-            reason = _add_entries(where, splices, style, ann_key, ann_node, entries)
+        if is_map(ann_node) or is_empty(ann_node):
+            reason = add_entries(where, splices, style, ann_key, ann_node, entries)
         else:
             reason = "its metadata.annotations is not a mapping"
     return skip(reason) if reason else planned
@@ -496,10 +498,10 @@ def _expected(docs: list[Any], added: Iterable[AnnotationEdit]) -> list[Any]:
     return out
 
 
-def _reads_as(new_text: str, file: str, expected: list[Any]) -> str | None:
+def reads_as(new_text: str, file: str, expected: list[Any]) -> str | None:
     """Why `new_text` does not read as `expected` (None: it does)."""
     try:
-        new = _parse(new_text, file)
+        new = parse_text(new_text, file)
     except DevlaneError as exc:
         return f"the edited file would not parse ({exc.problems[0].message})"
     if new != expected:
@@ -514,9 +516,9 @@ def _plan_file(repo: Path, file: str, edits: list[AnnotationEdit], changes: dict
         skipped.extend((e, f"{file} is not a file of the repository") for e in edits)
         return
     try:
-        text = _read(path)
-        docs = _parse(text, file)
-        nodes = _compose(text)
+        text = read_text(path)
+        docs = parse_text(text, file)
+        nodes = compose(text)
     except (OSError, ValueError, DevlaneError) as exc:
         reason = exc.problems[0].message if isinstance(exc, DevlaneError) else str(exc)
         skipped.extend((e, f"{file} cannot be read: {reason}") for e in edits)
@@ -527,11 +529,11 @@ def _plan_file(repo: Path, file: str, edits: list[AnnotationEdit], changes: dict
     if len(nodes) != len(docs):
         skipped.extend((e, f"ruamel.yaml and PyYAML count different documents in {file}") for e in edits)
         return
-    where = _Text(text)
+    where = Text(text)
     by_doc: dict[int, list[AnnotationEdit]] = {}
     for edit in edits:
         by_doc.setdefault(edit.index, []).append(edit)
-    planned: dict[int, tuple[_Splices, list[AnnotationEdit]]] = {}
+    planned: dict[int, tuple[Splices, list[AnnotationEdit]]] = {}
     for index, group in sorted(by_doc.items()):
         if not 0 <= index < len(docs):
             skipped.extend((e, f"{file} has no document {index} (it has {len(docs)})") for e in group)
@@ -545,26 +547,26 @@ def _plan_file(repo: Path, file: str, edits: list[AnnotationEdit], changes: dict
                 mine.append(edit)
         if not mine:
             continue
-        splices = _Splices()
+        splices = Splices()
         done = _plan_document(where, nodes[index], docs[index], mine, splices, disagreements, skipped)
         if done:
             planned[index] = (splices, done)
     if not planned:
         return
-    all_splices = _Splices([item for s, _ in planned.values() for item in s.items])
+    all_splices = Splices([item for s, _ in planned.values() for item in s.items])
     new = all_splices.apply(text)
-    if _reads_as(new, file, _expected(docs, [e for _, done in planned.values() for e in done])) is None:
+    if reads_as(new, file, _expected(docs, [e for _, done in planned.values() for e in done])) is None:
         changes[file] = (text, new)
         return
     kept: list[tuple[int, str]] = []  # one document at a time, to keep the ones that do read back
     for splices, done in planned.values():
-        reason = _reads_as(splices.apply(text), file, _expected(docs, done))
+        reason = reads_as(splices.apply(text), file, _expected(docs, done))
         if reason:
             skipped.extend((e, reason) for e in done)
         else:
             kept += splices.items
     if kept:
-        changes[file] = (text, _Splices(kept).apply(text))
+        changes[file] = (text, Splices(kept).apply(text))
 
 
 def plan_annotations(repo: Path, edits: Sequence[AnnotationEdit]) -> EditPlan:
@@ -608,7 +610,7 @@ def apply(repo: Path, plan: EditPlan) -> list[str]:
         if path is None:
             raise fail(f"{file} is outside the repository", Where(file=file))
         try:
-            current = _read(path) if path.exists() else ""
+            current = read_text(path) if path.exists() else ""
         except (OSError, ValueError) as exc:
             raise fail(f"{file} cannot be read: {exc}", Where(file=file)) from None
         if current != before:

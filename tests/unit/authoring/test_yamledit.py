@@ -196,6 +196,30 @@ spec: {}
         (0, "redis-plugins", "x/no-final-newline", "a\n  b"), (0, "redis-plugins", "x/trailing-space", "a \nb\n")]),
     "odd-indentation": ("apiVersion: v1\nkind: Service\nmetadata:\n   name: cart\n   labels:\n         app: cart\n",
                         [(0, "cart")]),
+    "alias-last-in-metadata": ("""\
+x-labels: &labels {app: cart}
+x-notes: &notes
+  team: shop
+apiVersion: v1
+kind: Service
+metadata:
+  name: cart
+  annotations:
+    <<: *notes
+  labels: *labels
+spec:
+  selector: *labels
+""", [(0, "cart")]),
+    "merge-key-last-in-annotations": ("""\
+x-notes: &notes {team: shop}
+apiVersion: v1
+kind: Service
+metadata:
+  name: cart
+  annotations:
+    owner: me
+    <<: *notes
+""", [(0, "cart")]),
     "tagged-and-anchored-metadata": ("apiVersion: v1\nkind: Service\nmetadata: !!map &meta\n  name: cart\n",
                                      [(0, "cart")]),
 }
