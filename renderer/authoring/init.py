@@ -70,6 +70,7 @@ class InitResult:
     lint: list[Problem]
     next_command: str
     pending: list[str] = field(default_factory=list)  # what init left for the user: plugin args, external edges
+    suggested: dict[str, str] = field(default_factory=dict)  # new manifests this mode does not write: path -> text
 
     @property
     def unchanged(self) -> bool:
@@ -79,7 +80,8 @@ class InitResult:
         inf = self.inference
         return {"mode": self.mode, "changed": self.changed, "diff": self.diff, **inf.as_dict(),
                 "disagreements": [d.as_dict() for d in self.disagreements], "notes": self.notes,
-                "pending": self.pending, "lint": [p.as_dict() for p in self.lint], "next": self.next_command}
+                "pending": self.pending, "suggested": self.suggested, "lint": [p.as_dict() for p in self.lint],
+                "next": self.next_command}
 
 
 @dataclass
@@ -130,7 +132,7 @@ def run(options: api.Options, mode: Mode = "dry-run") -> InitResult:
     for d in plan.disagreements:
         disagreements.append(Disagreement(f"{d.edit.kind}/{d.edit.name}", d.edit.key, d.existing, d.edit.value, None))
     notes += [f"not edited: {e.kind}/{e.name} {e.key}: {why}" for e, why in plan.skipped]
-    new_files = _new_files(inf, repo.model, mode, notes)
+    new_files, suggested = _new_files(inf, repo.model, mode, notes)
     diff = yamledit.unified_diff(plan) + "".join(_new_file_diff(p, t) for p, t in sorted(new_files.items()))
     changed = sorted({*plan.changes, *new_files})
     if mode != "dry-run" and changed:
@@ -141,7 +143,7 @@ def run(options: api.Options, mode: Mode = "dry-run") -> InitResult:
     pending += _external_edges(inf)
     problems = api.lint(options)
     return InitResult(root, mode, inf, diff, changed, disagreements, notes, problems, _next_command(inf, options),
-                      pending)
+                      pending, suggested)
 
 
 def _config_value(key: str, value: str) -> Any:
@@ -286,8 +288,9 @@ def entry_ingress(entry: EntryPoint, model: Model) -> tuple[str, str]:
     return (folder / f"{node.name}-entry-ingress.yaml").as_posix(), head + yaml.safe_dump(ingress, sort_keys=False)
 
 
-def _new_files(inf: Inference, model: Model, mode: str, notes: list[str]) -> dict[str, str]:
-    out = {}
+def _new_files(inf: Inference, model: Model, mode: str, notes: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """New manifests to write (the entry Ingress), and those this mode only suggests."""
+    out, suggested = {}, {}
     for entry in inf.entries:
         if entry.doc is not None or entry.service is None:
             continue
@@ -295,9 +298,10 @@ def _new_files(inf: Inference, model: Model, mode: str, notes: list[str]) -> dic
         if mode == "config" or model.services[entry.service].doc.file not in inf.editable:
             notes.append(f"entry: {entry.note}; init writes no new manifest in this mode, so add it to your inputs "
                          f"(e.g. as {path} and `- {{path: {path}}}` in {CONFIG_FILE} inputs:):\n{text}")
+            suggested[path] = text
             continue
         out[path] = text
-    return out
+    return out, suggested
 
 
 def _new_file_diff(path: str, text: str) -> str:
