@@ -1,6 +1,6 @@
 """`devlane init` on real public apps (../shared/realworld, temporary copies; skipped when absent).
 
-For each app the adopter's repository is built as `support.realworld` builds it for the isolation tests, but
+For each app the adopter's repository is built as `support.realworld_apps` builds it for the isolation tests, but
 with the hand annotations *recorded* instead of written (they are the ground truth): the repository is exactly
 the upstream files. Then `devlane init --write` (plain manifests) or `--config` (a kustomize base, a Helm
 chart) runs with the real CLI, and the app's realistic flow is rendered. Compared with the flow the hand
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from support import run_cli
 from support.isolation import Objects, baseline_name, dev_pods, key_of, name_of, pod_template, referenced_services
-from support.realworld import APPS, BUILT, DEPS, FLOW, INGRESS, STATEFUL, App, BuiltRepo, Repo, image, render
+from support.realworld_apps import APPS, BUILT, DEPS, FLOW, INGRESS, STATEFUL, App, BuiltRepo, Repo, image, render
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("renderer.authoring.yamledit", reason="the round-trip editor (yamledit) is not merged yet")

@@ -24,7 +24,7 @@ import pytest
 from support import kubectl_kustomize, validate_strict
 from support.dns import check_namespace_flow
 from support.isolation import check_flow, config_map_copy_changes, edge_warned, pod_spec, show
-from support.realworld import APPS, BUILT, FLOW, App, dev_service, edge, image, render
+from support.realworld_apps import APPS, BUILT, FLOW, App, dev_service, edge, image, render
 
 
 @pytest.mark.parametrize("app", APPS + BUILT, ids=[a.id for a in APPS + BUILT])
