@@ -1,0 +1,137 @@
+"""Dependency edges for `devlane init`: every reference a workload makes to a Service, with the port it uses.
+
+References are found where the isolation code looks for them (`render.reads`: env values, `command`/`args`,
+init containers, the ConfigMaps and Secrets a pod reads) by the one reference finder (`core.references`); the
+port is the one the address names after the host (`svc:8080`, `svc.ns.svc:http`), else the scheme's
+(`http://svc` is 80), else the Service's `http*` port or its first, said in a note. An edge sits on the
+Service that selects the workload (of several, the one named like it) or on the workload no Service selects.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..core.references import Reference, Targets
+from ..render.load import Document
+from ..render.model import Model, ServiceNode
+from ..render.plan import service_targets
+from ..render.reads import config_reads, data_of, data_refs, pod_slots
+from .infer_facts import Edge, Evidence, evidence, object_name
+
+SKIPPED_KINDS = ("Job", "CronJob")  # a Job reading a dev service's address gets a dev version by itself (plan)
+
+
+# -- dependency edges --------------------------------------------------------------------------------------------
+
+_PORT_AFTER = re.compile(r"(?:\.svc(?:\.cluster\.local)?)?\.?:([A-Za-z0-9][A-Za-z0-9-]*)")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://\S*$")
+_SCHEME_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
+
+
+def _annotated_node(model: Model, node: ServiceNode) -> ServiceNode:
+    """The one node that carries a workload's edges: of several Services selecting it, the one named like the
+    workload, else a ClusterIP one, else the first by name."""
+    if node.workload is None:
+        return node
+    nodes = model.nodes_on(node.workload.doc) or [node]
+    if len(nodes) == 1:
+        return nodes[0]
+    wname = node.workload.doc.name
+
+    def rank(n: ServiceNode) -> tuple:
+        spec = n.doc.obj.get("spec") or {}
+        return (n.name != wname, spec.get("type", "ClusterIP") != "ClusterIP", n.key)
+
+    return sorted(nodes, key=rank)[0]
+
+
+def _port_item(model: Model, text: str, ref: Reference, target: ServiceNode) -> tuple[str, str]:
+    """The target's port the address uses: (name or number, note)."""
+    ports = [p for p in (target.doc.obj.get("spec") or {}).get("ports") or [] if isinstance(p, dict)]
+    end = ref.namespace[1] if ref.namespace else ref.end
+    m = _PORT_AFTER.match(text, end)
+    wanted: object = None
+    if m:
+        wanted = m.group(1)
+    else:
+        scheme = _SCHEME.search(text[: ref.start])
+        if scheme and scheme.group(1).lower() in _SCHEME_PORTS:
+            wanted = str(_SCHEME_PORTS[scheme.group(1).lower()])
+    chosen = None
+    if wanted is not None:
+        chosen = next((p for p in ports if str(p.get("name")) == wanted or str(p.get("port")) == wanted), None)
+    note = ""
+    if chosen is None:
+        if not ports:
+            return "", f"Service {target.ref} has no ports"
+        chosen = next((p for p in ports if str(p.get("name", "")).startswith(("http", "grpc"))), ports[0])
+        note = (f"the address names port {wanted}, which {target.ref} does not expose: assumed " if wanted is not None
+                else "the address names no port: assumed ") + f"{chosen.get('name') or chosen.get('port')}"
+    if chosen.get("name"):
+        return str(chosen["name"]), note
+    unnamed = f"port {chosen.get('port')} of {target.ref} has no name: the dependency uses its number"
+    return str(chosen.get("port")), f"{note}; {unnamed}" if note else unnamed
+
+
+def _item(node: ServiceNode, target: ServiceNode, port: str) -> str:
+    same = target.namespace == node.namespace or target.namespace is None
+    return f"{target.name}:{port}" if same else f"{target.name}.{target.namespace}:{port}"
+
+
+def infer_edges(model: Model) -> list[Edge]:
+    """Every reference a workload makes to a Service, as a dependency edge with its evidence."""
+    services = sorted(k for k, n in model.services.items() if n.is_service)
+    everything = Targets(service_targets(model, services))
+    edges: list[Edge] = []
+    seen: set[tuple[str, str]] = set()
+    for key in sorted(model.services):
+        node = model.services[key]
+        if node.workload is None or node.workload.doc.kind in SKIPPED_KINDS:
+            continue
+        owner = _annotated_node(model, node)
+        if owner.key != key:
+            continue
+        wdoc = node.workload.doc
+        own = {n.key for n in model.nodes_on(wdoc)} | {key}
+        home = model.namespace_of(wdoc)
+        targets = everything.at(home)
+        spec = node.workload.pod_template.get("spec") or {}
+        base = "spec.jobTemplate.spec.template.spec" if wdoc.kind == "CronJob" else "spec.template.spec"
+        found: list[tuple[Reference, str, str, str]] = []  # ref, text, field path, value
+        for slot in pod_slots(spec, targets, node.no_rewrite):
+            path = (f"{base}.containers[{slot.container}].env[{slot.label}].value" if slot.field == "env"
+                    else f"{base}.containers[{slot.container}].{slot.field}[{slot.label}]")
+            found += [(r, slot.value, path, slot.value) for r in slot.refs]
+        extra: list[tuple[Document, Reference, str, str]] = []
+        for read in config_reads(spec):
+            doc = model.find(read.kind, home, read.name)
+            if doc is None:
+                continue
+            for dkey, refs in data_refs(doc, targets, read.keys, node.no_rewrite).items():
+                text = _data_value(doc, dkey)
+                extra += [(doc, r, f"data[{dkey}]", text) for r in refs]
+        for ref, text, path, value in found:
+            _add_edge(model, node, own, ref, text, evidence(wdoc, path, value), edges, seen)
+        for doc, ref, path, text in extra:
+            ev = evidence(doc, path, text)
+            ev = Evidence(ev.file, ev.index, ev.object + f" (read by {object_name(wdoc)})", ev.field, ev.value)
+            _add_edge(model, node, own, ref, text, ev, edges, seen)
+    return edges
+
+
+def _data_value(doc: Document, key: str) -> str:
+    return data_of(doc.obj).get(key, "")
+
+
+def _add_edge(model: Model, node: ServiceNode, own: set[str], ref: Reference, text: str, ev: Evidence,
+              edges: list[Edge], seen: set[tuple[str, str]]) -> None:
+    target = model.services.get(ref.target.key)
+    if target is None or target.key in own or (node.key, target.key) in seen:
+        return
+    port, note = _port_item(model, text, ref, target)
+    if not port:
+        return
+    seen.add((node.key, target.key))
+    edges.append(Edge(node.key, target.key, _item(node, target, port), ev, note))
+
+

@@ -1,0 +1,126 @@
+"""Facts for `devlane init`: typed records, each carrying its `Evidence` (file, document index, object, field
+path, value). `infer` builds them; `init` turns them into edits; the report prints them."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..render.load import Document
+from ..render.model import Model
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where a fact comes from."""
+
+    file: str
+    index: int
+    object: str  # Kind/namespace/name (Kind/name without a namespace)
+    field: str  # path inside the object, e.g. spec.template.spec.containers[app].env[DB_HOST].value
+    value: str
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "document": self.index, "object": self.object, "field": self.field,
+                "value": self.value}
+
+    def text(self) -> str:
+        value = self.value if len(self.value) <= 60 else self.value[:57] + "..."
+        return f"{self.file}#{self.index + 1} {self.object} {self.field} = {value!r}"
+
+
+def evidence(doc: Document, path: str, value: object) -> Evidence:
+    return Evidence(doc.file, doc.index, object_name(doc), path, str(value))
+
+
+def object_name(doc: Document) -> str:
+    return "/".join(p for p in (doc.kind, doc.namespace, doc.name) if p)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """`source` depends on Service `target` through `port` (a port name, or a number where it has no name)."""
+
+    source: str  # node key of the dependent (the Service selecting the workload, or the lone workload)
+    target: str  # node key of the Service
+    item: str  # the dependencies item: svc:port, or svc.namespace:port in another namespace
+    evidence: Evidence
+    note: str = ""  # e.g. the port is unnamed, or the address names no port
+
+    def as_dict(self) -> dict:
+        return {"from": self.source, "to": self.target, "item": self.item, "evidence": self.evidence.as_dict(),
+                **({"note": self.note} if self.note else {})}
+
+
+@dataclass(frozen=True)
+class Role:
+    """A service's role other than plain caller: stateful or external, why, and the plugin that fits."""
+
+    service: str  # node key, or an external node's name (a host in env, no Service)
+    role: str  # "stateful" | "external"
+    reason: str
+    evidence: Evidence
+    plugin: str | None = None  # the built-in plugin that fits, None: the catalogue has none yet
+    store: str = ""  # the data store or external system (postgres, redis, stripe, ...)
+    dependents: tuple[str, ...] = ()  # external hosts in env: the services that read them
+
+    def as_dict(self) -> dict:
+        return {"service": self.service, "role": self.role, "reason": self.reason, "store": self.store,
+                "plugin": self.plugin, "evidence": self.evidence.as_dict(),
+                **({"dependents": list(self.dependents)} if self.dependents else {})}
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """An entry to mark (`doc` an Ingress/HTTPRoute) or to create (an Ingress in front of `service`)."""
+
+    kind: str  # Ingress | HTTPRoute | suggested
+    annotation: str  # ingress | route
+    evidence: Evidence
+    doc: Document | None = None  # the object to annotate; None: an Ingress to add
+    service: str | None = None  # suggested: the Service behind the new Ingress
+    port: int | None = None
+    host: str | None = None
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "annotation": self.annotation, "service": self.service, "port": self.port,
+                "host": self.host, "note": self.note, "evidence": self.evidence.as_dict()}
+
+
+@dataclass(frozen=True)
+class Unwired:
+    """A Service nothing in the manifests names: its callers' addresses are compiled into their images."""
+
+    service: str
+    reason: str
+    suggestion: str
+    evidence: Evidence
+
+    def as_dict(self) -> dict:
+        return {"service": self.service, "reason": self.reason, "suggestion": self.suggestion,
+                "evidence": self.evidence.as_dict()}
+
+
+@dataclass(frozen=True)
+class Inference:
+    model: Model
+    edges: tuple[Edge, ...]
+    roles: tuple[Role, ...]
+    entries: tuple[EntryPoint, ...]
+    unwired: tuple[Unwired, ...]
+    editable: frozenset[str] = frozenset()  # files init may edit in place
+
+    def dependencies(self) -> dict[str, list[str]]:
+        """node key -> dependencies items, in first-seen order."""
+        out: dict[str, list[str]] = defaultdict(list)
+        for e in self.edges:
+            if e.item not in out[e.source]:
+                out[e.source].append(e.item)
+        return dict(out)
+
+    def as_dict(self) -> dict:
+        return {"edges": [e.as_dict() for e in self.edges], "roles": [r.as_dict() for r in self.roles],
+                "entries": [e.as_dict() for e in self.entries], "unwired": [u.as_dict() for u in self.unwired]}
+
+

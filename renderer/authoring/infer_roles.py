@@ -1,0 +1,274 @@
+"""Roles for `devlane init`: stateful and external services, entry points, and the edges nobody can infer.
+
+- stateful: a StatefulSet, a workload that mounts claims (`volumeClaimTemplates`, `persistentVolumeClaim`
+  volumes), or a well-known data store's image (the image's repository name, read word by word: `postgres`,
+  `bitnami/postgresql`, `rs-mongodb`; never a substring of another word, and never a tool around a store such
+  as `redis-exporter` or `kafka-ui`);
+- external: an `ExternalName` Service, or a well-known external host (Stripe, S3, SQS, Neon, RDS, Cloud SQL,
+  Azure SQL) in a workload's env;
+- each with the built-in plugin that fits (`plugins/`), or none where the catalogue has none yet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from ..core.k8s import all_containers
+from ..core.names import KARDINAL as K
+from ..render.load import Document
+from ..render.model import ENTRY_KINDS, Model, ServiceNode
+from ..render.reads import config_reads
+from .infer_facts import Edge, EntryPoint, Evidence, Role, Unwired, evidence
+
+# data store (image word) -> its name in reports, and the built-in plugin that fits (None: none yet)
+STORES: dict[str, tuple[str, str | None]] = {
+    "postgres": ("postgres", "postgres-seed"), "postgresql": ("postgres", "postgres-seed"),
+    "postgis": ("postgres", "postgres-seed"), "mysql": ("mysql", "mysql-seed"), "mariadb": ("mariadb", "mysql-seed"),
+    "redis": ("redis", "redis-sidecar"), "valkey": ("valkey", "redis-sidecar"), "mongo": ("mongodb", None),
+    "mongodb": ("mongodb", None), "rabbitmq": ("rabbitmq", None), "kafka": ("kafka", None), "nats": ("nats", None),
+    "elasticsearch": ("elasticsearch", None), "opensearch": ("opensearch", None), "cassandra": ("cassandra", None),
+    "scylla": ("scylladb", None), "memcached": ("memcached", None), "minio": ("minio", None), "etcd": ("etcd", None),
+    "zookeeper": ("zookeeper", None), "dynamodb": ("dynamodb-local", None), "couchdb": ("couchdb", None),
+    "cockroach": ("cockroachdb", None), "influxdb": ("influxdb", None), "neo4j": ("neo4j", None),
+    "clickhouse": ("clickhouse", None), "activemq": ("activemq", None), "pulsar": ("pulsar", None),
+    "dragonfly": ("dragonfly", "redis-sidecar"), "keydb": ("keydb", "redis-sidecar"),
+}  # fmt: skip
+# words that make an image a tool around a store, not the store
+TOOL_WORDS = frozenset({"exporter", "ui", "operator", "proxy", "admin", "console", "commander", "insight", "insights",
+                        "dashboard", "client", "cli", "sidecar", "connect", "manager", "backup", "init", "migrate",
+                        "migrations", "pgbouncer", "sentinel", "metrics", "bridge", "rest", "schema", "registry"})
+# env keys that say which store the container runs (its official image's variables)
+ENV_STORES = (("POSTGRES_", "postgres"), ("PGDATA", "postgres"), ("MYSQL_", "mysql"), ("MARIADB_", "mariadb"))
+# external hosts and keys in env values -> (system, plugin)
+EXTERNAL_HOSTS: tuple[tuple[re.Pattern[str], str, str | None], ...] = tuple(
+    (re.compile(p), system, plugin) for p, system, plugin in (
+        (r"(?i)\bapi\.stripe\.com\b|\b[sr]k_(?:live|test)_[A-Za-z0-9]{8,}", "stripe", "stripe"),
+        (r"(?i)\b[a-z0-9.-]*\.rds\.amazonaws\.com\b", "aws-rds", "aws-rds"),
+        (r"(?i)\bsqs\.[a-z0-9-]+\.amazonaws\.com\b", "aws-sqs", "aws-sqs"),
+        (r"(?i)\b(?:[a-z0-9.-]+\.)?s3[.-](?:[a-z0-9-]+\.)?amazonaws\.com\b|\bs3://[a-z0-9.-]+", "aws-s3", "aws-s3"),
+        (r"(?i)\b[a-z0-9.-]+\.neon\.tech\b", "neon", "neon-branch"),
+        (r"(?i)\b[a-z0-9-]+\.database\.windows\.net\b", "azure-sql", "azure-sql"),
+        (r"(?i)/cloudsql/[a-z0-9-]+:[a-z0-9-]+:[a-z0-9-]+|\b[a-z][a-z0-9-]+:[a-z]+-[a-z]+[0-9]:[a-z][a-z0-9-]+\b",
+         "cloud-sql", "cloud-sql"),
+    ))  # fmt: skip
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def image_store(image: str) -> str | None:
+    """The data-store word of an image's repository name (`bitnami/postgresql:16` -> postgresql), if any."""
+    repo = image.split("@", 1)[0]
+    last = repo.rsplit("/", 1)[-1]
+    name = last.split(":", 1)[0].lower()
+    words = _WORD.findall(name)
+    if any(w in TOOL_WORDS for w in words):
+        return None
+    return next((w for w in words if w in STORES), None)
+
+
+def _stateful(model: Model, node: ServiceNode) -> Role | None:
+    w = node.workload
+    if w is None:
+        return None
+    doc, spec = w.doc, w.pod_template.get("spec") or {}
+    store, plugin, where = "", None, None
+    for i, c in enumerate(spec.get("containers") or []):
+        if not isinstance(c, dict):
+            continue
+        word = image_store(str(c.get("image", "")))
+        if word:
+            store, plugin = STORES[word]
+            where = evidence(doc, f"spec.template.spec.containers[{c.get('name', i)}].image", c.get("image"))
+            break
+    if not store:
+        hit = next((s for name in _env_names(model, node, spec) for prefix, s in ENV_STORES if name.startswith(prefix)),
+                   None)
+        if hit:
+            store, plugin = hit, STORES[hit][1]
+    claims = [str((v.get("persistentVolumeClaim") or {}).get("claimName")) for v in spec.get("volumes") or []
+              if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)]
+    templates = [str((t.get("metadata") or {}).get("name")) for t in (doc.obj.get("spec") or {})
+                 .get("volumeClaimTemplates") or [] if isinstance(t, dict)]
+    if doc.kind == "StatefulSet":
+        reason = f"its workload is StatefulSet {doc.name}"
+        ev = evidence(doc, "kind", "StatefulSet")
+    elif templates or claims:
+        reason = f"{doc.ref} mounts PersistentVolumeClaim {(templates or claims)[0]}"
+        ev = evidence(doc, "spec.template.spec.volumes", ", ".join(claims))
+    elif where is not None:
+        reason, ev = f"{doc.ref} runs the {store} image", where
+    else:
+        return None
+    if store and not reason.endswith("image"):
+        reason += f" ({store})"
+    return Role(node.key, "stateful", reason, ev, plugin, store)
+
+
+def _env_names(model: Model, node: ServiceNode, spec: dict) -> list[str]:
+    """The env variable names the pod sets, those of the ConfigMaps it reads whole (`envFrom`) included."""
+    names = [str(e.get("name", "")) for c in all_containers(spec) for e in c.get("env") or [] if isinstance(e, dict)]
+    for read in config_reads(spec):
+        doc = model.find(read.kind, node.namespace, read.name) if read.kind == "ConfigMap" else None
+        if doc is not None and read.keys is None:
+            names += [str(k) for k in (doc.obj.get("data") or {})]
+    return names
+
+
+def infer_roles(model: Model) -> list[Role]:
+    """Stateful and external services, each with its reason and the plugin that fits."""
+    roles: list[Role] = []
+    for key in sorted(model.services):
+        node = model.services[key]
+        if node.doc.kind in ("Job", "CronJob"):
+            continue
+        spec = node.doc.obj.get("spec") or {}
+        if node.is_service and spec.get("type") == "ExternalName":
+            host = str(spec.get("externalName", ""))
+            system, plugin = next(((s, p) for rx, s, p in EXTERNAL_HOSTS if rx.search(host)), ("", None))
+            roles.append(Role(key, "external", f"type: ExternalName to {host}", evidence(node.doc, "spec.externalName",
+                                                                                        host), plugin, system))
+            continue
+        role = _stateful(model, node)
+        if role is not None:
+            roles.append(role)
+    roles += _external_hosts(model)
+    return roles
+
+
+def _external_hosts(model: Model) -> list[Role]:
+    """Well-known external systems named in env values: one external node per system, with its dependents."""
+    found: dict[str, list[tuple[str, Evidence, str | None]]] = defaultdict(list)
+    for key in sorted(model.services):
+        node = model.services[key]
+        if node.workload is None:
+            continue
+        doc = node.workload.doc
+        for c in all_containers(node.workload.pod_template.get("spec") or {}):
+            for env in c.get("env") or []:
+                value = env.get("value") if isinstance(env, dict) else None
+                if not isinstance(value, str):
+                    continue
+                for rx, system, plugin in EXTERNAL_HOSTS:
+                    if rx.search(value):
+                        path = f"spec.template.spec.containers[{c.get('name')}].env[{env.get('name')}].value"
+                        found[system].append((key, evidence(doc, path, _redact(value)), plugin))
+                        break
+    out = []
+    for system, hits in sorted(found.items()):
+        dependents = tuple(sorted({k for k, _, _ in hits}))
+        out.append(Role(system, "external", f"{hits[0][1].field} names {system}", hits[0][1], hits[0][2], system,
+                        dependents))
+    return out
+
+
+def _redact(value: str) -> str:
+    """Keys in evidence are shown by their prefix only."""
+    return re.sub(r"\b([sr]k_(?:live|test)_)[A-Za-z0-9]+", r"\1...", value)
+
+
+# -- entry points ------------------------------------------------------------------------------------------------
+
+
+def _backends(doc: Document) -> list[str]:
+    spec = doc.obj.get("spec") or {}
+    out = []
+    if doc.kind == "Ingress":
+        default = ((spec.get("defaultBackend") or {}).get("service") or {}).get("name")
+        out += [default] if default else []
+        for rule in spec.get("rules") or []:
+            for path in ((rule or {}).get("http") or {}).get("paths") or []:
+                name = (((path or {}).get("backend") or {}).get("service") or {}).get("name")
+                out += [name] if name else []
+    else:
+        for rule in spec.get("rules") or []:
+            out += [r["name"] for r in (rule or {}).get("backendRefs") or [] if isinstance(r, dict) and r.get("name")]
+    return out
+
+
+def _hosts(doc: Document) -> list[str]:
+    spec = doc.obj.get("spec") or {}
+    if doc.kind == "Ingress":
+        return [r["host"] for r in spec.get("rules") or [] if isinstance(r, dict) and r.get("host")]
+    return [str(h) for h in spec.get("hostnames") or []]
+
+
+def infer_entries(model: Model, edges: list[Edge]) -> list[EntryPoint]:
+    """Ingresses and HTTPRoutes to mark as entries; without any, an Ingress to add in front of the service a user
+    reaches first (a LoadBalancer, else a NodePort Service, else a Service nothing calls that calls others)."""
+    if model.entries:
+        return []
+    flags = {kind: flag for flag, kind in ENTRY_KINDS.items() if kind != "Gateway"}
+    out = []
+    for doc in model.documents:
+        if doc.kind not in flags or any(k.startswith(K) for k in doc.annotations if k[len(K):] in ENTRY_KINDS):
+            continue
+        if not any(model.service_key(b, model.namespace_of(doc)) for b in _backends(doc)):
+            continue
+        hosts = _hosts(doc)
+        note = "" if hosts else ("it names no host: set `domain:` in .devlane.yaml (flows get <flowId>.<domain>)")
+        out.append(EntryPoint(doc.kind, flags[doc.kind], evidence(doc, "spec", ", ".join(_backends(doc))), doc,
+                              note=note, host=hosts[0] if hosts else None))
+    if out:
+        return out
+    suggested = _suggested_entry(model, edges)
+    return [suggested] if suggested else []
+
+
+def _suggested_entry(model: Model, edges: list[Edge]) -> EntryPoint | None:
+    callers = defaultdict(set)
+    for e in edges:
+        callers[e.target].add(e.source)
+    calls = {e.source for e in edges}
+
+    def rank(node: ServiceNode) -> tuple:
+        spec = node.doc.obj.get("spec") or {}
+        kind = {"LoadBalancer": 0, "NodePort": 1}.get(str(spec.get("type")), 2)
+        return (kind, bool(callers.get(node.key)), node.key not in calls,
+                not any(w in node.name for w in ("frontend", "web", "ui", "gateway")), node.key)
+
+    candidates = [n for n in model.services.values() if n.is_service and n.workload is not None
+                  and (n.doc.obj.get("spec") or {}).get("type") != "ExternalName"
+                  and (n.doc.obj.get("spec") or {}).get("ports")]
+    candidates = [n for n in candidates if rank(n)[0] < 2 or (not callers.get(n.key) and n.key in calls)]
+    if not candidates:
+        return None
+    node = sorted(candidates, key=rank)[0]
+    spec = node.doc.obj.get("spec") or {}
+    ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+    port = next((p for p in ports if str(p.get("name", "")).startswith("http")), ports[0])
+    why = (f"type: {spec.get('type')}" if rank(node)[0] < 2
+           else "no Service calls it and it calls others")
+    return EntryPoint("suggested", "ingress", evidence(node.doc, "spec.type", spec.get("type", "ClusterIP")),
+                      service=node.key, port=int(port.get("port", 80)),
+                      host=f"{node.name}.preview.example.com",
+                      note=f"no Ingress or HTTPRoute in the repository; {node.ref} is the entry ({why}): add an "
+                           "Ingress for it (change preview.example.com to your preview domain)")
+
+
+# -- what cannot be inferred -----------------------------------------------------------------------------------------
+
+
+def infer_unwired(model: Model, edges: list[Edge], entries: list[EntryPoint], roles: list[Role]) -> list[Unwired]:
+    """Services with a workload that nothing in the manifests names, entries and entry points aside."""
+    called = {e.target for e in edges} | {dep for n in model.services.values() for dep, _ in n.dependencies}
+    entry = {b for e in model.entries for b in e.backends} | {e.service for e in entries if e.service}
+    for e in entries:
+        if e.doc is not None:
+            entry |= {model.service_key(b, model.namespace_of(e.doc)) for b in _backends(e.doc)}
+    kinds = {r.service: r for r in roles}
+    out = []
+    for key in sorted(model.services):
+        node = model.services[key]
+        spec = node.doc.obj.get("spec") or {}
+        if (not node.is_service or node.workload is None or key in called or key in entry
+                or spec.get("type") in ("LoadBalancer", "NodePort", "ExternalName")):
+            continue
+        role = kinds.get(key)
+        what = f"a {role.store or 'stateful'} store" if role and role.role == "stateful" else "a service"
+        out.append(Unwired(key, f"{node.ref} is {what} that no workload names in env, args, command or the ConfigMaps "
+                                "it reads: its callers likely have the address compiled into their images",
+                           f"pass {node.name}'s address through env (e.g. {node.name.upper().replace('-', '_')}_HOST="
+                           f"{node.name}) and add the dependency by hand, or render with --isolation namespace "
+                           "(short names then resolve to the dev copies by DNS)",
+                           evidence(node.doc, "metadata.name", node.name)))
+    return out
