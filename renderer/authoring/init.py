@@ -98,7 +98,7 @@ def run(options: api.Options, mode: Mode = "dry-run") -> InitResult:
     """Infer, plan the edits, apply them in `write`/`config` mode, lint, and say what to render first."""
     if mode not in MODES:
         raise UsageError(f"init: unknown mode {mode!r} (one of {', '.join(MODES)})")
-    from . import yamledit
+    from . import configedit, yamledit
 
     root = Path(options.repo)
     repo = api.read(options)
@@ -128,7 +128,7 @@ def run(options: api.Options, mode: Mode = "dry-run") -> InitResult:
                      "`devlane init --config` puts everything there")
     plugins, pending = _plugin_suggestions(inf, root)
     plan = _merge(yamledit.plan_annotations(root, edits),
-                  yamledit.plan_config(root, services, plugins) if services or plugins else None)
+                  configedit.plan_config(root, services, plugins) if services or plugins else None)
     for d in plan.disagreements:
         disagreements.append(Disagreement(f"{d.edit.kind}/{d.edit.name}", d.edit.key, d.existing, d.edit.value, None))
     notes += [f"not edited: {e.kind}/{e.name} {e.key}: {why}" for e, why in plan.skipped]

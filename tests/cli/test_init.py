@@ -87,8 +87,7 @@ def test_mode_flags_are_exclusive(harness):
 
 @pytest.fixture
 def editor(bookshop):
-    """The bookshop, for the tests that go through the round-trip editor (issue 16's other half)."""
-    pytest.importorskip("renderer.authoring.yamledit", reason="the round-trip editor (yamledit) is not merged yet")
+    """The bookshop, for the tests that go through the round-trip editor."""
     return bookshop
 
 

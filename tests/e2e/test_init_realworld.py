@@ -25,7 +25,6 @@ from support.isolation import Objects, baseline_name, dev_pods, key_of, name_of,
 from support.realworld_apps import APPS, BUILT, DEPS, FLOW, INGRESS, STATEFUL, App, BuiltRepo, Repo, image, render
 
 pytestmark = pytest.mark.e2e
-pytest.importorskip("renderer.authoring.yamledit", reason="the round-trip editor (yamledit) is not merged yet")
 
 
 class Recorder:
