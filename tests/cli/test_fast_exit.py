@@ -8,8 +8,11 @@ import os
 import subprocess
 import sys
 
+import pytest
 from support import ROOT
 from support.repos import seeded_shop
+
+pytestmark = pytest.mark.e2e  # starts the CLI as a process
 
 SCRIPT = """
 import atexit, sys

@@ -177,7 +177,8 @@ def test_every_route_passes_the_gateway_api_crd(harness):
     shop(harness)
     got = objects(harness.render(FLOW, {"api": "api:2", "catalog": "catalog:2"}))
     for kind, file in (("HTTPRoute", "httproutes"), ("GRPCRoute", "grpcroutes")):
-        crd = yaml.safe_load((CRDS / "gateway-api" / f"gateway.networking.k8s.io_{file}.yaml").read_text())
+        crd = yaml.load((CRDS / "gateway-api" / f"gateway.networking.k8s.io_{file}.yaml").read_text(),
+                        Loader=yaml.CSafeLoader)
         schema = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")["schema"]["openAPIV3Schema"]
         routes = [o for (k, _), o in got.items() if k == kind]
         assert routes
@@ -250,7 +251,7 @@ def test_a_broken_route_fails_the_render(harness, monkeypatch):
 
 
 def crd_schema(file: str, kind: str, version: str = "v1") -> dict:
-    for crd in yaml.safe_load_all(file.read_text() if hasattr(file, "read_text") else file):
+    for crd in yaml.load_all(file.read_text() if hasattr(file, "read_text") else file, Loader=yaml.CSafeLoader):
         if crd and crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["names"]["kind"] == kind:
             return next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
     raise AssertionError(f"no CRD for {kind}")

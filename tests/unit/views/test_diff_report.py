@@ -25,8 +25,9 @@ def test_secret_values_never_reach_the_report():
 
 @pytest.mark.parametrize("cap", [MAX_COMMENT, 4_000, 1_500, 300])
 def test_the_comment_never_exceeds_the_cap(cap):
-    """Thousands of services, a diff of megabytes: the comment degrades, keeps the marker, and stays under the cap."""
-    names = [f"service-with-a-long-name-{i:04d}" for i in range(3000)]
+    """A thousand services and more, a diff of megabytes (well past the largest cap): the comment degrades, keeps
+    the marker, and stays under the cap."""
+    names = [f"service-with-a-long-name-{i:04d}" for i in range(1200)]
     rows = [{"service": n, "kind": "service", "version": "dev", "reasons": ["target"], "plugins": ["db"],
              "added": 0, "changed": 1, "removed": 0} for n in names]  # fmt: skip
     changes = [diff.ObjectChange(("apps/v1", "Deployment", "", f"{n}-pr-9"), "changed", f"flows/pr-9/{n}.yaml", n,
