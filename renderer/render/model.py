@@ -536,7 +536,7 @@ def _entries(documents: list[Document], legacy: list[Document], model: Model, di
     for doc in documents:
         ann = doc.annotations
         flag = next((k for k, kind in ENTRY_KINDS.items() if kind == doc.kind and K + k in ann), None)
-        if flag is None or not _bool(ann[K + flag], K + flag, doc.where(), diags):
+        if flag is None or not _bool(ann[K + flag], K + flag, doc, diags):
             continue
         spec = doc.obj.get("spec") or {}
         backends: list[tuple[str, str | None]] = []

@@ -172,3 +172,20 @@ def test_dependency_on_an_external_service_needs_its_plugin():
     model = build_model(docs(deployment("pay", "pay") + caller + ext + defined))
     assert not errors(model)
     assert model.externals["stripe"] == ["pay"]
+
+
+@pytest.mark.parametrize(("kind", "key"), [("Ingress", "ingress"), ("Service", "stateful"), ("Service", "external"),
+                                          ("Service", "shared")])
+def test_a_flag_that_is_not_true_or_false_names_its_object(kind, key):
+    """Every Kardinal flag annotation, on every kind that reads one, is refused with its object's location."""
+    spec = "{rules: [{host: a.example.com}]}" if kind == "Ingress" else "{ports: [{name: http, port: 80}]}"
+    api = "networking.k8s.io/v1" if kind == "Ingress" else "v1"
+    model = build_model(docs(f"""
+        apiVersion: {api}
+        kind: {kind}
+        metadata: {{name: web, annotations: {{kardinal.dev.service/{key}: "maybe"}}}}
+        spec: {spec}
+        """, file="web.yaml"))
+    (problem,) = errors(model)
+    assert problem.message == f"annotation kardinal.dev.service/{key} must be \"true\" or \"false\", got 'maybe'"
+    assert problem.where.file == "web.yaml" and problem.where.object == f"{kind}/web"
