@@ -135,6 +135,11 @@ def run(options: api.Options, mode: Mode = "dry-run") -> InitResult:
     new_files, suggested = _new_files(inf, repo.model, mode, notes)
     diff = yamledit.unified_diff(plan) + "".join(_new_file_diff(p, t) for p, t in sorted(new_files.items()))
     changed = sorted({*plan.changes, *new_files})
+    unread = sorted({str(p.where.file) for p in repo.loaded.problems if p.severity == "error"})
+    if mode != "dry-run" and changed and unread:  # what init saw is partial: write nothing from it
+        notes.append(f"nothing written: {', '.join(unread)} could not be read, so what init inferred may be "
+                     "incomplete; fix the errors below and run init again")
+        mode = "dry-run"  # reported as what it is: a plan
     if mode != "dry-run" and changed:
         yamledit.apply(root, plan)
         for rel, text in sorted(new_files.items()):

@@ -64,5 +64,8 @@ def text(result: InitResult) -> str:
     errors = [p for p in result.lint if p.severity == "error"]
     lines.append(f"lint: {len(errors)} error(s), {len(result.lint) - len(errors)} warning(s)")
     lines += [f"  {p.severity}: {p.format()}" for p in result.lint if p.severity in ("error", "warning")]
-    lines += ["", "next: " + result.next_command]
+    if errors:  # a render would stop on them: they come first
+        lines += ["", "next: fix the lint errors above (devlane lint shows them again), then: " + result.next_command]
+    else:
+        lines += ["", "next: " + result.next_command]
     return "\n".join(lines) + "\n"

@@ -16,7 +16,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
     else:
         print(init_report.text(result), end="")
-    return 0
+    return 1 if any(p.severity == "error" for p in result.lint) else 0  # as `devlane lint`: a render would fail
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

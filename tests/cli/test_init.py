@@ -130,6 +130,19 @@ def test_an_existing_annotation_is_kept_and_the_disagreement_listed(editor):
     assert text != (editor.root / "orders.yaml").read_text()
     (editor.root / "orders.yaml").write_text(text)
     r = editor.cli("init", "--write")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr  # the kept annotation makes a cycle, which lint reports
+    assert "dependency cycle" in r.stdout
     assert (editor.root / "orders.yaml").read_text() == text
     assert f"Service/orders {K}dependencies: 'web:http', inferred 'orders-db:5432'" in r.stdout
+
+
+def test_a_repository_with_a_broken_file_exits_1_names_it_and_writes_nothing(editor):
+    """A render of it would stop on the error, so init says so first: exit 1, as `devlane lint` does."""
+    editor.write("broken.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: x\n")
+    before = tree(editor.root)
+    r = editor.cli("init", "--write")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "broken.yaml:4: invalid YAML" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    assert "nothing written: broken.yaml could not be read" in r.stdout
+    assert "next: fix the lint errors above" in r.stdout
+    assert tree(editor.root) == before
