@@ -32,7 +32,15 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
 
 
 def matches(path: str, patterns: list[str] | tuple[str, ...]) -> bool:
-    return any(compile_glob(p).match(path) for p in patterns)
+    return _any_of(tuple(patterns)).match(path) is not None
+
+
+@cache
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for a list of globs (a walk tests thousands of paths against the same few)."""
+    if not patterns:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{compile_glob(p).pattern})" for p in patterns))
 
 
 def dir_excluded(rel_dir: str, excludes: list[str]) -> bool:

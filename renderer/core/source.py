@@ -15,12 +15,14 @@ import errno
 import os
 import posixpath
 import re
+import stat
 import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from ..errors import DevlaneError, Where, fail
 from . import files
+from .fileindex import Signature, signature
 from .files import InputLimit, over_limit, read_regular
 from .globs import dir_excluded, matches
 
@@ -38,12 +40,15 @@ class _Budget:
         self.total = 0
 
     def take(self, path: str, data: bytes) -> bytes:
+        self.count(path, len(data))
+        return data
+
+    def count(self, path: str, size: int) -> None:
         if path not in self.sizes:
-            self.sizes[path] = len(data)
-            self.total += len(data)
+            self.sizes[path] = size
+            self.total += size
             if self.total > MAX_TOTAL_BYTES:
                 raise over_limit(path, MAX_TOTAL_BYTES, "with this file, the repository's files read are", InputLimit)
-        return data
 
 
 def listed(rel: str, includes: list[str], excludes: list[str]) -> bool:
@@ -92,6 +97,21 @@ class WorktreeSource:
             except DevlaneError:
                 pass  # a symlink, or gone: the full check below says which
         return self._budget.take(path, read_regular(self._inside(path), path))
+
+    def signature(self, path: str) -> Signature | None:
+        """The stat signature of `path` (`fileindex`), counted against the total as reading it would be; None when
+        only reading can tell what it is (a symlink, a special file, too large, not listed by a walk), so the
+        caller reads it and gets the error or the content."""
+        if path not in self._walked:
+            return None
+        try:
+            st = os.lstat(os.path.join(self._real_root, path))
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode) or st.st_size > files.MAX_FILE_BYTES:
+            return None
+        self._budget.count(path, st.st_size)
+        return signature(st)
 
     def _inside(self, path: str) -> str:
         """The real path of `path`, which must stay inside the repository through every symlink."""
@@ -238,6 +258,10 @@ class GitRefSource:
 
     def exists(self, path: str) -> bool:
         return path in self._blobs
+
+    def signature(self, path: str) -> Signature | None:
+        """None: a ref's blobs are read from git, which has no stat signatures to remember them by."""
+        return None
 
     def revision(self) -> str | None:
         return self.commit.hexsha

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..core import parallel
 from ..core.files import read_user_file
+from ..core.jsonio import dumps_pretty
 from ..core.k8s import CLUSTER_SCOPED
 from ..core.names import SHARED, flow_labels, flow_uuid, suffixed
 from ..core.version import VERSION
@@ -78,7 +79,7 @@ class RenderedFlow:
                      "resources": sorted(self.files)})
 
     def metadata_text(self) -> str:
-        return json.dumps(self.metadata, indent=2, sort_keys=True) + "\n"
+        return dumps_pretty(self.metadata) + "\n"
 
 
 def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, str], isolation: str = "suffix") -> str:

@@ -17,14 +17,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.cache import Cache
+from ..core.cache import Cache, blob_id
+from ..core.fileindex import FileIndex
 from ..core.files import InputLimit
-from ..core.source import Source, listed
+from ..core.source import Source, WorktreeSource, listed
 from ..errors import DevlaneError, Diagnostics, Problem, Where
 from ..host.confine import temp_prefix
 from . import build, config_annotations, shapes
 from .config import CONFIG_FILE, InputSpec, RepoConfig, parse_config
-from .parsing import parse_files
+from .parsing import Outcome, cached_parses, parse_files
 
 _ALWAYS_EXCLUDED_DIRS = (".git/**", ".github/**", ".devlane/**")
 ALWAYS_EXCLUDED = (*_ALWAYS_EXCLUDED_DIRS, ".devlane.yaml", "**/.devlane.yaml")  # config is never a manifest
@@ -286,28 +287,67 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
     files: dict[str, str] = {}
     paths = source.list_files(includes, list(ALWAYS_EXCLUDED) + excludes)
     paths = _outside_other_inputs(source, paths, excludes, diags)
-    plugin_dirs = _plugin_dirs(source, paths)
+    plugin_dirs = tuple(_plugin_dirs(source, paths))
+    index = _file_index(source, cache, includes, excludes)
     read: list[tuple[str, bytes]] = []
+    keys: list[str] = []
+    known: dict[str, str] = {}  # path -> blob id, for files the index still knows (not read)
     unreadable: dict[str, DevlaneError] = {}
     for path in paths:
-        if any(path.startswith(d) for d in plugin_dirs):
+        if path.startswith(plugin_dirs):
             continue  # a plugin's own plugin.yaml and testdata are not the repository's manifests
-        try:
-            data = source.read(path)
-        except InputLimit:
-            raise  # over the total: every later file would be too
-        except DevlaneError as exc:  # keep going: lint reports every broken file at once
-            unreadable[path] = exc
+        sig = source.signature(path) if index is not None else None  # taken before reading: see fileindex
+        hit = index.lookup(path, sig) if index is not None and sig is not None else None
+        if hit is not None:
+            known[path], files[path] = hit
+            continue
+        data = _read(source, path, unreadable)
+        if data is None:
             continue
         files[path] = hashlib.sha256(data).hexdigest()
         read.append((path, data))
-    outcomes = dict(zip((path for path, _ in read), parse_files(read, cache), strict=True))
+        if index is not None:
+            keys.append(blob_id(data))
+            if sig is not None:
+                index.record(path, sig, keys[-1], files[path])
+    outcomes: dict[str, Outcome] = {}
+    if known and cache is not None:
+        found = cached_parses(cache, list(known.values()))
+        outcomes.update((p, o) for p, o in zip(known, found, strict=True) if o is not None)
+        for path in sorted(known.keys() - outcomes.keys()):  # evicted since: read it after all
+            data = _read(source, path, unreadable)
+            if data is not None:
+                files[path] = hashlib.sha256(data).hexdigest()
+                read.append((path, data))
+                keys.append(blob_id(data))
+    outcomes.update(zip((path for path, _ in read), parse_files(read, cache, keys if index else None), strict=True))
+    if index is not None:
+        index.save(set(files))
     for path in paths:
         outcome = unreadable.get(path) or outcomes.get(path)
         if isinstance(outcome, DevlaneError):
             diags.problems += outcome.problems
             continue
         if outcome is not None:
-            for index, (doc, shape) in enumerate(zip(outcome.docs, outcome.shapes, strict=True)):
-                _add(doc, path, index, documents, diags, shape)
+            for index_, (doc, shape) in enumerate(zip(outcome.docs, outcome.shapes, strict=True)):
+                _add(doc, path, index_, documents, diags, shape)
     return documents, files, diags
+
+
+def _read(source: Source, path: str, unreadable: dict[str, DevlaneError]) -> bytes | None:
+    """The file's bytes; None, with the reason kept in `unreadable`, when it cannot be read."""
+    try:
+        return source.read(path)
+    except InputLimit:
+        raise  # over the total: every later file would be too
+    except DevlaneError as exc:  # keep going: lint reports every broken file at once
+        unreadable[path] = exc
+        return None
+
+
+def _file_index(source: Source, cache: Cache | None, includes: list[str], excludes: list[str]) -> FileIndex | None:
+    """The cache's index of this work tree's files for this listing (none for a `--ref` source or without a
+    cache): which files a render need not read again."""
+    if cache is None or not isinstance(source, WorktreeSource):
+        return None
+    return FileIndex(cache, os.path.realpath(source.root), "\0".join([*includes, "", *excludes]))

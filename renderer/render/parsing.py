@@ -85,19 +85,23 @@ def _decode(payload: bytes) -> Parsed | None:
     return Parsed(docs, found)
 
 
-def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, workers: int | None = None
-                ) -> list[Outcome]:
-    """The outcome of each (path, content) in `items`, in order."""
-    keys = [blob_id(data) for _, data in items] if cache is not None else []
+def cached_parses(cache: Cache, keys: list[str]) -> list[Parsed | None]:
+    """The cached parse of each blob id in `keys`, None where there is none (or it is damaged)."""
+    found = cache.get_many(cache_kind(), keys)
+    return [None if (raw := found.get(key)) is None else _decode(raw) for key in keys]
+
+
+def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, keys: list[str] | None = None,
+                workers: int | None = None) -> list[Outcome]:
+    """The outcome of each (path, content) in `items`, in order (`keys`: their blob ids, when known)."""
+    if cache is not None and keys is None:
+        keys = [blob_id(data) for _, data in items]
+    keys = keys or []
     out: list[Outcome | None] = [None] * len(items)
     pending: list[int] = []
     if cache is not None:
-        found = cache.get_many(cache_kind(), keys)
-        for i, key in enumerate(keys):
-            raw = found.get(key)
-            out[i] = None if raw is None else _decode(raw)
-            if out[i] is None:
-                pending.append(i)
+        out = list(cached_parses(cache, keys))
+        pending = [i for i, found in enumerate(out) if found is None]
     else:
         pending = list(range(len(items)))
     fresh: dict[str, bytes] = {}  # what this process parsed, for the cache

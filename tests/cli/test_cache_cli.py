@@ -13,7 +13,9 @@ from support import app_yaml
 from support.caches import opened_caches, own_cache
 
 from renderer.cli import build_parser
+from renderer.core import fileindex
 from renderer.core.cache import Cache, blob_id, encode
+from renderer.core.source import WorktreeSource
 from renderer.render import parsing
 
 RENDER = ["render", "--flow", "pr-1", "--service", "api=api:2", "--stdout"]
@@ -140,10 +142,31 @@ def test_a_warm_render_after_a_one_file_change_parses_that_file_only(harness, ca
 
     assert warm.returncode == 0 and fresh.returncode == 0, warm.stderr + fresh.stderr
     _, counted, off = (c.counters if c else None for c in opened)
-    assert (counted.hits, counted.misses, counted.writes) == (2, 1, 1) and off is None
+    assert counted.kinds[parsing.cache_kind()] == [2, 1] and counted.writes == 1 and off is None
+    assert counted.kinds[fileindex.KIND] == [0, 1]  # files changed seconds ago are never indexed (racy)
     assert len(cached(harness, cache_root, before)) == 4
     assert warm.stdout == fresh.stdout
     assert "value: debug" in warm.stdout and "value: info" not in warm.stdout
+
+
+def test_a_warm_render_reads_only_the_files_whose_signature_changed(harness, cache_root, monkeypatch):
+    """With the files older than the racy margin (here: no margin), the first render indexes them; the next one
+    reads the file that changed, not the others, and writes what a `--no-cache` render writes."""
+    monkeypatch.setattr(fileindex, "RACY_NS", 0)
+    read: list[str] = []
+    real = WorktreeSource.read
+    monkeypatch.setattr(WorktreeSource, "read", lambda self, path: read.append(path) or real(self, path))
+    assert harness.cli(*RENDER).returncode == 0
+    assert sorted(read) == ["api.yaml", "config.yaml", "db.yaml"]
+    read.clear()
+    assert harness.cli(*RENDER).returncode == 0
+    assert read == []
+    api = harness.root / "api.yaml"
+    api.write_text(api.read_text().replace('"value": "info"', '"value": "warn"'))
+    warm = harness.cli(*RENDER)
+    assert read == ["api.yaml"]
+    fresh = harness.cli(*RENDER, "--no-cache")
+    assert warm.returncode == 0 and warm.stdout == fresh.stdout and "value: warn" in warm.stdout
 
 
 def test_a_ref_render_reads_what_a_work_tree_render_wrote(harness, cache_root, monkeypatch):
