@@ -56,10 +56,9 @@ class FileIndex:
 
     def record(self, path: str, sig: Signature, blob: str, sha: str) -> None:
         """Remember `path` as read with signature `sig` (taken before reading), unless it changed too recently
-        for its signature to tell a later change apart."""
+        for its signature to tell a later change apart. (An older entry of a recent file can stay: its
+        signature no longer matches, and ctime only moves forward.)"""
         if max(sig[1], sig[2]) > self.started - RACY_NS:
-            if self.entries.pop(path, None) is not None:
-                self.changed = True
             return
         entry = [*sig, blob, sha]
         if self.entries.get(path) != entry:

@@ -147,11 +147,13 @@ def test_a_symlink_has_no_signature_and_is_read_through_its_checks(repo, cache, 
     assert loads.read == ["link.yaml"]
 
 
-def test_record_skips_recent_files_and_forgets_their_old_entry(tmp_path, cache):
+def test_record_skips_recent_files_whose_old_entry_no_longer_matches(tmp_path, cache):
     index = FileIndex(cache, str(tmp_path))
     old = (10, 1, 1, 7, 8)
     index.record("x.yaml", old, "b" * 40, "s" * 64)
     assert index.lookup("x.yaml", old) == ("b" * 40, "s" * 64)
+    index.changed = False
     recent = (10, time.time_ns(), time.time_ns(), 7, 8)
     index.record("x.yaml", recent, "c" * 40, "t" * 64)
-    assert index.lookup("x.yaml", recent) is None and index.lookup("x.yaml", old) is None
+    assert index.lookup("x.yaml", recent) is None and not index.changed
+    assert index.lookup("x.yaml", old) == ("b" * 40, "s" * 64)  # stale, but no file has that signature now
