@@ -173,8 +173,10 @@ def _tables(report: Report, limit: int | None = None) -> list[str]:
 
 def _diffs(report: Report) -> list[str]:
     out = []
-    for svc in sorted({c.service for c in report.changes}):
-        mine = [c for c in report.changes if c.service == svc]
+    by_service: dict[str, list] = {}
+    for c in report.changes:
+        by_service.setdefault(c.service, []).append(c)
+    for svc, mine in sorted(by_service.items()):
         out += ["", f"<details><summary>{svc}: {len(mine)} object(s)</summary>", ""]
         for c in mine:
             fence = "`" * max(3, max((len(m) for m in re.findall(r"`{3,}", c.diff)), default=0) + 1)
