@@ -320,7 +320,8 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
                 files[path] = hashlib.sha256(data).hexdigest()
                 read.append((path, data))
                 keys.append(blob_id(data))
-    outcomes.update(zip((path for path, _ in read), parse_files(read, cache, keys if index else None), strict=True))
+    parsed = parse_files(read, cache, keys if index is not None else None)
+    outcomes.update(zip((path for path, _ in read), parsed, strict=True))
     if index is not None:
         index.save(set(files))
     for path in paths:
