@@ -192,6 +192,17 @@ def confinement() -> Confinement:
         return _probed
 
 
+def probe_soon() -> threading.Thread | None:
+    """Start the probe on a daemon thread unless it ran already: its subprocesses then run on another core while
+    the command reads the repository, instead of after it, when the first plugin starts (a warm render spends a
+    tenth of its time waiting on them). Whoever calls `confinement()` meanwhile waits for the same result."""
+    if _probed is not None or _probe_lock.locked():
+        return None
+    thread = threading.Thread(target=confinement, name="devlane-sandbox-probe", daemon=True)
+    thread.start()
+    return thread
+
+
 def best(methods: Iterable[str]) -> Confinement:
     """The first of `methods` whose probe proves it isolates the network; else an unconfined record."""
     reasons: list[str] = []
