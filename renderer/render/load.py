@@ -90,6 +90,21 @@ class Document:
         lab = self.metadata.get("labels")
         return lab if isinstance(lab, dict) else {}
 
+    @classmethod
+    def loaded(cls, obj: dict, file: str, index: int) -> Document:
+        """A Document with its metadata fields set at once, as the `once` properties compute them: loading
+        makes ten thousand of them at 5,000 services, and every one is read (one dict update, not seven
+        descriptor calls each)."""
+        doc = cls(obj, file, index)
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        ns, ann, lab = meta.get("namespace"), meta.get("annotations"), meta.get("labels")
+        doc.__dict__.update(kind=str(obj.get("kind", "")), api_version=str(obj.get("apiVersion", "")), metadata=meta,
+                            name=str(meta.get("name", "")), namespace=str(ns) if ns else None,
+                            annotations=ann if isinstance(ann, dict) else {},
+                            labels=lab if isinstance(lab, dict) else {})
+        return doc
+
     @property
     def ref(self) -> str:
         return f"{self.kind}/{self.name}"
@@ -272,7 +287,7 @@ def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diag
             code="no-name",
         )
         return
-    document = Document(doc, path, index)
+    document = Document.loaded(doc, path, index)
     wrong = shapes.check(doc, document.where, shape)
     if wrong is not None:
         diags.problems.append(wrong)

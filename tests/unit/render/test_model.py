@@ -189,3 +189,19 @@ def test_a_flag_that_is_not_true_or_false_names_its_object(kind, key):
     (problem,) = errors(model)
     assert problem.message == f"annotation kardinal.dev.service/{key} must be \"true\" or \"false\", got 'maybe'"
     assert problem.where.file == "web.yaml" and problem.where.object == f"{kind}/web"
+
+
+@pytest.mark.parametrize("obj", [
+    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a", "namespace": "ns", "labels": {"app": "a"},
+                                                         "annotations": {"k": "v"}}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": 7, "namespace": "", "labels": None}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "annotations": ["not", "a", "map"]}},
+    {"apiVersion": "v1", "kind": "Secret", "metadata": "not a map"},
+    {"kind": "Namespace"},
+], ids=["full", "numeric-name", "list-annotations", "bad-metadata", "bare"])
+def test_a_loaded_document_has_the_fields_its_properties_compute(obj):
+    """Loading sets a Document's metadata fields at once; they must be what the lazy properties give."""
+    lazy, eager = Document(obj, "f.yaml", 0), Document.loaded(obj, "f.yaml", 0)
+    fields = ("kind", "api_version", "metadata", "name", "namespace", "annotations", "labels")
+    assert [getattr(eager, f) for f in fields] == [getattr(lazy, f) for f in fields]
+    assert all(f in eager.__dict__ for f in fields)  # set, not computed on first use
