@@ -41,6 +41,7 @@ from .render.flow import FlowRequest, FlowSpec, apply_template, resolve, validat
 from .render.load import Loaded, read_back
 from .render.mesh_lint import mesh_problems
 from .render.model import Model, build_model
+from .render.model_store import model_for
 from .render.plan import Plan, make_plan
 from .render.plugin_defs import changed_args, used_plugin_names
 from .render.routing import Entries, route_entries
@@ -150,7 +151,7 @@ def _planned(s: Session, flow: FlowSpec) -> tuple[Loaded, Model, Plan]:
     """Load (with the flow's template), pre-render steps, model and plan; stops on any error."""
     loaded = s.loaded.with_documents(apply_template(s.loaded.documents, flow.template_file, flow.template_args))
     loaded, messages = steps.pre_render(s.host, s.config.pipeline, loaded, flow.id)
-    model = build_model(loaded.documents, s.config.namespace)
+    model = model_for(s.loaded, loaded.documents, s.config.namespace)
     s.report(messages + model.problems)
     the_plan = make_plan(model, flow, s.routing, s.diagnostics)
     s.finish()

@@ -33,7 +33,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     print(f"entries: {found['entries']:,} ({_size(found['bytes'])}) of a {_size(found['limit'])} bound "
           f"(${SIZE_ENV} sets it)")
     for kind, row in found["kinds"].items():
-        what = {"yaml": "parsed YAML files", "build": "built inputs"}.get(kind.partition("-")[0], "entries")
+        what = {"yaml": "parsed YAML files", "build": "built inputs", "model": "repository model(s)",
+                "files": "file index(es)"}.get(kind.partition("-")[0], "entries")
         print(f"  {kind}: {row['entries']:,} {what}, {_size(row['bytes'])}")
     if found["entries"]:
         print(f"least recently used: {_age(found['oldest'])}; most recently used: {_age(found['newest'])}")

@@ -126,6 +126,13 @@ class Counters:
         else:
             self.misses += 1
 
+    def refused(self, kind: str) -> None:
+        """Count an entry read but found not to hold (a caller's own check) as a miss, not a hit."""
+        pair = self.kinds.setdefault(kind, [0, 0])
+        if pair[0]:
+            pair[0], self.hits = pair[0] - 1, self.hits - 1
+        pair[1], self.misses = pair[1] + 1, self.misses + 1
+
     def summary(self) -> str:
         parts = ", ".join(f"{k} {h} hit(s) {m} miss(es)" for k, (h, m) in sorted(self.kinds.items()))
         return f"cache: {parts or 'not used'}; {self.writes} written ({self.written:,} bytes)" + (
@@ -199,6 +206,10 @@ class Cache:
             except OSError:
                 return 0.0
         return sorted(packs, key=lambda e: (recency(e), e.name))
+
+    def reader(self, kind: str) -> PackReader:
+        """A reader of single entries of `kind`, for a caller that does not know yet which it will need."""
+        return PackReader(self, kind)
 
     def get_many(self, kind: str, keys: list[str]) -> dict[str, bytes]:
         """The checked payloads of those `keys` that some pack of `kind` holds (damaged ones are misses)."""
@@ -505,15 +516,8 @@ def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
             return found
         index, start, st = known
         for key in index if wanted is None else wanted & index.keys():
-            try:
-                offset, size, digest = index[key]
-                if not (type(offset) is int and type(size) is int and len(_PACK_MAGIC) <= offset
-                        and size >= 0 and offset + size <= start):
-                    continue  # a foreign or damaged index: never read past the payloads
-                data = os.pread(fd, size, offset)
-            except (TypeError, ValueError, OverflowError):
-                continue
-            if len(data) == size and hashlib.blake2b(data, digest_size=_DIGEST).hexdigest() == digest:
+            data = _pack_entry(fd, index[key], start)
+            if data is not None:
                 found[key] = data
         if found:
             _used(fd, st)
@@ -522,6 +526,62 @@ def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
     finally:
         os.close(fd)
     return found
+
+
+def _pack_entry(fd: int, row: Any, start: int) -> bytes | None:
+    """The checked payload an index `row` (offset, size, digest) points at, in the pack open at `fd` whose
+    index starts at `start`; None for a foreign or damaged row or payload."""
+    try:
+        offset, size, digest = row
+        if not (type(offset) is int and type(size) is int and len(_PACK_MAGIC) <= offset
+                and size >= 0 and offset + size <= start):
+            return None  # never read past the payloads
+        data = os.pread(fd, size, offset)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if len(data) == size and hashlib.blake2b(data, digest_size=_DIGEST).hexdigest() == digest:
+        return data
+    return None
+
+
+class PackReader:
+    """Entries of one kind read one at a time, when a caller turns out to need them: the packs' indexes are
+    read once, at the first `get`. A pack merged away since is a miss, as any other."""
+
+    def __init__(self, cache: Cache, kind: str):
+        self.cache, self.kind = cache, kind
+        self._indexes: list[tuple[str, dict, int]] | None = None
+
+    def _packs(self) -> list[tuple[str, dict, int]]:
+        if self._indexes is None:
+            self._indexes = []
+            for entry in self.cache._packs(self.kind):
+                with contextlib.suppress(OSError):
+                    fd = _open(entry.path)
+                    try:
+                        known = _pack_index(fd)
+                    finally:
+                        os.close(fd)
+                    if known is not None:
+                        self._indexes.append((entry.path, known[0], known[1]))
+        return self._indexes
+
+    def get(self, key: str) -> bytes | None:
+        """The checked payload of `key`, or None."""
+        data = None
+        for path, index, start in self._packs():
+            if key not in index:
+                continue
+            with contextlib.suppress(OSError):
+                fd = _open(path)
+                try:
+                    data = _pack_entry(fd, index[key], start)
+                finally:
+                    os.close(fd)
+            if data is not None:
+                break
+        self.cache.counters.count(self.kind, data is not None)
+        return data
 
 
 def open_cache(enabled: bool = True, root: Path | None = None) -> Cache | None:

@@ -77,6 +77,53 @@ def pod_template(obj: dict) -> dict:
     return tpl if isinstance(tpl, dict) else {}
 
 
+# Kinds whose whole `spec` passes over the repository read (entry points and their routes).
+_WHOLE_SPEC = frozenset({"Ingress", "HTTPRoute", "Gateway", "GRPCRoute"})
+
+
+def outline(obj: dict) -> dict:
+    """The parts of an object that passes over the whole repository read: apiVersion, kind, metadata, a
+    selector, a Service's ports, a pod template without its pod spec (but with its container names), and an
+    entry point's spec. The model and the baseline indexes read only this, so what they derive is the same
+    for two objects with one outline: a changed image or env value leaves it as it is. Each part keeps its
+    place, so `pod_template` and friends read an outline as they read the object."""
+    out = {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
+    if "spec" not in obj:
+        return out
+    spec = obj["spec"]
+    if not isinstance(spec, dict) or obj.get("kind") in _WHOLE_SPEC:
+        out["spec"] = spec
+        return out
+    kept = {k: spec[k] for k in ("selector", "ports") if k in spec}
+    if "template" in spec:
+        kept["template"] = _template_outline(spec["template"])
+    job = spec.get("jobTemplate")
+    if isinstance(job, dict) and isinstance(job.get("spec"), dict) and "template" in job["spec"]:
+        kept["jobTemplate"] = {"spec": {"template": _template_outline(job["spec"]["template"])}}
+    elif "jobTemplate" in spec:
+        kept["jobTemplate"] = {} if isinstance(job, dict) else job
+    out["spec"] = kept
+    return out
+
+
+def _template_outline(template: Any) -> Any:
+    """A pod template's metadata and its containers' names (the pod spec's other fields are body)."""
+    if not isinstance(template, dict):
+        return template
+    out = {k: v for k, v in template.items() if k != "spec"}
+    if "spec" in template:
+        spec = template["spec"]
+        containers = spec.get("containers") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or "containers" not in spec:
+            out["spec"] = {} if isinstance(spec, dict) else spec
+        elif isinstance(containers, list):
+            out["spec"] = {"containers": [{"name": c["name"]} if isinstance(c, dict) and "name" in c
+                                          else ({} if isinstance(c, dict) else c) for c in containers]}
+        else:
+            out["spec"] = {"containers": containers}
+    return out
+
+
 def with_pod_spec(obj: dict, spec: dict) -> dict:
     """A shallow copy of a workload or CronJob with another pod spec (the rest shared, not copied)."""
     if obj.get("kind") == "CronJob":

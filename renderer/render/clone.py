@@ -180,7 +180,7 @@ def selector_keys(model: Model) -> dict[str | None, set[str]]:
     keys: dict[str | None, set[str]] = {}
     for doc in model.documents:
         ns = model.namespace_of(doc)
-        spec = doc.obj.get("spec") if isinstance(doc.obj.get("spec"), dict) else {}
+        spec = doc.outline.get("spec") if isinstance(doc.outline.get("spec"), dict) else {}
         sel = spec.get("selector")
         if not isinstance(sel, dict):
             continue
@@ -300,7 +300,7 @@ def _copy_services(model: Model, workloads: list[DevWorkload], lane: Lane) -> tu
     for doc in model.documents:
         if doc.kind != "Service" or KARDINAL + "plugin-definition" in doc.annotations:
             continue
-        selector = (doc.obj.get("spec") or {}).get("selector")
+        selector = (doc.outline.get("spec") or {}).get("selector")
         if not isinstance(selector, dict) or not selector:
             continue
         ns = model.namespace_of(doc)

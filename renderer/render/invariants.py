@@ -49,7 +49,7 @@ def baseline_selectors(model: Model) -> list[Selector]:
     """Every baseline selector (Services, workload matchLabels/matchExpressions) with its namespace."""
     out = []
     for doc in model.documents:
-        spec = doc.obj.get("spec") if isinstance(doc.obj.get("spec"), dict) else {}
+        spec = doc.outline.get("spec") if isinstance(doc.outline.get("spec"), dict) else {}
         sel = spec.get("selector")
         if not isinstance(sel, dict) or not sel:
             continue

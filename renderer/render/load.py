@@ -8,6 +8,7 @@ config is broken.
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import os
@@ -15,17 +16,18 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..core.cache import Cache, blob_id
+from ..core.cache import Cache, PackReader, blob_id
 from ..core.fileindex import FileIndex
 from ..core.files import InputLimit
+from ..core.k8s import outline
 from ..core.source import Source, WorktreeSource, listed
 from ..errors import DevlaneError, Diagnostics, Problem, Where
 from ..host.confine import temp_prefix
-from . import build, config_annotations, shapes
+from . import build, config_annotations, reuse, shapes
 from .config import CONFIG_FILE, InputSpec, RepoConfig, parse_config
-from .parsing import Outcome, cached_parses, parse_files
+from .parsing import Outcome, Parsed, cache_kind, cached_parses, decode, parse_files
 
 _ALWAYS_EXCLUDED_DIRS = (".git/**", ".github/**", ".devlane/**")
 ALWAYS_EXCLUDED = (*_ALWAYS_EXCLUDED_DIRS, ".devlane.yaml", "**/.devlane.yaml")  # config is never a manifest
@@ -101,6 +103,19 @@ class Document:
     def labels(self) -> dict:
         return self._head()["labels"]
 
+    @once
+    def outline(self) -> dict:
+        """What passes over the whole repository read (`k8s.outline`): reading it never needs the body."""
+        return outline(self.obj)
+
+    @classmethod
+    def deferred(cls, outline: dict, file: str, index: int, body: Callable[[], dict]) -> Document:
+        """A Document known by its outline, whose object `body()` gives on first use: a render that reuses
+        the repository's model decodes only the objects its flow touches."""
+        doc = object.__new__(cls)
+        doc.__dict__.update(head(outline), outline=outline, file=file, index=index, _body=body)
+        return doc
+
     @classmethod
     def loaded(cls, obj: dict, file: str, index: int) -> Document:
         """A Document with its metadata fields already set: loading makes ten thousand of them at 5,000
@@ -117,6 +132,14 @@ class Document:
         return Where(file=self.file, document=self.index, object=self.ref)
 
 
+def _body(doc: Document) -> dict:
+    return doc.__dict__.pop("_body")()
+
+
+_body.__name__ = "obj"
+Document.obj = once(_body)  # type: ignore[assignment]  # set by __init__, or on first use for a deferred one
+
+
 @dataclass(frozen=True)
 class Loaded:
     """Everything read from the repository for one command."""
@@ -128,6 +151,7 @@ class Loaded:
     files: dict[str, str]  # path -> sha256 of content, for the input hash
     revision: str | None
     problems: list[Problem]  # config and file problems (collect mode keeps going past errors)
+    reuse: reuse.Reuse | None = None  # the model's stored entry: found still holding, or to store (`model_store`)
 
     def with_documents(self, documents: list[Document]) -> Loaded:
         """The same repository with its objects replaced (a template, pre-render steps)."""
@@ -150,18 +174,23 @@ def read(source: Source, collect: bool = False, top: Path | None = None, cache: 
     files: dict[str, str] = {}
     diags = Diagnostics()
     plain = [spec for spec in inputs if spec.kind == "path"]
-    for spec in plain:
-        more, more_files, more_diags = load_documents(source, list(spec.globs), _excludes(config), cache)
-        documents += more
-        files.update(more_files)
-        diags.problems += more_diags.problems
     built = [spec for spec in inputs if spec.kind != "path"]
+    reusable = not collect and not problems and len(plain) == 1 and not built  # one listing makes the documents
+    reused = None
+    for spec in plain:
+        found = load_documents(source, list(spec.globs), _excludes(config), cache,
+                               (config_bytes or b"") if reusable else None)
+        documents += found.documents
+        files.update(found.files)
+        diags.problems += found.diags.problems
+        reused = found.reuse
     if built:
         _read_built(source, built, documents, files, diags, collect, top, cache)
     documents = config_annotations.apply(documents, config, diags, Document)
     if not collect:
         diags.raise_if_errors()
-    return Loaded(source, config, config_bytes, documents, files, source.revision(), problems + diags.problems)
+    return Loaded(source, config, config_bytes, documents, files, source.revision(), problems + diags.problems,
+                  reused)
 
 
 def _read_built(source: Source, specs: list[InputSpec], documents: list[Document], files: dict[str, str],
@@ -228,9 +257,11 @@ def _plugin_dirs(source: Source, paths: list[str]) -> list[str]:
     return out
 
 
-def load_documents(source: Source, includes: list[str], excludes: list[str], cache: Cache | None = None
-                   ) -> tuple[list[Document], dict[str, str], Diagnostics]:
-    """Read and parse every manifest file; skip (with a warning) documents that are not objects.
+def load_documents(source: Source, includes: list[str], excludes: list[str], cache: Cache | None = None,
+                   config: bytes | None = None) -> Found:
+    """Read and parse every manifest file; skip (with a warning) documents that are not objects. With `config`
+    (the raw `.devlane.yaml`) and a cache, look for the model's stored entry (`reuse`): when it still holds, the
+    documents come from it, their bodies decoded on use.
 
     The cyclic garbage collector is paused meanwhile: parsing allocates about a million objects
     at 5,000 services, none of them cyclic, and each full collection would walk all of them.
@@ -238,7 +269,7 @@ def load_documents(source: Source, includes: list[str], excludes: list[str], cac
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load_documents(source, includes, excludes, cache)
+        return _load_documents(source, includes, excludes, cache, config)
     finally:
         if enabled:
             gc.enable()
@@ -268,11 +299,13 @@ def _outside_other_inputs(source: Source, paths: list[str], excludes: list[str],
 
 
 def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diagnostics,
-         shape: str | bool | None = False) -> None:
-    """One parsed document: kept when it is a named Kubernetes object of the right shape, else a warning.
-    `shape`: its `shapes.shape_problem`, when the parse already knows it."""
+         shape: str | bool | None = False, make: Callable[[Any, str, int], Document] = Document.loaded
+         ) -> Document | None:
+    """One parsed document (or its outline, with `make` = deferred): kept, and returned, when it is a named
+    Kubernetes object of the right shape, else a warning. `shape`: its `shapes.shape_problem`, when the parse
+    already knows it."""
     if doc is None:
-        return
+        return None
     if not is_kubernetes_object(doc):
         diags.warn(
             "document is not a Kubernetes object (no apiVersion/kind); skipped",
@@ -280,9 +313,9 @@ def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diag
             hint="exclude non-manifest YAML with `exclude:` in .devlane.yaml",
             code="not-an-object",
         )
-        return
+        return None
     if str(doc["apiVersion"]).startswith(_KUSTOMIZE_GROUP):
-        return  # kustomization files describe builds, not objects
+        return None  # kustomization files describe builds, not objects
     meta = doc.get("metadata")
     if not isinstance(meta, dict) or not meta.get("name"):
         diags.warn(
@@ -290,68 +323,177 @@ def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diag
             Where(file=path, document=index),
             code="no-name",
         )
-        return
-    document = Document.loaded(doc, path, index)
+        return None
+    document = make(doc, path, index)
     wrong = shapes.check(doc, document.where, shape)
     if wrong is not None:
         diags.problems.append(wrong)
-        return
+        return None
     documents.append(document)
+    return document
 
 
-def _load_documents(source: Source, includes: list[str], excludes: list[str], cache: Cache | None
-                    ) -> tuple[list[Document], dict[str, str], Diagnostics]:
+class Found(NamedTuple):
+    """What loading one plain-YAML input found."""
+
+    documents: list[Document]
+    files: dict[str, str]  # path -> sha256 of content
+    diags: Diagnostics
+    reuse: reuse.Reuse | None  # the model's entry: to reuse, or to store once built
+
+
+def _load_documents(source: Source, includes: list[str], excludes: list[str], cache: Cache | None,
+                    config: bytes | None) -> Found:
     diags = Diagnostics()
-    documents: list[Document] = []
     files: dict[str, str] = {}
     paths = source.list_files(includes, list(ALWAYS_EXCLUDED) + excludes)
     paths = _outside_other_inputs(source, paths, excludes, diags)
     plugin_dirs = tuple(_plugin_dirs(source, paths))
+    paths = [p for p in paths if not p.startswith(plugin_dirs)]  # a plugin's plugin.yaml and testdata are its own
     index = _file_index(source, cache, includes, excludes)
     read: list[tuple[str, bytes]] = []
-    keys: list[str] = []
-    known: dict[str, str] = {}  # path -> blob id, for files the index still knows (not read)
+    blobs: dict[str, str] = {}  # path -> blob id (with a cache)
     unreadable: dict[str, DevlaneError] = {}
     for path in paths:
-        if path.startswith(plugin_dirs):
-            continue  # a plugin's own plugin.yaml and testdata are not the repository's manifests
         sig = source.signature(path) if index is not None else None  # taken before reading: see fileindex
         hit = index.lookup(path, sig) if index is not None and sig is not None else None
         if hit is not None:
-            known[path], files[path] = hit
+            blobs[path], files[path] = hit
             continue
-        data = _read(source, path, unreadable)
-        if data is None:
-            continue
-        files[path] = hashlib.sha256(data).hexdigest()
-        read.append((path, data))
-        if index is not None:
-            keys.append(blob_id(data))
-            if sig is not None:
-                index.record(path, sig, keys[-1], files[path])
-    outcomes: dict[str, Outcome] = {}
-    if known and cache is not None:
-        found = cached_parses(cache, list(known.values()))
-        outcomes.update((p, o) for p, o in zip(known, found, strict=True) if o is not None)
-        for path in sorted(known.keys() - outcomes.keys()):  # evicted since: read it after all
-            data = _read(source, path, unreadable)
-            if data is not None:
-                files[path] = hashlib.sha256(data).hexdigest()
-                read.append((path, data))
-                keys.append(blob_id(data))
-    parsed = parse_files(read, cache, keys if index is not None else None)
-    outcomes.update(zip((path for path, _ in read), parsed, strict=True))
+        _take(source, path, read, files, blobs, unreadable, cache, index, sig)
+    reuse_ = entry = None
+    if cache is not None and config is not None and not unreadable:
+        reuse_ = reuse.Reuse(cache, reuse.entry_key(config, includes, excludes, paths))
+        entry = reuse.entry(cache, reuse_.key)
+    stored = reuse.stored_blobs(entry, paths)
+    outcomes = _parsed([(p, data) for p, data in read if stored.get(p) != blobs.get(p)], cache, blobs)
+    if reuse_ is not None and entry is not None:
+        documents = _restored(entry, paths, blobs, outcomes, source, cache, diags)
+        if documents is not None:
+            if index is not None:
+                index.save(set(files))
+            reuse_.model = entry["model"]
+            return Found(documents, files, diags, reuse_)
+        cache.counters.refused(reuse.cache_kind())  # type: ignore[union-attr]
+    outcomes.update(_parsed([(p, data) for p, data in read if p not in outcomes], cache, blobs))
+    missing = [p for p in paths if p in blobs and p not in outcomes]  # known to the index, not read
+    if missing:
+        found = cached_parses(cache, [blobs[p] for p in missing]) if cache is not None else [None] * len(missing)
+        outcomes.update((p, o) for p, o in zip(missing, found, strict=True) if o is not None)
+        evicted: list[tuple[str, bytes]] = []
+        for path in sorted(set(missing) - outcomes.keys()):  # evicted since: read it after all
+            _take(source, path, evicted, files, blobs, unreadable, cache, None, None)
+        outcomes.update(_parsed(evicted, cache, blobs))
     if index is not None:
         index.save(set(files))
+    documents: list[Document] = []
+    heads: list[list] | None = [] if reuse_ is not None else None
     for path in paths:
         outcome = unreadable.get(path) or outcomes.get(path)
         if isinstance(outcome, DevlaneError):
             diags.problems += outcome.problems
+            heads = None
             continue
-        if outcome is not None:
-            for index_, (doc, shape) in enumerate(zip(outcome.docs, outcome.shapes, strict=True)):
-                _add(doc, path, index_, documents, diags, shape)
-    return documents, files, diags
+        if outcome is None:
+            continue
+        kept = [_add(doc, path, i, documents, diags, shape)
+                for i, (doc, shape) in enumerate(zip(outcome.docs, outcome.shapes, strict=True))]
+        if heads is not None:
+            if outcome.exact:
+                heads.append([blobs[path], reuse.heads(outcome.docs, outcome.shapes, kept)])
+            else:
+                heads = None  # JSON would not give these heads back as they are
+    if reuse_ is not None and heads is not None and not diags.errors:
+        reuse_.files = heads
+    return Found(documents, files, diags, reuse_)
+
+
+def _parsed(items: list[tuple[str, bytes]], cache: Cache | None, blobs: dict[str, str]) -> dict[str, Outcome]:
+    """The outcome of each file of `items` (path, content), by path."""
+    if not items:
+        return {}
+    keys = [blobs[path] for path, _ in items] if cache is not None else None
+    return dict(zip((path for path, _ in items), parse_files(items, cache, keys), strict=True))
+
+
+def _take(source: Source, path: str, read: list[tuple[str, bytes]], files: dict[str, str], blobs: dict[str, str],
+          unreadable: dict[str, DevlaneError], cache: Cache | None, index: FileIndex | None, sig: Any) -> None:
+    """Read the file at `path` into `read`, with its digests (and into the file index, with its signature)."""
+    data = _read(source, path, unreadable)
+    if data is None:
+        return
+    files[path] = hashlib.sha256(data).hexdigest()
+    read.append((path, data))
+    if cache is not None:
+        blobs[path] = blob_id(data)
+        if index is not None and sig is not None:
+            index.record(path, sig, blobs[path], files[path])
+
+
+def _restored(entry: dict, paths: list[str], blobs: dict[str, str], outcomes: dict[str, Outcome],
+              source: Source, cache: Cache, diags: Diagnostics) -> list[Document] | None:
+    """The documents of a stored entry, when every file still has the stored heads (None: it does not hold).
+    Each document's body is decoded from its file's parse on first use (`Bodies`)."""
+    stored = entry["files"]
+    if len(stored) != len(paths):
+        return None
+    blob_of = reuse.stored_blobs(entry, paths)
+    changed = [p for p in paths if blob_of.get(p) != blobs.get(p)]
+    late = [p for p in changed if p not in outcomes and p in blobs]  # changed before the index's last save
+    for p, found in zip(late, cached_parses(cache, [blobs[p] for p in late]), strict=True):
+        if found is not None:
+            outcomes[p] = found
+    for path, row in zip(paths, stored, strict=True):
+        if path in changed:
+            now = outcomes.get(path)
+            if not isinstance(now, Parsed) or not now.exact or not isinstance(row, list) or len(row) != 2 or \
+                    not reuse.same_heads(row[1], reuse.heads(now.docs, now.shapes)):
+                return None
+    problems = Diagnostics()
+    documents: list[Document] = []
+    reader = cache.reader(cache_kind())
+    try:
+        for path, (_, heads) in zip(paths, stored, strict=True):
+            now = outcomes.get(path)
+            bodies = Bodies(source, path, blobs[path], reader, now if isinstance(now, Parsed) else None)
+            for i, (shape, head_) in enumerate(heads):
+                _add(head_, path, i, documents, problems, shape, bodies.deferred)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None  # a row of another form: not an entry this code wrote
+    diags.problems += problems.problems
+    return documents
+
+
+class Bodies:
+    """The objects of one file, decoded on first use: from the parse in hand, the parse cache, or (when the
+    cache lost it since) the file itself, read and parsed again, which must still be the same blob."""
+
+    def __init__(self, source: Source, path: str, blob: str, reader: PackReader, parsed: Parsed | None):
+        self.source, self.path, self.blob, self.reader = source, path, blob, reader
+        self.parsed = parsed
+
+    def deferred(self, head_: dict, path: str, index: int) -> Document:
+        return Document.deferred(head_, path, index, functools.partial(self.body, index))
+
+    def body(self, index: int) -> dict:
+        if self.parsed is None:
+            self.parsed = self._parse()
+        return self.parsed.docs[index]
+
+    def _parse(self) -> Parsed:
+        payload = self.reader.get(self.blob)
+        found = decode(payload) if payload is not None else None
+        if found is not None:
+            return found
+        data = self.source.read(self.path)
+        if blob_id(data) != self.blob:
+            raise DevlaneError(Problem(f"{self.path} changed while devlane was rendering", Where(file=self.path),
+                                       hint="render again once the files are as they should be",
+                                       code="changed-input"))
+        outcome = parse_files([(self.path, data)], None)[0]
+        if isinstance(outcome, DevlaneError):
+            raise outcome
+        return outcome
 
 
 def _read(source: Source, path: str, unreadable: dict[str, DevlaneError]) -> bytes | None:

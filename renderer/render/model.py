@@ -46,13 +46,14 @@ class Workload:
 
     @once
     def pod_labels(self) -> dict:
-        labels = (self.pod_template.get("metadata") or {}).get("labels")
+        labels = (pod_template(self.doc.outline).get("metadata") or {}).get("labels")
         return labels if isinstance(labels, dict) else {}
 
     @once
-    def containers(self) -> list[dict]:
-        spec = self.pod_template.get("spec") or {}
-        return [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    def container_names(self) -> list[str]:
+        """The pod's containers, by name (read from the outline: the model never needs the pod spec)."""
+        spec = pod_template(self.doc.outline).get("spec") or {}
+        return [str(c.get("name", "")) for c in spec.get("containers") or [] if isinstance(c, dict)]
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class ServiceNode:
 
     @once
     def port_names(self) -> frozenset[str]:
-        return frozenset(str(p.get("name")) for p in (self.doc.obj.get("spec") or {}).get("ports") or []
+        return frozenset(str(p.get("name")) for p in (self.doc.outline.get("spec") or {}).get("ports") or []
                          if isinstance(p, dict) and p.get("name"))
 
 
@@ -220,17 +221,27 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
             if pdef and pdef.type == "external":
                 externals[p].append(name)
     _check_cycles(services, diags)
-    objects = {}
+    model = assemble(documents, services, plugin_defs, dict(externals), [], workloads, default_namespace,
+                     diags.problems)
+    model.entries.extend(_entries(documents, legacy_entries, model, diags))
+    return model
+
+
+def assemble(documents: list[Document], services: dict[str, ServiceNode], plugin_defs: dict[str, PluginDef],
+             externals: dict[str, list[str]], entries: list[Entry], workloads: list[Workload],
+             default_namespace: str | None, problems: list[Problem]) -> Model:
+    """A Model with its lookup tables, which follow from its nodes and documents (built, or read back from the
+    cache by `model_store`)."""
+    keys = {(n.namespace, n.name): n.key for n in services.values() if n.is_service}
+    objects: dict[tuple[str, str | None, str], Document] = {}
     for doc in documents:
-        objects.setdefault((doc.kind, ns(doc), doc.name), doc)
+        objects.setdefault((doc.kind, doc.namespace or default_namespace, doc.name), doc)
     selecting: dict[int, list[ServiceNode]] = defaultdict(list)
     for node in services.values():
         if node.workload is not None:
             selecting[id(node.workload.doc)].append(node)
-    model = Model(documents, services, plugin_defs, dict(externals), [], workloads, default_namespace, diags.problems,
-                  keys, objects, dict(selecting))
-    model.entries.extend(_entries(documents, legacy_entries, model, diags))
-    return model
+    return Model(documents, services, plugin_defs, externals, entries, workloads, default_namespace, problems,
+                 keys, objects, dict(selecting))
 
 
 def _with(node: ServiceNode, **changes: Any) -> ServiceNode:
@@ -263,7 +274,7 @@ def _workload_nodes(documents: list[Document], nodes: list[ServiceNode], ns, dia
     out = []
     for doc in documents:
         if (POD_KINDS.get(doc.kind) != doc.api_version or id(doc) in selected or not doc.name
-                or not pod_template(doc.obj)):
+                or not pod_template(doc.outline)):
             continue
         workload = Workload(doc)
         stateful, deps, plugins, no_rewrite = _node_annotations(doc, doc.kind == "StatefulSet", diags, plugin_defs)
@@ -327,7 +338,7 @@ def _check_annotation_keys(documents: list[Document], diags: Diagnostics) -> Non
 def _service_node(
     doc: Document, namespace: str | None, index: LabelIndex, diags: Diagnostics, plugin_defs: dict[str, PluginDef]
 ) -> ServiceNode:
-    ann, spec = doc.annotations, doc.obj.get("spec") or {}
+    ann, spec = doc.annotations, doc.outline.get("spec") or {}
     ports = spec.get("ports")
     first = next((p for p in ports if isinstance(p, dict)), None) if isinstance(ports, list) else None
     workload, ambiguous = _workload(doc, namespace, index, diags)
@@ -349,7 +360,7 @@ def _workload(doc: Document, namespace: str | None, index: LabelIndex,
               diags: Diagnostics) -> tuple[Workload | None, tuple[Workload, ...]]:
     """The one workload the Service's selector matches (`devlane.dev/workload` picks one of several), and
     all of them when it matches several: that blocks only flows that need this Service's dev version."""
-    spec = doc.obj.get("spec") or {}
+    spec = doc.outline.get("spec") or {}
     selector = spec.get("selector") if isinstance(spec.get("selector"), dict) else {}
     if not selector:
         return None, ()
@@ -377,7 +388,7 @@ def _target_container(workload: Workload | None, wanted: object, doc: Document, 
         if wanted:
             diags.warn("devlane.dev/container is set but no workload matches this Service", doc.where())
         return None
-    names = [str(c.get("name", "")) for c in workload.containers]
+    names = workload.container_names
     if not names:
         diags.error(f"{workload.doc.ref} has no containers", workload.doc.where(), code="bad-workload")
         return None
@@ -480,7 +491,7 @@ def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str |
 
 
 def _ports(node: ServiceNode) -> list[dict]:
-    return [p for p in (node.doc.obj.get("spec") or {}).get("ports") or [] if isinstance(p, dict)]
+    return [p for p in (node.doc.outline.get("spec") or {}).get("ports") or [] if isinstance(p, dict)]
 
 
 def _unnamed_port(node: ServiceNode, port: str) -> bool:
@@ -538,7 +549,7 @@ def _entries(documents: list[Document], legacy: list[Document], model: Model, di
         flag = next((k for k, kind in ENTRY_KINDS.items() if kind == doc.kind and K + k in ann), None)
         if flag is None or not _bool(ann[K + flag], K + flag, doc, diags):
             continue
-        spec = doc.obj.get("spec") or {}
+        spec = doc.outline.get("spec") or {}
         backends: list[tuple[str, str | None]] = []
         hosts: list[str] = []
         if doc.kind == "Ingress":
@@ -567,7 +578,7 @@ def _entries(documents: list[Document], legacy: list[Document], model: Model, di
                 keys.add(key)
         entries.append(Entry(doc, sorted(keys), hosts))
     for doc in legacy:
-        selector = (doc.obj.get("spec") or {}).get("selector") or {}
+        selector = (doc.outline.get("spec") or {}).get("selector") or {}
         backends = sorted(
             key
             for key, node in model.services.items()

@@ -40,6 +40,7 @@ class Parsed:
 
     docs: list[Any]
     shapes: list[str | None]
+    exact: bool = True  # whether JSON carries the documents as they are (no alias, date, non-string key...)
 
 
 Outcome = Parsed | DevlaneError  # a file's documents, or why it could not be parsed
@@ -62,20 +63,21 @@ def _parse(path: str, data: bytes, encoded: bool = True) -> tuple[Outcome, bytes
         docs, plain_tree = yamlio.parse_stream(data, path)
     except DevlaneError as exc:
         return exc, None
-    parsed = Parsed(docs, [shapes.shape_problem(d) if _is_object(d) else None for d in docs])
+    parsed = Parsed(docs, [shapes.shape_problem(d) if _is_object(d) else None for d in docs], plain_tree)
     if not plain_tree or not encoded:
         return parsed, None
     try:
         return parsed, encode([docs, parsed.shapes])
     except Uncacheable:
-        return parsed, None
+        return Parsed(parsed.docs, parsed.shapes, False), None
 
 
 def _is_object(doc: Any) -> bool:
     return isinstance(doc, dict) and bool(doc.get("apiVersion")) and bool(doc.get("kind"))
 
 
-def _decode(payload: bytes) -> Parsed | None:
+def decode(payload: bytes) -> Parsed | None:
+    """A cached parse from its JSON; None when it is damaged."""
     try:
         docs, found = json.loads(payload)
     except (ValueError, TypeError, RecursionError):
@@ -88,7 +90,7 @@ def _decode(payload: bytes) -> Parsed | None:
 def cached_parses(cache: Cache, keys: list[str]) -> list[Parsed | None]:
     """The cached parse of each blob id in `keys`, None where there is none (or it is damaged)."""
     found = cache.get_many(cache_kind(), keys)
-    return [None if (raw := found.get(key)) is None else _decode(raw) for key in keys]
+    return [None if (raw := found.get(key)) is None else decode(raw) for key in keys]
 
 
 def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, keys: list[str] | None = None,
@@ -127,7 +129,7 @@ def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, keys: l
         for share in split[1:]:
             for p in share:
                 i = pending[p]
-                out[i] = None if done[p] is None else _decode(done[p])  # type: ignore[arg-type]
+                out[i] = None if done[p] is None else decode(done[p])  # type: ignore[arg-type]
                 if out[i] is None:
                     here(i)
     else:

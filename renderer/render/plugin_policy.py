@@ -319,7 +319,7 @@ class OutputPolicy:
     def baseline_pods(self) -> list[tuple[str | None, dict, Document]]:
         """(namespace, pod labels, object) of every baseline object that makes pods."""
         return [(self.model.namespace_of(d), labels, d) for d in self.model.documents
-                for _, labels, _ in pod_items([d.obj])]
+                for _, labels, _ in pod_items([d.outline])]
 
     def caller(self, instance: str, choice: Choice) -> Caller:
         """The caller for a call of `choice` as `instance`: `policy.plugins` entries for either name apply."""

@@ -16,7 +16,7 @@ from renderer.cli import build_parser
 from renderer.core import fileindex
 from renderer.core.cache import Cache, blob_id, encode
 from renderer.core.source import WorktreeSource
-from renderer.render import parsing
+from renderer.render import parsing, reuse
 
 RENDER = ["render", "--flow", "pr-1", "--service", "api=api:2", "--stdout"]
 
@@ -51,7 +51,10 @@ def test_stats_and_clear_on_a_cache_a_render_filled(harness, cache_root, monkeyp
     assert as_json.returncode == 0, as_json.stderr
     found = json.loads(as_json.stdout)
     assert (found["directory"], found["bytes"], found["limit"]) == (str(cache_root), size, 500 * 1024 ** 2)
-    assert list(found["kinds"]) == [parsing.cache_kind()] and found["kinds"][parsing.cache_kind()]["bytes"] == size
+    kinds = found["kinds"]  # the parses, and the repository's model (`reuse`)
+    assert sorted(kinds) == sorted([parsing.cache_kind(), reuse.cache_kind()])
+    assert kinds[parsing.cache_kind()]["bytes"] + kinds[reuse.cache_kind()]["bytes"] == size
+    assert kinds[reuse.cache_kind()]["entries"] == 1
     assert found["entries"] > 0 and found["oldest"] <= found["newest"]
 
     text = harness.cli("cache", "stats")
@@ -60,7 +63,8 @@ def test_stats_and_clear_on_a_cache_a_render_filled(harness, cache_root, monkeyp
     human = f"{size / 1024:,.1f} KiB"
     assert f"cache directory: {cache_root}\n" in text.stdout
     assert f"({human}) of a 500.0 MiB bound ($DEVLANE_CACHE_SIZE sets it)" in text.stdout
-    assert f" parsed YAML files, {human}\n" in text.stdout and "least recently used: " in text.stdout
+    assert " parsed YAML files, " in text.stdout and " 1 repository model(s), " in text.stdout
+    assert "least recently used: " in text.stdout
 
     cleared = harness.cli("cache", "clear")
     assert cleared.returncode == 0, cleared.stderr
@@ -73,9 +77,9 @@ def test_stats_and_clear_on_a_cache_a_render_filled(harness, cache_root, monkeyp
 
 def test_stats_and_clear_count_parses_not_files(harness, cache_root, monkeypatch):
     _filled(harness, cache_root, monkeypatch)
-    assert json.loads(harness.cli("cache", "stats", "-o", "json").stdout)["entries"] == 3
+    assert json.loads(harness.cli("cache", "stats", "-o", "json").stdout)["entries"] == 4  # and the model
     assert ": 3 parsed YAML files, " in harness.cli("cache", "stats").stdout
-    assert harness.cli("cache", "clear").stdout.startswith("removed 3 entries ")
+    assert harness.cli("cache", "clear").stdout.startswith("removed 4 entries ")
 
 
 def _repository_commands() -> dict[str, argparse.ArgumentParser]:
@@ -142,7 +146,9 @@ def test_a_warm_render_after_a_one_file_change_parses_that_file_only(harness, ca
 
     assert warm.returncode == 0 and fresh.returncode == 0, warm.stderr + fresh.stderr
     _, counted, off = (c.counters if c else None for c in opened)
-    assert counted.kinds[parsing.cache_kind()] == [2, 1] and counted.writes == 1 and off is None
+    # the env value is no part of an outline: the stored model holds, the other two files are never decoded
+    assert counted.kinds[reuse.cache_kind()] == [1, 0] and off is None
+    assert counted.kinds[parsing.cache_kind()] == [0, 1] and counted.writes == 1
     assert counted.kinds[fileindex.KIND] == [0, 1]  # files changed seconds ago are never indexed (racy)
     assert len(cached(harness, cache_root, before)) == 4
     assert warm.stdout == fresh.stdout
@@ -178,4 +184,6 @@ def test_a_ref_render_reads_what_a_work_tree_render_wrote(harness, cache_root, m
     assert worktree.returncode == 0 and at_head.returncode == 0, worktree.stderr + at_head.stderr
     assert at_head.stdout == worktree.stdout
     _, from_git = opened
-    assert (from_git.counters.hits, from_git.counters.misses, from_git.counters.writes) == (3, 0, 0)
+    # the same blobs: the work tree's model holds, and no file is decoded before a stage reads it
+    assert from_git.counters.kinds == {reuse.cache_kind(): [1, 0], parsing.cache_kind(): [1, 0]}
+    assert from_git.counters.writes == 0

@@ -50,7 +50,8 @@ class Loads:
     def __call__(self) -> dict[str, str]:
         """`k` of each ConfigMap by name; also checks the file digests against the files."""
         self.read = []
-        docs, files, _ = load.load_documents(WorktreeSource(self.repo), INCLUDES, EXCLUDES, self.cache)
+        found = load.load_documents(WorktreeSource(self.repo), INCLUDES, EXCLUDES, self.cache)
+        docs, files = found.documents, found.files
         for path, sha in files.items():
             assert sha == hashlib.sha256((self.repo / path).read_bytes()).hexdigest()
         return {d.name: d.obj["data"]["k"] for d in docs}
@@ -128,7 +129,7 @@ def test_each_listing_keeps_its_own_index(repo, cache, monkeypatch):
     monkeypatch.setattr(fileindex, "RACY_NS", 0)
     loads = Loads(repo, cache, monkeypatch)
     loads()
-    docs, _, _ = load.load_documents(WorktreeSource(repo), ["a.yaml"], EXCLUDES, cache)  # another listing
+    docs = load.load_documents(WorktreeSource(repo), ["a.yaml"], EXCLUDES, cache).documents  # another listing
     assert [d.name for d in docs] == ["a"]
     loads()
     assert loads.read == []  # the narrower listing did not drop b and c from this one's index

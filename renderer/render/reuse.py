@@ -1,0 +1,106 @@
+"""Early cutoff: what a render derives from the whole repository, kept for the next render that would derive it
+again.
+
+A one-file change re-parses one file (`parsing`), but the model, the selector indexes and the documents
+themselves are rebuilt from every file: at 5,000 services that is most of a warm render. Yet those passes read
+only each object's outline (`k8s.outline`: apiVersion, kind, metadata, selectors, ports, pod template labels,
+container names, entry points' specs), and most changes (an image, an env value, a resource limit) leave every
+outline as it was. So a render stores, per listing of the repository, each file's blob id and its documents'
+outlines (its *heads*), with the model built from them. The next render reuses the model when each file has
+the same blob id, or else the same heads, and its documents then decode their bodies only when a stage reads
+them: a flow reads the few objects it copies.
+
+The entry is a hint, never trusted: a listing that differs is another key; heads are compared exactly (in
+order, as JSON); a damaged entry is a miss; the entry's kind names the code that wrote it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.cache import Cache
+from ..core.k8s import outline
+from ..core.version import VERSION
+from . import parsing
+
+# the modules whose code decides what an entry holds: the heads, the documents kept from them, the model
+_WRITERS = ("reuse.py", "load.py", "model.py", "model_store.py", "plugin_defs.py", "../core/k8s.py",
+            "../core/names.py", "../errors.py")
+
+
+@functools.cache
+def cache_kind() -> str:
+    """The cache directory of these entries, named by the code that writes them (an upgrade starts afresh)."""
+    digest = hashlib.blake2b(f"{VERSION}\0{parsing.cache_kind()}\0".encode(), digest_size=8)
+    here = Path(__file__).parent
+    for name in _WRITERS:
+        digest.update((here / name).read_bytes())
+    return f"model-{digest.hexdigest()}"
+
+
+def entry_key(config: bytes, includes: list[str], excludes: list[str], paths: list[str]) -> str:
+    """The key of a repository's entry: its config and its listing (so another file set never finds it)."""
+    digest = hashlib.blake2b(digest_size=20)
+    for part in (config, *(s.encode() for s in includes), b"", *(s.encode() for s in excludes), b"",
+                 *(p.encode() for p in paths)):
+        digest.update(part)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def heads(docs: list[Any], shapes: list[str | None], kept: list[Any] | None = None) -> list[list]:
+    """A file's heads: each document's shape problem and outline (None for an empty document, 0 for one that is
+    not a mapping): all that loading and the model read of it. `kept`: the Documents loading made of them
+    (None where it made none), whose outlines are already computed."""
+    return [[shape, kept[i].outline if kept is not None and kept[i] is not None
+             else outline(d) if isinstance(d, dict) else (None if d is None else 0)]
+            for i, (d, shape) in enumerate(zip(docs, shapes, strict=True))]
+
+
+def same_heads(old: object, new: list[list]) -> bool:
+    """Whether two files' heads are equal, key order included (an object's metadata keeps the order it has)."""
+    try:
+        return json.dumps(old, separators=(",", ":")) == json.dumps(new, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return False  # not JSON (a date in metadata): such a file never matches
+
+
+@dataclass
+class Reuse:
+    """What loading found out for the model's entry: the stored model to reuse (`model`, JSON, with how many
+    documents it indexes), or what to store once a model is built (`files`: blob id and heads per file)."""
+
+    cache: Cache
+    key: str
+    model: dict | None = None
+    files: list[list] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # debugging: counts shown under --debug
+
+    def store(self, model: dict) -> bool:
+        """Store `model` (JSON, see `model_store`) with the heads loading gathered."""
+        if self.files is None:
+            return False
+        return self.cache.put(cache_kind(), self.key, {"files": self.files, "model": model})
+
+
+def entry(cache: Cache, key: str) -> dict | None:
+    """The stored entry under `key`, when it has the expected form."""
+    found = cache.get(cache_kind(), key)
+    if not isinstance(found, dict) or not isinstance(found.get("files"), list) or not isinstance(
+            found.get("model"), dict):
+        return None
+    return found
+
+
+def stored_blobs(found: dict | None, paths: list[str]) -> dict[str, str]:
+    """The blob id the entry `found` stored for each of `paths` (none without an entry, or for a damaged row)."""
+    rows = found["files"] if found is not None else []
+    if len(rows) != len(paths):
+        return {}
+    return {p: row[0] for p, row in zip(paths, rows, strict=True)
+            if isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)}

@@ -1,0 +1,142 @@
+"""What makes the stored model (`reuse`) safe to reuse, on every plain-YAML corpus (the examples, Kardinal's demos)
+and on a repository of odd shapes: the passes over the whole repository read only the outlines (a model built
+from documents whose bodies raise on access is the model of the real documents), and a stored model reads back
+as the same model."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from support import EXAMPLE, ROOT, demo_file
+from support.demos import DEMOS
+
+from renderer.core.k8s import outline
+from renderer.core.source import WorktreeSource
+from renderer.render import clone, invariants, load, model_store
+from renderer.render.model import build_model
+
+ODD = """\
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, annotations: {kardinal.dev.service/dependencies: "api:8080"}}
+spec:
+  schedule: "0 0 * * *"
+  jobTemplate: {spec: {template: {metadata: {labels: {job: nightly}},
+                spec: {containers: [{name: run, image: r:1, env: [{name: A, value: b}]}]}}}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec: {template: {spec: {containers: [{image: noname:1}, {name: second}]}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, labels: {app: api}}
+spec:
+  selector: {matchLabels: {app: api}, matchExpressions: [{key: tier, operator: NotIn, values: [db]}]}
+  template:
+    metadata: {labels: {app: api}, annotations: {x: y}}
+    spec: {containers: [{name: web, image: w:1, ports: [{containerPort: 8080}]}, {name: side, image: s:1}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, annotations: {devlane.dev/container: side}}
+spec: {selector: {app: api}, ports: [{port: 8080, appProtocol: HTTP}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: legacy, annotations: {kardinal.dev.service/ingress: "true", kardinal.dev.service/host: a.b}}
+spec: {selector: {app: api}, ports: [{name: http, port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: route, annotations: {kardinal.dev.service/route: "true"}}
+spec: {hostnames: [shop.example.com], rules: [{backendRefs: [{name: api, port: 8080}]}]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: lone, labels: {app: lone}}
+spec: {containers: [{name: c, image: c:1}]}
+"""
+
+
+def corpora() -> list[tuple[str, Path | str]]:
+    found: list[tuple[str, Path | str]] = [("bookshop", EXAMPLE), ("cloudshop", ROOT / "examples" / "cloudshop"),
+                                           ("odd", ODD)]
+    return found + [(name, file) for name, (file, _) in sorted(DEMOS.items())]
+
+
+@pytest.fixture(params=corpora(), ids=lambda c: c[0])
+def documents(request, tmp_path) -> list[load.Document]:
+    """The corpus's documents, as loading reads them (config annotations applied)."""
+    name, src = request.param
+    repo = tmp_path / "repo"
+    if isinstance(src, Path):
+        shutil.copytree(src, repo, ignore=shutil.ignore_patterns("rendered"))
+    else:
+        repo.mkdir()
+        if name == "odd":
+            (repo / "odd.yaml").write_text(src)
+        else:
+            path = demo_file(src)
+            if not path.exists():
+                pytest.skip(f"{path} not available")
+            shutil.copy(path, repo / "manifest.yaml")
+    return load.read(WorktreeSource(repo)).documents
+
+
+def bodiless(documents: list[load.Document]) -> list[load.Document]:
+    """The documents with their outlines only: reading a body raises."""
+    def body() -> dict:
+        raise AssertionError("a pass over the whole repository read a body")
+    return [load.Document.deferred(outline(d.obj), d.file, d.index, body) for d in documents]
+
+
+def test_the_passes_over_the_whole_repository_read_outlines_only(documents):
+    real, outlined = build_model(documents), build_model(bodiless(documents))
+    assert real.services, "a corpus without services tests nothing"
+    assert model_store.encode(outlined) == model_store.encode(real) is not None
+    assert clone.selector_keys(outlined) == clone.selector_keys(real)
+
+    def selectors(model):
+        return [(d.file, d.index, ns, sel, plain) for d, ns, sel, plain in invariants.baseline_selectors(model)]
+    assert selectors(outlined) == selectors(real) and selectors(real)
+    assert invariants.baseline_claims(outlined) == invariants.baseline_claims(real)
+
+
+def test_a_stored_model_reads_back_as_the_same_model(documents):
+    model = build_model(documents, "shop")
+    stored = model_store.encode(model)
+    back = model_store.decode(stored, documents, "shop")
+    assert back is not None and model_store.encode(back) == stored
+    assert back.services == model.services and back.entries == model.entries and back.problems == model.problems
+    assert back.plugin_defs == model.plugin_defs and back.externals == model.externals
+    assert back.objects == model.objects and back.service_keys == model.service_keys
+    assert {k: [n.key for n in v] for k, v in back.selecting.items()} == \
+        {k: [n.key for n in v] for k, v in model.selecting.items()}
+    assert model_store.decode(stored, documents[:-1], "shop") is None  # other documents
+    assert model_store.decode(stored, documents, None) is None  # another default namespace
+
+
+def test_an_outline_keeps_what_the_passes_read_where_they_read_it():
+    obj = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "n"},
+           "spec": {"schedule": "x", "jobTemplate": {"spec": {"backoffLimit": 1, "template": {
+               "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}, "odd"],
+                                                            "volumes": []}}}}}}
+    assert outline(obj) == {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "n"}, "spec": {
+        "jobTemplate": {"spec": {"template": {"metadata": {"labels": {"a": "b"}},
+                                              "spec": {"containers": [{"name": "c"}, "odd"]}}}}}}
+    service = {"kind": "Service", "spec": {"selector": {"a": "b"}, "ports": [{"port": 1}], "type": "ClusterIP"}}
+    assert outline(service) == {"kind": "Service", "spec": {"selector": {"a": "b"}, "ports": [{"port": 1}]}}
+    route = {"kind": "HTTPRoute", "spec": {"rules": [{"backendRefs": []}]}}
+    assert outline(route) == route  # an entry point's whole spec
+    assert outline({"kind": "X", "spec": "text"}) == {"kind": "X", "spec": "text"}
+    assert outline({"kind": "Deployment", "spec": {"template": {"spec": {"volumes": []}}}}) == \
+        {"kind": "Deployment", "spec": {"template": {"spec": {}}}}  # a template without containers stays one
