@@ -97,6 +97,8 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         try:
             self.host.close()
+            if self.loaded.reuse is not None:
+                self.loaded.reuse.wait()
         finally:
             self._restore_gc()
             if _retaining:

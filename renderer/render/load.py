@@ -387,7 +387,7 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
     if index is not None:
         index.save(set(files))
     documents: list[Document] = []
-    heads: list[list] | None = [] if reuse_ is not None else None
+    heads: list[tuple[str, list, list, list]] | None = [] if reuse_ is not None else None
     for path in paths:
         outcome = unreadable.get(path) or outcomes.get(path)
         if isinstance(outcome, DevlaneError):
@@ -400,7 +400,7 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
                 for i, (doc, shape) in enumerate(zip(outcome.docs, outcome.shapes, strict=True))]
         if heads is not None:
             if outcome.exact:
-                heads.append([blobs[path], reuse.heads(outcome.docs, outcome.shapes, kept)])
+                heads.append((blobs[path], outcome.docs, outcome.shapes, kept))
             else:
                 heads = None  # JSON would not give these heads back as they are
     if reuse_ is not None and heads is not None and not diags.errors:

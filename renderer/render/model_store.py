@@ -28,9 +28,7 @@ def model_for(loaded: Loaded, documents: list[Document], default_namespace: str 
             return model
     model = build_model(documents, default_namespace)
     if reuse is not None and reuse.files is not None:
-        stored = encode(model)
-        if stored is not None:
-            reuse.store(stored)
+        reuse.store(lambda: encode(model))
     return model
 
 
@@ -55,7 +53,7 @@ def encode(model: Model) -> dict | None:
         }
     except KeyError:
         return None
-    return out if exact(out) else None
+    return out if exact(out["plugins"]) else None  # the rest is names, flags and messages: strings and numbers
 
 
 def _plugin_field(value: object) -> object:

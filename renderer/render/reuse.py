@@ -16,14 +16,18 @@ order, as JSON); a damaged entry is a miss; the entry's kind names the code that
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.cache import Cache
+from ..core import parallel
+from ..core.cache import Cache, Uncacheable, encode
 from ..core.k8s import outline
 from ..core.version import VERSION
 from . import parsing
@@ -73,19 +77,50 @@ def same_heads(old: object, new: list[list]) -> bool:
 @dataclass
 class Reuse:
     """What loading found out for the model's entry: the stored model to reuse (`model`, JSON, with how many
-    documents it indexes), or what to store once a model is built (`files`: blob id and heads per file)."""
+    documents it indexes), or what to store once a model is built (`files`: per file, its blob id, documents,
+    shape problems and the Documents loading kept of them)."""
 
     cache: Cache
     key: str
     model: dict | None = None
-    files: list[list] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # debugging: counts shown under --debug
+    files: list[tuple[str, list, list, list]] | None = None
+    child: int | None = field(default=None, repr=False)  # the process writing the entry
 
-    def store(self, model: dict) -> bool:
-        """Store `model` (JSON, see `model_store`) with the heads loading gathered."""
+    def store(self, model: Callable[[], dict | None]) -> None:
+        """Store the model `model()` gives (JSON, see `model_store`) with every file's heads. Encoding them costs
+        about a twentieth of a cold render at 5,000 services, so with a spare core a forked child does it while the
+        render goes on (`wait` reaps it); a child that fails costs the entry, never the render."""
         if self.files is None:
-            return False
-        return self.cache.put(cache_kind(), self.key, {"files": self.files, "model": model})
+            return
+        if parallel.available_cpus() < 2 or not parallel.can_fork():
+            self._write(model)
+            return
+        pid = os.fork()
+        if pid:
+            self.child = pid
+            return
+        try:  # the child: a copy of the render's memory, so the documents are there without sending them
+            self._write(model)
+        finally:
+            os._exit(0)
+
+    def _write(self, model: Callable[[], dict | None]) -> None:
+        stored = model()
+        if stored is None or self.files is None:
+            return
+        files = [[blob, heads(docs, shapes, kept)] for blob, docs, shapes, kept in self.files]
+        try:  # the heads are parts of exact parses and the model is checked: no walk over megabytes of them again
+            payload = encode({"files": files, "model": stored})
+        except Uncacheable:
+            return
+        self.cache.put_raw(cache_kind(), self.key, payload)
+
+    def wait(self) -> None:
+        """Wait for the child writing the entry, if any (before the command returns: the next may need it)."""
+        if self.child is not None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.child, 0)
+            self.child = None
 
 
 def entry(cache: Cache, key: str) -> dict | None:
