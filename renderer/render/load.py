@@ -13,6 +13,7 @@ import gc
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -132,8 +133,15 @@ class Document:
         return Where(file=self.file, document=self.index, object=self.ref)
 
 
+_BODIES = threading.Lock()  # plugin calls run on threads: a body is decoded once, whichever reads it first
+
+
 def _body(doc: Document) -> dict:
-    return doc.__dict__.pop("_body")()
+    with _BODIES:
+        found = doc.__dict__.get("obj")
+        if found is None:
+            found = doc.__dict__["obj"] = doc.__dict__["_body"]()
+        return found
 
 
 _body.__name__ = "obj"

@@ -6,6 +6,8 @@ as the same model."""
 from __future__ import annotations
 
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,21 @@ def test_an_outline_keeps_what_the_passes_read_where_they_read_it():
     assert outline({"kind": "X", "spec": "text"}) == {"kind": "X", "spec": "text"}
     assert outline({"kind": "Deployment", "spec": {"template": {"spec": {"volumes": []}}}}) == \
         {"kind": "Deployment", "spec": {"template": {"spec": {}}}}  # a template without containers stays one
+
+
+def test_a_deferred_body_is_decoded_once_whichever_thread_reads_it_first():
+    calls: list[int] = []
+    started = threading.Event()
+
+    def body() -> dict:
+        calls.append(1)
+        started.wait(1)  # hold the decode open while the other threads ask too
+        return {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}
+
+    doc = load.Document.deferred({"kind": "ConfigMap", "metadata": {"name": "c"}}, "c.yaml", 0, body)
+    assert doc.name == "c" and calls == []  # the head needs no body
+    with ThreadPoolExecutor(4) as pool:
+        seen = [pool.submit(lambda: doc.obj) for _ in range(4)]
+        started.set()
+        objects = [f.result() for f in seen]
+    assert calls == [1] and all(o is objects[0] for o in objects) and objects[0]["data"] == {"a": "b"}
