@@ -459,7 +459,11 @@ def probe(method: str, cgroups: tuple[tuple[str, str], ...] = ()) -> Confinement
                            + (" (Debian/Ubuntu: apt-get install bubblewrap)" if method == "bwrap" else ""))
     limits = Limits()
     candidate = Confinement(method, tool, (), cgroups=cgroups)
-    with tempfile.TemporaryDirectory(prefix=temp_prefix("devlane-probe-")) as tmp:
+    # mkdtemp, not TemporaryDirectory: the probe runs on a daemon thread, and a command that ends meanwhile would
+    # run TemporaryDirectory's exit-time finalizer against a directory the sandbox is still writing to, printing a
+    # traceback after the command's own message; a directory left that way is reclaimed by the next run.
+    tmp = tempfile.mkdtemp(prefix=temp_prefix("devlane-probe-"))
+    try:
         work, outside = os.path.join(tmp, "work"), os.path.join(tmp, "outside")
         hidden = os.path.join(_home() or tmp, ".devlane-probe-hidden") if _home() else os.path.join(tmp, "x")
         os.mkdir(work)
@@ -478,6 +482,8 @@ def probe(method: str, cgroups: tuple[tuple[str, str], ...] = ()) -> Confinement
             jail.end()
             with contextlib.suppress(OSError):
                 os.unlink(hidden)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     if proc.returncode != 0:
         msg = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return _unconfined(method, f"{tool}: {msg.removeprefix('devlane-sandbox: ')}")

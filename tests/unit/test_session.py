@@ -77,3 +77,43 @@ def test_probe_soon_runs_the_probe_once_on_another_thread(monkeypatch):
     assert confine.confinement() is result  # the main thread finds it done
     assert confine.probe_soon() is None  # probed already: nothing starts
     assert ran == ["devlane-sandbox-probe"]
+
+
+_EXIT_DURING_PROBE = """
+import glob, itertools, os, sys, threading, time
+from renderer.host.confine import probe_soon
+probe_soon()
+deadline = time.monotonic() + 20
+while not (found := glob.glob(os.path.join(sys.argv[1], f"devlane-probe-{os.getpid()}-*"))):
+    if time.monotonic() > deadline:
+        sys.exit("the probe made no directory")
+    time.sleep(0.001)
+
+def scribble(where=found[0]):  # what the sandboxed check does while the command ends: files keep appearing
+    for i in itertools.count():
+        try:
+            open(os.path.join(where, f"f{i}"), "w").close()
+        except OSError:
+            pass
+
+threading.Thread(target=scribble, daemon=True).start()
+time.sleep(0.01)
+"""
+
+
+@pytest.mark.e2e  # a subprocess that runs the real probe
+def test_a_command_ending_while_the_probe_runs_prints_nothing_more(tmp_path):
+    """The probe's thread is a daemon: a command that fails early (a closed stdout) ends while it runs. Its temp
+    dir must not carry an exit-time finalizer, which removed it under the sandbox's writes and printed a
+    traceback after devlane's one-line error (seen in CI)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "TMPDIR": str(tmp_path)}
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", _EXIT_DURING_PROBE, str(tmp_path)], capture_output=True,
+                              text=True, env=env, timeout=60, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""
