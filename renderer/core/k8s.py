@@ -91,7 +91,8 @@ def outline(obj: dict) -> dict:
     if "spec" not in obj:
         return out
     spec = obj["spec"]
-    if not isinstance(spec, dict) or obj.get("kind") in _WHOLE_SPEC:
+    kind = obj.get("kind")
+    if not isinstance(spec, dict) or (isinstance(kind, str) and kind in _WHOLE_SPEC):
         out["spec"] = spec
         return out
     kept = {k: spec[k] for k in ("selector", "ports") if k in spec}
