@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 try:  # pragma: no cover - the C loader is required in practice, the fallback keeps dev setups working
     _SafeBase = yaml.CSafeLoader
@@ -32,6 +32,10 @@ _ANCHOR = re.compile(rb"(?:^|[\s,\[{:?\-\x85\xa8\xa9\xbf])&[^\s,\[\]{}]")
 _MERGE = "tag:yaml.org,2002:merge"
 _VALUE = "tag:yaml.org,2002:value"
 _STR = "tag:yaml.org,2002:str"
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_BOOL, _NULL = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_RESOLVED_MAX = 1 << 16  # plain scalars whose tag `_Loader.resolve` remembers (then it starts afresh)
 _UTF16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
@@ -46,9 +50,48 @@ class _StrictMappings:
     _flat: dict[int, dict] | None = None  # merged mappings of the current document, by node id
     _merged_keys = 0
 
+    tree = False  # the stream has no anchors, so every node has one place: `_tree` may build the document
+
     def construct_document(self, node: Any) -> Any:
         self._flat = {}  # node ids are only unique while the document's nodes live: memoise per document
+        if self.tree:
+            try:
+                return self._tree(node)
+            except Exception:  # whatever it met, PyYAML's constructor decides (and words the error)
+                pass
         return super().construct_document(node)  # type: ignore[misc]
+
+    def _tree(self, node: Any) -> Any:
+        """The document of a tree of plain nodes (string keys, each once; strings, numbers, booleans, nulls,
+        mappings and lists), built in one recursive pass. PyYAML's constructor gives equal objects but costs
+        about as much as the C parser itself: per node it tracks recursion, looks up a constructor and fills
+        mappings through generators. Anything else raises, and the caller hands the document to PyYAML's. The
+        depth is bounded by `check_shape` (`MAX_DEPTH`)."""
+        kind, tag = type(node), node.tag
+        if kind is ScalarNode:
+            if tag == _STR:
+                return node.value
+            if tag == _INT:
+                return self.construct_yaml_int(node)  # type: ignore[attr-defined]
+            if tag == _BOOL:
+                return self.bool_values[node.value.lower()]  # type: ignore[attr-defined]
+            if tag == _NULL:
+                return None
+            if tag == _FLOAT:
+                return self.construct_yaml_float(node)  # type: ignore[attr-defined]
+        elif kind is MappingNode and tag == _MAP:
+            mapping: dict = {}
+            tree = self._tree
+            for key_node, value_node in node.value:
+                key = key_node.value
+                if key_node.tag != _STR or type(key_node) is not ScalarNode or key in mapping:
+                    raise _NotPlain  # a merge, a typed or repeated key: PyYAML's path with its checks
+                mapping[key] = tree(value_node)
+            return mapping
+        elif kind is SequenceNode and tag == _SEQ:
+            tree = self._tree
+            return [tree(item) for item in node.value]
+        raise _NotPlain
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
         if not isinstance(node, MappingNode):
@@ -128,8 +171,27 @@ class _StrictMappings:
         return Where(file=self.file, line=node.start_mark.line + 1 if node.start_mark else None)
 
 
+class _NotPlain(Exception):
+    """A node `_StrictMappings._tree` leaves to PyYAML's constructor."""
+
+
 class _Loader(_StrictMappings, _SafeBase):  # type: ignore[misc,valid-type]
     """PyYAML's C safe loader with strict mappings."""
+
+    _resolved: dict[str, str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        """A plain scalar's tag, remembered by its text: manifests repeat the same keys and values thousands of
+        times, and the resolver tries its patterns on each (the tag depends on the text alone, as this loader
+        adds no path resolvers)."""
+        if kind is ScalarNode and implicit[0]:
+            tag = self._resolved.get(value)
+            if tag is None:
+                if len(self._resolved) >= _RESOLVED_MAX:
+                    self._resolved.clear()
+                tag = self._resolved[value] = super().resolve(kind, value, implicit)
+            return tag
+        return super().resolve(kind, value, implicit)
 
 
 def _inexact(construct: Any) -> Any:
@@ -169,8 +231,10 @@ def parse_stream(data: bytes, file: str, plain: bool = False) -> tuple[list[Any]
     loader_class = _PlainLoader if plain else _Loader
     try:
         check_shape(data, file, loader_class)
+        anchors = b"&" in data and _ANCHOR.search(data) is not None
         loader = loader_class(data)
         loader.file = file
+        loader.tree = not anchors and loader_class is _Loader
         try:
             docs = []
             while loader.check_data():
@@ -186,7 +250,6 @@ def parse_stream(data: bytes, file: str, plain: bool = False) -> tuple[list[Any]
                    code="yaml") from None
     except yaml.YAMLError as exc:
         raise fail(f"invalid YAML: {exc}", Where(file=file), code="yaml") from None
-    anchors = b"&" in data and _ANCHOR.search(data) is not None
     if anchors:
         for index, doc in enumerate(docs):
             check_aliases(doc, Where(file=file, document=index))
