@@ -5,13 +5,24 @@
 from __future__ import annotations
 
 import atexit
+import compileall
 import os
 import shutil
+import sys
 import tempfile
 
-import pytest
-from hypothesis import settings
-from support import ROOT, Harness, demo_file
+# Bytecode, even where PYTHONDONTWRITEBYTECODE is set (as on the CI machine): pytest keeps its assertion
+# rewrites only where bytecode may be written, and re-rewrote some 220 test modules on every run (4 s of the
+# fast suite); and every devlane subprocess the tests start (the CLI, plugins, gRPC servers) compiled the
+# renderer from source again (0.15 s each, hundreds of them). Compiled once here, the subprocesses read it.
+sys.dont_write_bytecode = False
+
+import pytest  # noqa: E402 - after the setting above, so the modules below are cached too
+from hypothesis import settings  # noqa: E402
+from support import ROOT, Harness, demo_file  # noqa: E402
+
+for _tree in ("renderer", "plugins"):
+    compileall.compile_dir(ROOT / _tree, quiet=1)
 
 E2E_DIRS = {"e2e", "contract", "security"}
 
