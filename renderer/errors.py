@@ -57,6 +57,15 @@ class Problem:
             text += f"\n  hint: {self.hint}"
         return text
 
+    def as_row(self) -> list:
+        """The problem as a JSON row (a stored model keeps the problems it was built with)."""
+        return [self.message, vars(self.where), self.hint, self.severity, self.code]
+
+    @classmethod
+    def from_row(cls, row: list) -> Problem:
+        message, where, hint, severity, code = row
+        return cls(message, Where(**where), hint, severity, code)
+
     def as_dict(self) -> dict:
         out = {"severity": self.severity, "code": self.code, "message": self.message}
         loc = {k: v for k, v in vars(self.where).items() if v is not None}

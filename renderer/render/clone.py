@@ -177,6 +177,9 @@ class DevSet:
 
 def selector_keys(model: Model) -> dict[str | None, set[str]]:
     """Label keys used by any Service or workload selector, per namespace."""
+    stored = model.table("selector_keys", lambda rows: {ns: set(keys) for ns, keys in rows})
+    if stored is not None:
+        return stored
     keys: dict[str | None, set[str]] = {}
     for doc in model.documents:
         ns = model.namespace_of(doc)
@@ -297,13 +300,7 @@ def _copy_services(model: Model, workloads: list[DevWorkload], lane: Lane) -> tu
     for dw in workloads:
         index.add(model.namespace_of(dw.baseline), Workload(dw.baseline).pod_labels, dw)
     out, renamed = [], {}
-    for doc in model.documents:
-        if doc.kind != "Service" or KARDINAL + "plugin-definition" in doc.annotations:
-            continue
-        selector = (doc.outline.get("spec") or {}).get("selector")
-        if not isinstance(selector, dict) or not selector:
-            continue
-        ns = model.namespace_of(doc)
+    for doc, ns, selector in service_selectors(model):
         for dw in index.candidates(ns, selector):
             if dw.baseline.kind in REPLICATED and map_matches(selector, Workload(dw.baseline).pod_labels):
                 obj = _dev_service(doc, dw, ns, lane)
@@ -311,6 +308,22 @@ def _copy_services(model: Model, workloads: list[DevWorkload], lane: Lane) -> tu
                 renamed.setdefault((ns, doc.name), obj["metadata"]["name"])
                 break
     return out, renamed
+
+
+def service_selectors(model: Model) -> list[tuple[Document, str | None, dict]]:
+    """Every Service that selects pods (plugin definitions aside), with its namespace and selector."""
+    docs = model.documents
+    stored = model.table("services", lambda rows: [(docs[p], ns, sel) for p, ns, sel in rows])
+    if stored is not None:
+        return stored
+    out = []
+    for doc in docs:
+        if doc.kind != "Service" or KARDINAL + "plugin-definition" in doc.annotations:
+            continue
+        selector = (doc.outline.get("spec") or {}).get("selector")
+        if isinstance(selector, dict) and selector:
+            out.append((doc, model.namespace_of(doc), selector))
+    return out
 
 
 def _dev_service(doc: Document, dw: DevWorkload, ns: str | None, lane: Lane) -> dict:

@@ -47,8 +47,12 @@ Selector = tuple[Document, str | None, dict, bool]  # baseline object, its names
 
 def baseline_selectors(model: Model) -> list[Selector]:
     """Every baseline selector (Services, workload matchLabels/matchExpressions) with its namespace."""
+    docs = model.documents
+    stored = model.table("selectors", lambda rows: [(docs[p], ns, sel, plain) for p, ns, sel, plain in rows])
+    if stored is not None:
+        return stored
     out = []
-    for doc in model.documents:
+    for doc in docs:
         spec = doc.outline.get("spec") if isinstance(doc.outline.get("spec"), dict) else {}
         sel = spec.get("selector")
         if not isinstance(sel, dict) or not sel:
@@ -122,6 +126,15 @@ def pod_items(objects: list[dict], namespace: str | None = None) -> list[PodItem
         meta = template.get("metadata")
         out.append((identity(obj, namespace)[1], _labels(meta.get("labels") if isinstance(meta, dict) else None), obj))
     return out
+
+
+def baseline_pods(model: Model) -> list[tuple[str | None, dict, Document]]:
+    """(namespace, pod labels, object) of every baseline object that makes pods."""
+    docs = model.documents
+    stored = model.table("pods", lambda rows: [(ns, labels, docs[p]) for ns, labels, p in rows])
+    if stored is not None:
+        return stored
+    return [(model.namespace_of(d), labels, d) for d in docs for _, labels, _ in pod_items([d.outline])]
 
 
 def baseline_claims(model: Model) -> set[tuple[str | None, str]]:

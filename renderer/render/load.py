@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import gc
 import hashlib
+import json
 import os
 import tempfile
 import threading
@@ -72,8 +73,9 @@ class Document:
     index: int
 
     def _head(self) -> dict[str, Any]:
-        """Every metadata field at once (each is read, so the first read of one sets all seven)."""
-        self.__dict__.update(head(self.obj))
+        """Every metadata field at once (each is read, so the first read of one sets all seven); a document known
+        by its outline (`lean`) takes them from there, never from its body."""
+        self.__dict__.update(head(self.outline if "_outline" in self.__dict__ else self.obj))
         return self.__dict__
 
     @once
@@ -107,7 +109,8 @@ class Document:
     @once
     def outline(self) -> dict:
         """What passes over the whole repository read (`k8s.outline`): reading it never needs the body."""
-        return outline(self.obj)
+        stored = self.__dict__.get("_outline")
+        return stored() if stored is not None else outline(self.obj)
 
     @classmethod
     def deferred(cls, outline: dict, file: str, index: int, body: Callable[[], dict]) -> Document:
@@ -115,6 +118,18 @@ class Document:
         the repository's model decodes only the objects its flow touches."""
         doc = object.__new__(cls)
         doc.__dict__.update(head(outline), outline=outline, file=file, index=index, _body=body)
+        return doc
+
+    @classmethod
+    def lean(cls, identity: tuple[str, str, str, str | None], file: str, index: int, outline: Callable[[], dict],
+             body: Callable[[], dict]) -> Document:
+        """A Document known by its kind, apiVersion, name and namespace, whose outline and object `outline()` and
+        `body()` give on first use: a render that reuses the repository's model reads the outlines of the few
+        objects its flow touches (the passes over the whole repository were stored with the model)."""
+        kind, api_version, name, namespace = identity
+        doc = object.__new__(cls)
+        doc.__dict__.update(kind=kind, api_version=api_version, name=name, namespace=namespace, file=file,
+                            index=index, _outline=outline, _body=body)
         return doc
 
     @classmethod
@@ -134,6 +149,7 @@ class Document:
 
 
 _BODIES = threading.Lock()  # plugin calls run on threads: a body is decoded once, whichever reads it first
+_OUTLINES = threading.Lock()  # and a stored file's heads likewise
 
 
 def _body(doc: Document) -> dict:
@@ -396,6 +412,7 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
         index.save(set(files))
     documents: list[Document] = []
     heads: list[tuple[str, list, list, list]] | None = [] if reuse_ is not None else None
+    said = len(diags.problems)
     for path in paths:
         outcome = unreadable.get(path) or outcomes.get(path)
         if isinstance(outcome, DevlaneError):
@@ -412,7 +429,7 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
             else:
                 heads = None  # JSON would not give these heads back as they are
     if reuse_ is not None and heads is not None and not diags.errors:
-        reuse_.files = heads
+        reuse_.files, reuse_.problems = heads, diags.problems[said:]
     return Found(documents, files, diags, reuse_)
 
 
@@ -441,7 +458,7 @@ def _take(source: Source, path: str, read: list[tuple[str, bytes]], files: dict[
 def _restored(entry: dict, paths: list[str], blobs: dict[str, str], outcomes: dict[str, Outcome],
               source: Source, cache: Cache, diags: Diagnostics) -> list[Document] | None:
     """The documents of a stored entry, when every file still has the stored heads (None: it does not hold).
-    Each document's body is decoded from its file's parse on first use (`Bodies`)."""
+    Each document's outline and body are decoded on first use (`StoredFile`)."""
     stored = entry["files"]
     if len(stored) != len(paths):
         return None
@@ -455,33 +472,38 @@ def _restored(entry: dict, paths: list[str], blobs: dict[str, str], outcomes: di
         if path in changed:
             now = outcomes.get(path)
             if not isinstance(now, Parsed) or not now.exact or not isinstance(row, list) or len(row) != 2 or \
-                    not reuse.same_heads(row[1], reuse.heads(now.docs, now.shapes)):
+                    row[1] != reuse.heads_text(reuse.heads(now.docs, now.shapes)):
                 return None
-    problems = Diagnostics()
-    documents: list[Document] = []
     reader = cache.reader(cache_kind())
     try:
-        for path, (_, heads) in zip(paths, stored, strict=True):
-            now = outcomes.get(path)
-            bodies = Bodies(source, path, blobs[path], reader, now if isinstance(now, Parsed) else None)
-            for i, (shape, head_) in enumerate(heads):
-                _add(head_, path, i, documents, problems, shape, bodies.deferred)
-    except (TypeError, ValueError, KeyError, AttributeError):
+        files = [StoredFile(source, path, blobs[path], reader, outcomes.get(path), heads_)
+                 for path, (_, heads_) in zip(paths, stored, strict=True)]
+        documents = [Document.lean((kind, api_version, name, ns), paths[f], i, functools.partial(files[f].outline, i),
+                                   functools.partial(files[f].body, i))
+                     for f, i, kind, api_version, name, ns in entry["docs"]]
+        problems = [Problem.from_row(row) for row in entry["problems"]]
+    except (TypeError, ValueError, KeyError, IndexError):
         return None  # a row of another form: not an entry this code wrote
-    diags.problems += problems.problems
+    diags.problems += problems
     return documents
 
 
-class Bodies:
-    """The objects of one file, decoded on first use: from the parse in hand, the parse cache, or (when the
-    cache lost it since) the file itself, read and parsed again, which must still be the same blob."""
+class StoredFile:
+    """The documents of one file of a stored entry, decoded on first use: their outlines from the entry's
+    heads, their objects from the parse in hand, the parse cache, or (when the cache lost it since) the file
+    itself, read and parsed again, which must still be the same blob."""
 
-    def __init__(self, source: Source, path: str, blob: str, reader: PackReader, parsed: Parsed | None):
+    def __init__(self, source: Source, path: str, blob: str, reader: PackReader, parsed: Outcome | None,
+                 heads: str):
         self.source, self.path, self.blob, self.reader = source, path, blob, reader
-        self.parsed = parsed
+        self.parsed = parsed if isinstance(parsed, Parsed) else None
+        self.heads: str | list = heads
 
-    def deferred(self, head_: dict, path: str, index: int) -> Document:
-        return Document.deferred(head_, path, index, functools.partial(self.body, index))
+    def outline(self, index: int) -> dict:
+        with _OUTLINES:
+            if isinstance(self.heads, str):
+                self.heads = json.loads(self.heads)
+        return self.heads[index][1]  # type: ignore[index]
 
     def body(self, index: int) -> dict:
         if self.parsed is None:

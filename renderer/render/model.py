@@ -11,9 +11,11 @@ lint` can report all of them at once; `render` fails on any error.
 from __future__ import annotations
 
 import copy
+import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.k8s import LabelIndex, map_matches, pod_template
 from ..core.names import DEVLANE as D
@@ -34,6 +36,7 @@ KNOWN_DEVLANE = {"container", "workload", "no-rewrite", "flow", "volume"}
 SERVICE_ONLY = {"dependencies", "stateful", "external", "shared", "plugin-definition", "plugins", "host"}
 NODE_KEYS = {"dependencies", "stateful", "plugins"}  # also read on a workload that is a node of its own
 ENTRY_KINDS = {"ingress": "Ingress", "gateway": "Gateway", "route": "HTTPRoute"}
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,25 @@ class Entry:
         return self.doc.kind
 
 
+class Tables:
+    """What the passes over every document (selector keys, baseline selectors, Services' selectors, baseline
+    pods) found, stored with the model as JSON text each and decoded when a stage first asks: a render that
+    reuses the model then never reads the outlines of the objects its flow does not touch."""
+
+    def __init__(self, texts: dict[str, str]):
+        self.texts = texts
+        self.decoded: dict[str, Any] = {}
+
+    def rows(self, name: str) -> Any:
+        if name not in self.decoded:
+            text = self.texts.get(name)
+            try:
+                self.decoded[name] = json.loads(text) if isinstance(text, str) else None
+            except ValueError:
+                self.decoded[name] = None
+        return self.decoded[name]
+
+
 @dataclass(frozen=True)
 class Model:
     documents: list[Document]
@@ -116,6 +138,18 @@ class Model:
     service_keys: dict[tuple[str | None, str], str]  # (namespace, name) of each Service node -> key
     objects: dict[tuple[str, str | None, str], Document]  # (kind, namespace, name) -> document
     selecting: dict[int, list[ServiceNode]] = field(default_factory=dict)  # id(workload doc) -> its nodes
+    tables: Tables | None = None  # the passes over every document, stored with the model (`model_store`)
+
+    def table(self, name: str, convert: Callable[[Any], T]) -> T | None:
+        """`convert` of the stored rows of the pass `name` (places in `documents`), or None: none stored, or
+        rows of another form (the caller then runs the pass)."""
+        rows = self.tables.rows(name) if self.tables is not None else None
+        if rows is None:
+            return None
+        try:
+            return convert(rows)
+        except (TypeError, ValueError, IndexError, KeyError):
+            return None
 
     def nodes_on(self, doc: Document) -> list[ServiceNode]:
         """The nodes whose workload is `doc` (Services selecting it, or the lone workload itself)."""
@@ -229,9 +263,9 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
 
 def assemble(documents: list[Document], services: dict[str, ServiceNode], plugin_defs: dict[str, PluginDef],
              externals: dict[str, list[str]], entries: list[Entry], workloads: list[Workload],
-             default_namespace: str | None, problems: list[Problem]) -> Model:
+             default_namespace: str | None, problems: list[Problem], tables: Tables | None = None) -> Model:
     """A Model with its lookup tables, which follow from its nodes and documents (built, or read back from the
-    cache by `model_store`)."""
+    cache by `model_store`, with the stored passes)."""
     keys = {(n.namespace, n.name): n.key for n in services.values() if n.is_service}
     objects: dict[tuple[str, str | None, str], Document] = {}
     for doc in documents:
@@ -241,7 +275,7 @@ def assemble(documents: list[Document], services: dict[str, ServiceNode], plugin
         if node.workload is not None:
             selecting[id(node.workload.doc)].append(node)
     return Model(documents, services, plugin_defs, externals, entries, workloads, default_namespace, problems,
-                 keys, objects, dict(selecting))
+                 keys, objects, dict(selecting), tables)
 
 
 def _with(node: ServiceNode, **changes: Any) -> ServiceNode:

@@ -2,17 +2,21 @@
 render whose repository has the same heads.
 
 Documents are written as their place in `Model.documents`; the lookup tables are not written, as they
-follow from the nodes (`model.assemble`).
+follow from the nodes (`model.assemble`). The passes over every document that a flow's render runs (selector
+keys, baseline selectors and pods, Services' selectors) are written with it (`model.Tables`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields
 
 from ..core.cache import exact
 from ..errors import Problem, Where
+from .clone import selector_keys, service_selectors
+from .invariants import baseline_pods, baseline_selectors
 from .load import Document, Loaded
-from .model import Entry, Model, ServiceNode, Workload, assemble, build_model
+from .model import Entry, Model, ServiceNode, Tables, Workload, assemble, build_model
 from .plugin_defs import PluginDef
 
 _PLUGIN_FIELDS = [f.name for f in fields(PluginDef)]
@@ -49,11 +53,28 @@ def encode(model: Model) -> dict | None:
                         for key, p in model.plugin_defs.items()],
             "externals": model.externals,
             "entries": [[place[id(e.doc)], e.backends, e.hosts] for e in model.entries],
-            "problems": [[p.message, vars(p.where), p.hint, p.severity, p.code] for p in model.problems],
+            "problems": [p.as_row() for p in model.problems],
         }
     except KeyError:
         return None
+    tables = _tables(model, place)
+    if tables is not None:
+        out["tables"] = tables
     return out if exact(out["plugins"]) else None  # the rest is names, flags and messages: strings and numbers
+
+
+def _tables(model: Model, place: dict[int, int]) -> dict[str, str] | None:
+    """The passes over every document, as `Tables` keeps them (None: some part is not plain JSON)."""
+    try:
+        rows = {
+            "selector_keys": [[ns, sorted(keys)] for ns, keys in selector_keys(model).items()],
+            "selectors": [[place[id(d)], ns, sel, plain] for d, ns, sel, plain in baseline_selectors(model)],
+            "services": [[place[id(d)], ns, sel] for d, ns, sel in service_selectors(model)],
+            "pods": [[ns, labels, place[id(d)]] for ns, labels, d in baseline_pods(model)],
+        }
+        return {name: json.dumps(value, separators=(",", ":"), allow_nan=False) for name, value in rows.items()}
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _plugin_field(value: object) -> object:
@@ -84,9 +105,10 @@ def decode(data: dict, documents: list[Document], default_namespace: str | None)
             args["where"] = Where(**args["where"])
             plugin_defs[key] = PluginDef(**args)
         entries = [Entry(documents[i], backends, hosts) for i, backends, hosts in data["entries"]]
-        problems = [Problem(message, Where(**where), hint, severity, code)
-                    for message, where, hint, severity, code in data["problems"]]
+        problems = [Problem.from_row(row) for row in data["problems"]]
+        tables = data.get("tables")
         return assemble(documents, services, plugin_defs, data["externals"], entries,
-                        [made[i] for i in data["workloads"]], default_namespace, problems)
+                        [made[i] for i in data["workloads"]], default_namespace, problems,
+                        Tables(tables) if isinstance(tables, dict) else None)
     except (KeyError, IndexError, TypeError, ValueError):
         return None

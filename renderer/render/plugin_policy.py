@@ -44,7 +44,15 @@ from ..host.choose import Choice
 from ..host.invoke import malformed
 from .clone import DevSet
 from .config import CONFIG_FILE, PluginAllow
-from .invariants import SelectorIndex, baseline_claims, baseline_selectors, claim_mounts, pod_items, selector_hits
+from .invariants import (
+    SelectorIndex,
+    baseline_claims,
+    baseline_pods,
+    baseline_selectors,
+    claim_mounts,
+    pod_items,
+    selector_hits,
+)
 from .load import Document
 from .model import Model
 
@@ -318,8 +326,7 @@ class OutputPolicy:
     @cached_property
     def baseline_pods(self) -> list[tuple[str | None, dict, Document]]:
         """(namespace, pod labels, object) of every baseline object that makes pods."""
-        return [(self.model.namespace_of(d), labels, d) for d in self.model.documents
-                for _, labels, _ in pod_items([d.outline])]
+        return baseline_pods(self.model)
 
     def caller(self, instance: str, choice: Choice) -> Caller:
         """The caller for a call of `choice` as `instance`: `policy.plugins` entries for either name apply."""

@@ -6,9 +6,10 @@ themselves are rebuilt from every file: at 5,000 services that is most of a warm
 only each object's outline (`k8s.outline`: apiVersion, kind, metadata, selectors, ports, pod template labels,
 container names, entry points' specs), and most changes (an image, an env value, a resource limit) leave every
 outline as it was. So a render stores, per listing of the repository, each file's blob id and its documents'
-outlines (its *heads*), with the model built from them. The next render reuses the model when each file has
-the same blob id, or else the same heads, and its documents then decode their bodies only when a stage reads
-them: a flow reads the few objects it copies.
+outlines (its *heads*, as JSON text), each kept document's kind, apiVersion, name and namespace, what loading
+said of them, and the model built from them. The next render reuses the model when each file has the same blob
+id, or else the same heads; its documents then decode their outlines and bodies only when a stage reads them (a
+flow reads the few objects it copies), as the passes over the whole repository were stored with the model.
 
 The entry is a hint, never trusted: a listing that differs is another key; heads are compared exactly (in
 order, as JSON); a damaged entry is a miss; the entry's kind names the code that wrote it.
@@ -30,11 +31,13 @@ from ..core import parallel
 from ..core.cache import Cache, Uncacheable, encode
 from ..core.k8s import outline
 from ..core.version import VERSION
+from ..errors import Problem
 from . import parsing
 
-# the modules whose code decides what an entry holds: the heads, the documents kept from them, the model
-_WRITERS = ("reuse.py", "load.py", "model.py", "model_store.py", "plugin_defs.py", "../core/k8s.py",
-            "../core/names.py", "../errors.py")
+# the modules whose code decides what an entry holds: the heads, the documents kept from them, the model and
+# the passes stored with it
+_WRITERS = ("reuse.py", "load.py", "model.py", "model_store.py", "plugin_defs.py", "clone.py", "invariants.py",
+            "../core/k8s.py", "../core/names.py", "../errors.py")
 
 
 @functools.cache
@@ -66,24 +69,27 @@ def heads(docs: list[Any], shapes: list[str | None], kept: list[Any] | None = No
             for i, (d, shape) in enumerate(zip(docs, shapes, strict=True))]
 
 
-def same_heads(old: object, new: list[list]) -> bool:
-    """Whether two files' heads are equal, key order included (an object's metadata keeps the order it has)."""
+def heads_text(heads_: list[list]) -> str | None:
+    """A file's heads as the entry keeps them: JSON text, compared as text (key order included: an object's
+    metadata keeps the order it has), decoded only when a stage reads one of its outlines. None: not JSON (a
+    date in metadata), so the file never matches."""
     try:
-        return json.dumps(old, separators=(",", ":")) == json.dumps(new, separators=(",", ":"))
+        return json.dumps(heads_, separators=(",", ":"))
     except (TypeError, ValueError):
-        return False  # not JSON (a date in metadata): such a file never matches
+        return None
 
 
 @dataclass
 class Reuse:
     """What loading found out for the model's entry: the stored model to reuse (`model`, JSON, with how many
     documents it indexes), or what to store once a model is built (`files`: per file, its blob id, documents,
-    shape problems and the Documents loading kept of them)."""
+    shape problems and the Documents loading kept of them; `problems`: what loading said of them)."""
 
     cache: Cache
     key: str
     model: dict | None = None
     files: list[tuple[str, list, list, list]] | None = None
+    problems: list[Problem] = field(default_factory=list)
     child: int | None = field(default=None, repr=False)  # the process writing the entry
 
     def store(self, model: Callable[[], dict | None]) -> None:
@@ -108,9 +114,13 @@ class Reuse:
         stored = model()
         if stored is None or self.files is None:
             return
-        files = [[blob, heads(docs, shapes, kept)] for blob, docs, shapes, kept in self.files]
+        files, docs = [], []
+        for i, (blob, parsed, shapes, kept) in enumerate(self.files):
+            files.append([blob, heads_text(heads(parsed, shapes, kept))])
+            docs += [[i, d.index, d.kind, d.api_version, d.name, d.namespace] for d in kept if d is not None]
         try:  # the heads are parts of exact parses and the model is checked: no walk over megabytes of them again
-            payload = encode({"files": files, "model": stored})
+            payload = encode({"files": files, "docs": docs, "problems": [p.as_row() for p in self.problems],
+                              "model": stored})
         except Uncacheable:
             return
         self.cache.put_raw(cache_kind(), self.key, payload)
@@ -126,8 +136,8 @@ class Reuse:
 def entry(cache: Cache, key: str) -> dict | None:
     """The stored entry under `key`, when it has the expected form."""
     found = cache.get(cache_kind(), key)
-    if not isinstance(found, dict) or not isinstance(found.get("files"), list) or not isinstance(
-            found.get("model"), dict):
+    if not isinstance(found, dict) or not all(isinstance(found.get(k), list) for k in ("files", "docs", "problems")) \
+            or not isinstance(found.get("model"), dict):
         return None
     return found
 

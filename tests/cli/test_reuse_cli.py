@@ -13,7 +13,7 @@ from support import app_yaml
 from support.caches import opened_caches, own_cache
 
 from renderer.core.cache import Cache, encode
-from renderer.render import parsing, reuse
+from renderer.render import load, parsing, reuse
 
 RENDER = ["render", "--flow", "pr-1", "--service", "api=api:2", "--stdout"]
 API = "api.yaml"
@@ -59,7 +59,16 @@ def test_a_change_no_outline_sees_reuses_the_model_and_decodes_only_what_the_flo
     assert model_counts(cold) == [0, 1] and "value: info" in first
     edit(repo, '"value": "info"', '"value": "debug"')
     edit(repo, '"image": "db:1"', '"image": "db:7"', "db.yaml")  # db's dev copy is not in this flow
+    outlined: list[str] = []
+    read_outline = load.StoredFile.outline
+
+    def spy(self, index):
+        outlined.append(self.path)
+        return read_outline(self, index)
+
+    monkeypatch.setattr(load.StoredFile, "outline", spy)
     out, warm = render_twice(repo, monkeypatch)
+    assert outlined and "config.yaml" not in outlined  # the stored passes answered for the ConfigMap's file
     assert model_counts(warm) == [1, 0]
     assert "value: debug" in out and "value: info" not in out
     # the two changed files were parsed; config.yaml, which the flow does not read, was never decoded
@@ -89,10 +98,10 @@ def test_an_entry_that_does_not_fit_is_not_used(repo, monkeypatch):
     render_twice(repo, monkeypatch)
     key, stored = stored_entry(repo)
     cache = Cache(repo.tmp / "cache")
-    cache.put_raw(reuse.cache_kind(), key, encode({"files": [["0" * 40, 1]] * 3, "model": stored["model"]}))
+    cache.put_raw(reuse.cache_kind(), key, encode({**stored, "files": [["0" * 40, 1]] * 3}))
     out, warm = render_twice(repo, monkeypatch)
     assert model_counts(warm) == [0, 1] and "LOG_LEVEL" in out
-    cache.put_raw(reuse.cache_kind(), key, encode({"files": stored["files"], "model": {"nodes": [[1, 2]]}}))
+    cache.put_raw(reuse.cache_kind(), key, encode({**stored, "model": {"nodes": [[1, 2]]}}))
     out, warm = render_twice(repo, monkeypatch)  # the documents hold, the model is built again
     assert model_counts(warm) == [1, 0] and "LOG_LEVEL" in out
 

@@ -103,6 +103,14 @@ def bodiless(documents: list[load.Document]) -> list[load.Document]:
     return [load.Document.deferred(outline(d.obj), d.file, d.index, body) for d in documents]
 
 
+def outlineless(documents: list[load.Document]) -> list[load.Document]:
+    """The documents as a reused model makes them (`Document.lean`), whose outlines and bodies raise."""
+    def nothing() -> dict:
+        raise AssertionError("a stored pass read a document")
+    return [load.Document.lean((d.kind, d.api_version, d.name, d.namespace), d.file, d.index, nothing, nothing)
+            for d in documents]
+
+
 def test_the_passes_over_the_whole_repository_read_outlines_only(documents):
     real, outlined = build_model(documents), build_model(bodiless(documents))
     assert real.services, "a corpus without services tests nothing"
@@ -127,6 +135,23 @@ def test_a_stored_model_reads_back_as_the_same_model(documents):
         {k: [n.key for n in v] for k, v in model.selecting.items()}
     assert model_store.decode(stored, documents[:-1], "shop") is None  # other documents
     assert model_store.decode(stored, documents, None) is None  # another default namespace
+
+
+def test_the_passes_stored_with_the_model_read_back_as_they_run(documents):
+    """Selector keys, baseline selectors and pods, and Services' selectors: the stored rows, decoded, are what
+    the passes find on the documents (by place, in order), and a stored model answers from them alone."""
+    model = build_model(documents, "shop")
+    stored = model_store.encode(model)
+    assert stored is not None and set(stored["tables"]) == {"selector_keys", "selectors", "services", "pods"}
+    back = model_store.decode(stored, outlineless(documents), "shop")  # the passes never ask a document
+    assert back is not None and back.tables is not None
+
+    def places(rows):
+        return [tuple((d.file, d.index) if isinstance(d, load.Document) else d for d in row) for row in rows]
+    assert clone.selector_keys(back) == clone.selector_keys(model)
+    assert places(invariants.baseline_selectors(back)) == places(invariants.baseline_selectors(model))
+    assert places(clone.service_selectors(back)) == places(clone.service_selectors(model))
+    assert places(invariants.baseline_pods(back)) == places(invariants.baseline_pods(model))
 
 
 def test_an_outline_keeps_what_the_passes_read_where_they_read_it():
