@@ -167,12 +167,15 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     choices = apply_plugins.choose_all(s.host, model, the_plan)
     dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict, s.lane,
                                                 _by_header(s, model, the_plan)), s.diagnostics, s.strict)
-    policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
-    # rewriting is done: what a plugin returns is final, once the output policy accepts it
-    invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)
-    s.finish()
-    plugins = apply_plugins.run(s.host, model, the_plan, dev, choices,
-                                steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev), policy)
+    with apply_plugins.Calls(s.host, model, the_plan, dev, choices,
+                             steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev)) as calls:
+        if not s.diagnostics.errors:  # the copies are made: the plugins start while the render checks them
+            calls.start()
+        policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
+        # rewriting is done: what a plugin returns is final, once the output policy accepts it
+        invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)
+        s.finish()
+        plugins = calls.results(policy)
     s.report(plugins.messages)
     cloned, dev = dev, clone.patch(dev, plugins.pod_specs)
     dev = namespaced.provide_secrets(model, dev, [o for r in plugins.results for o in r.resources], s.diagnostics,

@@ -201,33 +201,74 @@ def run(host: PluginHost, model: Model, plan: Plan, dev: DevSet, choices: dict[s
         extra: list[Work] | None = None, policy: OutputPolicy | None = None) -> PluginResults:
     """Run every instance (plus pipeline `per-flow` steps in `extra`, with their behaviour); `policy` checks
     what each call returns, and a refusal is the call's failure (`bypass` drops its changes)."""
-    work: list[Work] = [(i, choices[i.servicename], model.plugin_defs[i.servicename].behavior) for i in plan.instances]
-    work += extra or []
-    acc = _Accumulator()
-    with ThreadPoolExecutor(max_workers=max(1, host.jobs)) as pool:
-        for wave in _levels([w[0] for w in work]):
-            calls = {}
-            for i in wave:
-                inst, choice, _ = work[i]
-                workloads = [dev.workloads[d] for d in inst.dependents if d in dev.workloads]
-                if workloads:
-                    inv = invocation_for(model, inst, workloads, acc.pod_specs, choice, host.source)
-                    calls[i] = (inv, workloads, pool.submit(host.create, inv, choice))
-            for i in sorted(calls):  # apply in plan order: same output as a serial run
+    with Calls(host, model, plan, dev, choices, extra) as calls:
+        return calls.results(policy)
+
+
+class Calls:
+    """The plugin calls of one render, started as soon as they can be: `start` sends the first wave (its inputs
+    are the dev copies as cloned), so the plugin processes run on another core while the render checks those
+    copies and builds the output policy; `results` applies every wave in plan order. Leaving the block waits for
+    calls still running (a render that stops on an error before `results` does not apply them)."""
+
+    def __init__(self, host: PluginHost, model: Model, plan: Plan, dev: DevSet, choices: dict[str, Choice],
+                 extra: list[Work] | None = None):
+        self.host, self.model, self.dev = host, model, dev
+        self.work: list[Work] = [(i, choices[i.servicename], model.plugin_defs[i.servicename].behavior)
+                                 for i in plan.instances]
+        self.work += extra or []
+        self.waves = _levels([w[0] for w in self.work])
+        self.acc = _Accumulator()
+        self.pool = ThreadPoolExecutor(max_workers=max(1, host.jobs))
+        self.first: dict[int, tuple] | None = None
+        self.failed: DevlaneError | None = None
+
+    def __enter__(self) -> Calls:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def start(self) -> None:
+        """Send the first wave now; a failure to build a call is raised by `results`, in its order."""
+        if self.waves and self.first is None:
+            try:
+                self.first = self._send(self.waves[0])
+            except DevlaneError as exc:
+                self.failed = exc
+
+    def _send(self, wave: list[int]) -> dict[int, tuple]:
+        calls = {}
+        for i in wave:
+            inst, choice, _ = self.work[i]
+            workloads = [self.dev.workloads[d] for d in inst.dependents if d in self.dev.workloads]
+            if workloads:
+                inv = invocation_for(self.model, inst, workloads, self.acc.pod_specs, choice, self.host.source)
+                calls[i] = (inv, workloads, self.pool.submit(self.host.create, inv, choice))
+        return calls
+
+    def results(self, policy: OutputPolicy | None = None) -> PluginResults:
+        """Every call's outcome, applied in plan order (the same output as a serial run)."""
+        if self.failed is not None:
+            raise self.failed
+        acc = self.acc
+        for n, wave in enumerate(self.waves):
+            calls = self.first if n == 0 and self.first is not None else self._send(wave)
+            for i in sorted(calls):
                 inv, workloads, future = calls[i]
-                inst, choice, behavior = work[i]
+                inst, choice, behavior = self.work[i]
                 try:
                     created: Created = future.result()
                     if policy is not None:
                         check_outcome(policy, inst, choice, workloads, created.outcome, acc.pod_specs)
                 except DevlaneError as exc:
-                    exc = host.budget.explain(exc)
+                    exc = self.host.budget.explain(exc)
                     if behavior != "bypass":
                         raise exc from None
                     acc.bypass(inst, choice, exc)
                     continue
                 acc.apply(inst, choice, inv, workloads, created)
-    return acc.results(work)
+        return acc.results(self.work)
 
 
 class _Accumulator:
