@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import gc
 import hashlib
-import json
 import os
 import tempfile
 import threading
@@ -73,9 +72,8 @@ class Document:
     index: int
 
     def _head(self) -> dict[str, Any]:
-        """Every metadata field at once (each is read, so the first read of one sets all seven); a document known
-        by its outline (`lean`) takes them from there, never from its body."""
-        self.__dict__.update(head(self.outline if "_outline" in self.__dict__ else self.obj))
+        """Every metadata field at once (each is read, so the first read of one sets all seven)."""
+        self.__dict__.update(head(self.obj))
         return self.__dict__
 
     @once
@@ -109,8 +107,7 @@ class Document:
     @once
     def outline(self) -> dict:
         """What passes over the whole repository read (`k8s.outline`): reading it never needs the body."""
-        stored = self.__dict__.get("_outline")
-        return stored() if stored is not None else outline(self.obj)
+        return outline(self.obj)
 
     @classmethod
     def deferred(cls, outline: dict, file: str, index: int, body: Callable[[], dict]) -> Document:
@@ -121,15 +118,15 @@ class Document:
         return doc
 
     @classmethod
-    def lean(cls, identity: tuple[str, str, str, str | None], file: str, index: int, outline: Callable[[], dict],
+    def lean(cls, identity: tuple[str, str, str, str | None], file: str, index: int,
              body: Callable[[], dict]) -> Document:
-        """A Document known by its kind, apiVersion, name and namespace, whose outline and object `outline()` and
-        `body()` give on first use: a render that reuses the repository's model reads the outlines of the few
-        objects its flow touches (the passes over the whole repository were stored with the model)."""
+        """A Document known by its kind, apiVersion, name and namespace, whose object `body()` gives on first use
+        (and its other fields with it): a render that reuses the repository's model decodes the few objects its
+        flow touches, as the passes over the whole repository were stored with the model."""
         kind, api_version, name, namespace = identity
         doc = object.__new__(cls)
         doc.__dict__.update(kind=kind, api_version=api_version, name=name, namespace=namespace, file=file,
-                            index=index, _outline=outline, _body=body)
+                            index=index, _body=body)
         return doc
 
     @classmethod
@@ -149,7 +146,6 @@ class Document:
 
 
 _BODIES = threading.Lock()  # plugin calls run on threads: a body is decoded once, whichever reads it first
-_OUTLINES = threading.Lock()  # and a stored file's heads likewise
 
 
 def _body(doc: Document) -> dict:
@@ -458,7 +454,7 @@ def _take(source: Source, path: str, read: list[tuple[str, bytes]], files: dict[
 def _restored(entry: dict, paths: list[str], blobs: dict[str, str], outcomes: dict[str, Outcome],
               source: Source, cache: Cache, diags: Diagnostics) -> list[Document] | None:
     """The documents of a stored entry, when every file still has the stored heads (None: it does not hold).
-    Each document's outline and body are decoded on first use (`StoredFile`)."""
+    Each document's object is decoded on first use (`StoredFile`)."""
     stored = entry["files"]
     if len(stored) != len(paths):
         return None
@@ -472,14 +468,12 @@ def _restored(entry: dict, paths: list[str], blobs: dict[str, str], outcomes: di
         if path in changed:
             now = outcomes.get(path)
             if not isinstance(now, Parsed) or not now.exact or not isinstance(row, list) or len(row) != 2 or \
-                    row[1] != reuse.heads_text(reuse.heads(now.docs, now.shapes)):
+                    row[1] != reuse.heads_digest(reuse.heads(now.docs, now.shapes)):
                 return None
     reader = cache.reader(cache_kind())
     try:
-        files = [StoredFile(source, path, blobs[path], reader, outcomes.get(path), heads_)
-                 for path, (_, heads_) in zip(paths, stored, strict=True)]
-        documents = [Document.lean((kind, api_version, name, ns), paths[f], i, functools.partial(files[f].outline, i),
-                                   functools.partial(files[f].body, i))
+        files = [StoredFile(source, path, blobs[path], reader, outcomes.get(path)) for path in paths]
+        documents = [Document.lean((kind, api_version, name, ns), paths[f], i, functools.partial(files[f].body, i))
                      for f, i, kind, api_version, name, ns in entry["docs"]]
         problems = [Problem.from_row(row) for row in entry["problems"]]
     except (TypeError, ValueError, KeyError, IndexError):
@@ -489,21 +483,13 @@ def _restored(entry: dict, paths: list[str], blobs: dict[str, str], outcomes: di
 
 
 class StoredFile:
-    """The documents of one file of a stored entry, decoded on first use: their outlines from the entry's
-    heads, their objects from the parse in hand, the parse cache, or (when the cache lost it since) the file
-    itself, read and parsed again, which must still be the same blob."""
+    """The documents of one file of a stored entry, decoded on first use from the parse in hand, the parse
+    cache, or (when the cache lost it since) the file itself, read and parsed again, which must still be the
+    same blob (`Document.obj` holds the lock while it asks)."""
 
-    def __init__(self, source: Source, path: str, blob: str, reader: PackReader, parsed: Outcome | None,
-                 heads: str):
+    def __init__(self, source: Source, path: str, blob: str, reader: PackReader, parsed: Outcome | None):
         self.source, self.path, self.blob, self.reader = source, path, blob, reader
         self.parsed = parsed if isinstance(parsed, Parsed) else None
-        self.heads: str | list = heads
-
-    def outline(self, index: int) -> dict:
-        with _OUTLINES:
-            if isinstance(self.heads, str):
-                self.heads = json.loads(self.heads)
-        return self.heads[index][1]  # type: ignore[index]
 
     def body(self, index: int) -> dict:
         if self.parsed is None:

@@ -6,10 +6,11 @@ themselves are rebuilt from every file: at 5,000 services that is most of a warm
 only each object's outline (`k8s.outline`: apiVersion, kind, metadata, selectors, ports, pod template labels,
 container names, entry points' specs), and most changes (an image, an env value, a resource limit) leave every
 outline as it was. So a render stores, per listing of the repository, each file's blob id and its documents'
-outlines (its *heads*, as JSON text), each kept document's kind, apiVersion, name and namespace, what loading
-said of them, and the model built from them. The next render reuses the model when each file has the same blob
-id, or else the same heads; its documents then decode their outlines and bodies only when a stage reads them (a
-flow reads the few objects it copies), as the passes over the whole repository were stored with the model.
+outlines (its *heads*, kept as a digest), each kept document's kind, apiVersion, name and namespace, what
+loading said of them, and the model built from them. The next render reuses the model when each file has the
+same blob id, or else the same heads; its documents then decode their objects (and outlines) only when a stage
+reads them (a flow reads the few objects it copies), as the passes over the whole repository were stored with
+the model.
 
 The entry is a hint, never trusted: a listing that differs is another key; heads are compared exactly (in
 order, as JSON); a damaged entry is a miss; the entry's kind names the code that wrote it.
@@ -69,14 +70,16 @@ def heads(docs: list[Any], shapes: list[str | None], kept: list[Any] | None = No
             for i, (d, shape) in enumerate(zip(docs, shapes, strict=True))]
 
 
-def heads_text(heads_: list[list]) -> str | None:
-    """A file's heads as the entry keeps them: JSON text, compared as text (key order included: an object's
-    metadata keeps the order it has), decoded only when a stage reads one of its outlines. None: not JSON (a
-    date in metadata), so the file never matches."""
+def heads_digest(heads_: list[list]) -> str | None:
+    """A file's heads as the entry keeps them: a digest of their JSON text (key order included: an object's
+    metadata keeps the order it has). The outlines themselves are not kept: a stage that reads one decodes the
+    object, whose outline is the one stored, as the file has the stored blob or heads. None: not JSON (a date in
+    metadata), so the file never matches."""
     try:
-        return json.dumps(heads_, separators=(",", ":"))
+        text = json.dumps(heads_, separators=(",", ":"))
     except (TypeError, ValueError):
         return None
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 @dataclass
@@ -116,7 +119,7 @@ class Reuse:
             return
         files, docs = [], []
         for i, (blob, parsed, shapes, kept) in enumerate(self.files):
-            files.append([blob, heads_text(heads(parsed, shapes, kept))])
+            files.append([blob, heads_digest(heads(parsed, shapes, kept))])
             docs += [[i, d.index, d.kind, d.api_version, d.name, d.namespace] for d in kept if d is not None]
         try:  # the heads are parts of exact parses and the model is checked: no walk over megabytes of them again
             payload = encode({"files": files, "docs": docs, "problems": [p.as_row() for p in self.problems],

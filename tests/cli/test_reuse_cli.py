@@ -59,16 +59,16 @@ def test_a_change_no_outline_sees_reuses_the_model_and_decodes_only_what_the_flo
     assert model_counts(cold) == [0, 1] and "value: info" in first
     edit(repo, '"value": "info"', '"value": "debug"')
     edit(repo, '"image": "db:1"', '"image": "db:7"', "db.yaml")  # db's dev copy is not in this flow
-    outlined: list[str] = []
-    read_outline = load.StoredFile.outline
+    decoded: list[str] = []
+    read_body = load.StoredFile.body
 
     def spy(self, index):
-        outlined.append(self.path)
-        return read_outline(self, index)
+        decoded.append(self.path)
+        return read_body(self, index)
 
-    monkeypatch.setattr(load.StoredFile, "outline", spy)
+    monkeypatch.setattr(load.StoredFile, "body", spy)
     out, warm = render_twice(repo, monkeypatch)
-    assert outlined and "config.yaml" not in outlined  # the stored passes answered for the ConfigMap's file
+    assert decoded and "config.yaml" not in decoded  # the stored passes answered for the ConfigMap's file
     assert model_counts(warm) == [1, 0]
     assert "value: debug" in out and "value: info" not in out
     # the two changed files were parsed; config.yaml, which the flow does not read, was never decoded

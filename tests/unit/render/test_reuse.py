@@ -104,10 +104,10 @@ def bodiless(documents: list[load.Document]) -> list[load.Document]:
 
 
 def outlineless(documents: list[load.Document]) -> list[load.Document]:
-    """The documents as a reused model makes them (`Document.lean`), whose outlines and bodies raise."""
+    """The documents as a reused model makes them (`Document.lean`), whose bodies (and so outlines) raise."""
     def nothing() -> dict:
         raise AssertionError("a stored pass read a document")
-    return [load.Document.lean((d.kind, d.api_version, d.name, d.namespace), d.file, d.index, nothing, nothing)
+    return [load.Document.lean((d.kind, d.api_version, d.name, d.namespace), d.file, d.index, nothing)
             for d in documents]
 
 
