@@ -20,6 +20,7 @@ reference in the dev caller points at the dev callee) or warned (an error under 
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -92,6 +93,30 @@ class SelectorIndex:
             else:
                 self.by_pair[min(mine, key=lambda p: uses[p])].append((i, entry))
 
+    @classmethod
+    def of(cls, model: Model) -> SelectorIndex:
+        """The index of the model's baseline selectors: its stored buckets when the model was stored with them
+        (each decoded when a pod's label first asks for it), else built from the selectors."""
+        docs = model.documents
+        stored = model.table("selector_index", lambda texts: (_Bucketed(texts, docs, "p"), _Bucketed(texts, docs, "o")))
+        if stored is None:
+            return cls(baseline_selectors(model))
+        index = object.__new__(cls)
+        index.by_pair, index.open = stored  # type: ignore[assignment]
+        return index
+
+    def stored(self, place: dict[int, int]) -> dict[str, str]:
+        """The buckets as JSON text each, keyed as `_Bucketed` looks them up; ValueError when a required label
+        value is not a string (JSON keys would not tell 1 from "1" as Python does)."""
+        out = {}
+        for prefix, buckets in (("p", self.by_pair), ("o", {(ns,): b for ns, b in self.open.items()})):
+            for key, bucket in buckets.items():
+                if prefix == "p" and not all(isinstance(part, str) for part in key[1:]):
+                    raise ValueError("a selector's label value is not a string")
+                out[prefix + _bucket_key(key)] = json.dumps(
+                    [[i, place[id(doc)], ns, sel, plain] for i, (doc, ns, sel, plain) in bucket], separators=(",", ":"))
+        return out
+
     def hits(self, items: list[PodItem]) -> list[tuple[Document, Any]]:
         """(baseline object, item) for every baseline selector that matches an item's pods, in selector order."""
         found = []
@@ -103,6 +128,24 @@ class SelectorIndex:
                 if (map_matches if plain else label_selector_matches)(sel, labels):
                     found.append((i, n, doc, item))
         return [(doc, item) for _, _, doc, item in sorted(found, key=lambda f: f[:2])]
+
+
+def _bucket_key(key: tuple) -> str:
+    return json.dumps(list(key), separators=(",", ":"))
+
+
+class _Bucketed:
+    """One side of a stored `SelectorIndex` (`p`: by pair, `o`: open, by namespace), answering `get` as the
+    built one's dict does."""
+
+    def __init__(self, texts: dict[str, str], documents: list[Document], prefix: str):
+        self.texts, self.documents, self.prefix = texts, documents, prefix
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        text = self.texts.get(self.prefix + _bucket_key(key if self.prefix == "p" else (key,)))
+        if text is None:
+            return default
+        return [(i, (self.documents[p], ns, sel, plain)) for i, p, ns, sel, plain in json.loads(text)]
 
 
 def selector_hits(selectors: list[Selector] | SelectorIndex, items: list[PodItem]) -> list[tuple[Document, Any]]:

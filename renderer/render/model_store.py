@@ -3,7 +3,7 @@ render whose repository has the same heads.
 
 Documents are written as their place in `Model.documents`; the lookup tables are not written, as they
 follow from the nodes (`model.assemble`). The passes over every document that a flow's render runs (selector
-keys, baseline selectors and pods, Services' selectors) are written with it (`model.Tables`).
+keys, baseline selectors, their index and pods, Services' selectors) are written with it (`model.Tables`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import fields
 from ..core.cache import exact
 from ..errors import Problem, Where
 from .clone import selector_keys, service_selectors
-from .invariants import baseline_pods, baseline_selectors
+from .invariants import SelectorIndex, baseline_pods, baseline_selectors
 from .load import Document, Loaded
 from .model import Entry, Model, ServiceNode, Tables, Workload, assemble, build_model
 from .plugin_defs import PluginDef
@@ -71,6 +71,7 @@ def _tables(model: Model, place: dict[int, int]) -> dict[str, str] | None:
             "selectors": [[place[id(d)], ns, sel, plain] for d, ns, sel, plain in baseline_selectors(model)],
             "services": [[place[id(d)], ns, sel] for d, ns, sel in service_selectors(model)],
             "pods": [[ns, labels, place[id(d)]] for ns, labels, d in baseline_pods(model)],
+            "selector_index": SelectorIndex(baseline_selectors(model)).stored(place),
         }
         return {name: json.dumps(value, separators=(",", ":"), allow_nan=False) for name, value in rows.items()}
     except (KeyError, TypeError, ValueError):

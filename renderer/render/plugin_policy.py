@@ -48,7 +48,6 @@ from .invariants import (
     SelectorIndex,
     baseline_claims,
     baseline_pods,
-    baseline_selectors,
     claim_mounts,
     pod_items,
     selector_hits,
@@ -319,7 +318,7 @@ class OutputPolicy:
         found |= {o.obj["metadata"].get("namespace") for o in dev.objects}
         found.add(model.default_namespace)
         self.namespaces = frozenset(ns for ns in found if ns)
-        self.selectors = SelectorIndex(baseline_selectors(model))
+        self.selectors = SelectorIndex.of(model)
         self.claims = baseline_claims(model)
         self.owners: dict[Identity, str] = {}
 

@@ -142,7 +142,8 @@ def test_the_passes_stored_with_the_model_read_back_as_they_run(documents):
     the passes find on the documents (by place, in order), and a stored model answers from them alone."""
     model = build_model(documents, "shop")
     stored = model_store.encode(model)
-    assert stored is not None and set(stored["tables"]) == {"selector_keys", "selectors", "services", "pods"}
+    assert stored is not None
+    assert set(stored["tables"]) == {"selector_keys", "selectors", "services", "pods", "selector_index"}
     back = model_store.decode(stored, outlineless(documents), "shop")  # the passes never ask a document
     assert back is not None and back.tables is not None
 
@@ -152,6 +153,13 @@ def test_the_passes_stored_with_the_model_read_back_as_they_run(documents):
     assert places(invariants.baseline_selectors(back)) == places(invariants.baseline_selectors(model))
     assert places(clone.service_selectors(back)) == places(clone.service_selectors(model))
     assert places(invariants.baseline_pods(back)) == places(invariants.baseline_pods(model))
+    assert "selector_index" in stored["tables"]  # the corpora's selectors are strings: the index is stored
+    items = invariants.pod_items([d.outline for d in documents], "shop")
+    items += [(ns, {**labels, "extra": "x"}, obj) for ns, labels, obj in items]  # pods with more labels match too
+    hits = [((d.file, d.index), item.get("metadata", {}).get("name")) for d, item in
+            invariants.SelectorIndex.of(back).hits(items)]
+    assert hits == [((d.file, d.index), item.get("metadata", {}).get("name")) for d, item in
+                    invariants.SelectorIndex(invariants.baseline_selectors(model)).hits(items)]
 
 
 def test_an_outline_keeps_what_the_passes_read_where_they_read_it():
