@@ -241,7 +241,10 @@ def build_metadata(flow_id: str, plan: Plan, provenance: Provenance, plugins: Pl
         "routing": plan.routing,
         "targets": provenance.targets,
         "template": provenance.template,
-        "services": [d.as_dict() for n, d in sorted(plan.decisions.items()) if flow_group or d.version == SHARED],
+        # the services with a version of this flow (or shared) and why: the baseline of a monorepo is thousands
+        # of "not affected" lines in every lane's commit (`devlane plan` explains every service)
+        "services": [d.as_dict() for n, d in sorted(plan.decisions.items())
+                     if (d.version != "baseline" if flow_group else d.version == SHARED)],
         "plugins": [
             {
                 "instance": r.servicename,
