@@ -67,26 +67,34 @@ class WorktreeSource:
         self._real_root = os.path.realpath(root)
         self._budget = _Budget()
         self._walked: set[str] = set()  # listed through real directories only (os.walk does not follow links)
+        self._dirs: list[tuple[str, list[str]]] | None = None
 
     def list_files(self, includes: list[str], excludes: list[str]) -> list[str]:
         found: list[str] = []
-        root = self._real_root
-        for dirpath, dirnames, filenames in os.walk(root):
-            rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-            rel_dir = "" if rel_dir == "." else rel_dir
-            keep = []
-            for d in sorted(dirnames):
-                sub = f"{rel_dir}/{d}" if rel_dir else d
-                if d in SKIPPED_DIRS or dir_excluded(sub, excludes):
-                    continue
-                keep.append(d)
-            dirnames[:] = keep
+        pruned: set[str] = set()  # excluded directories: nothing under them is listed
+        for rel_dir, filenames in self._tree():
+            if rel_dir and (rel_dir.rpartition("/")[0] in pruned or dir_excluded(rel_dir, excludes)):
+                pruned.add(rel_dir)
+                continue
             for f in filenames:
                 rel = f"{rel_dir}/{f}" if rel_dir else f
                 if matches(rel, includes) and not matches(rel, excludes):
                     found.append(rel)
         self._walked.update(found)
         return sorted(found)
+
+    def _tree(self) -> list[tuple[str, list[str]]]:
+        """Every real directory under the root (os.walk does not follow links), parents first, with its files:
+        walked once per source, as loading lists the tree twice (the manifests, and the inputs to leave alone)
+        and each command reads one snapshot of it."""
+        if self._dirs is None:
+            root, out = self._real_root, []
+            for dirpath, dirnames, filenames in os.walk(root):
+                rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+                out.append(("" if rel_dir == "." else rel_dir, filenames))
+            self._dirs = out
+        return self._dirs
 
     def read(self, path: str) -> bytes:
         if path in self._walked:  # every directory on the way is real: no realpath, O_NOFOLLOW checks the file
