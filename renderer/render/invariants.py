@@ -24,6 +24,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from ..core.jsonio import dumps_compact
 from ..core.k8s import (
     CLUSTER_SCOPED,
     identity,
@@ -113,8 +114,8 @@ class SelectorIndex:
             for key, bucket in buckets.items():
                 if prefix == "p" and not all(isinstance(part, str) for part in key[1:]):
                     raise ValueError("a selector's label value is not a string")
-                out[prefix + _bucket_key(key)] = json.dumps(
-                    [[i, place[id(doc)], ns, sel, plain] for i, (doc, ns, sel, plain) in bucket], separators=(",", ":"))
+                out[prefix + _bucket_key(key)] = dumps_compact(
+                    [[i, place[id(doc)], ns, sel, plain] for i, (doc, ns, sel, plain) in bucket])
         return out
 
     def hits(self, items: list[PodItem]) -> list[tuple[Document, Any]]:
@@ -131,7 +132,7 @@ class SelectorIndex:
 
 
 def _bucket_key(key: tuple) -> str:
-    return json.dumps(list(key), separators=(",", ":"))
+    return dumps_compact(list(key))
 
 
 class _Bucketed:

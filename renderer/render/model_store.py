@@ -66,12 +66,13 @@ def encode(model: Model) -> dict | None:
 def _tables(model: Model, place: dict[int, int]) -> dict[str, str] | None:
     """The passes over every document, as `Tables` keeps them (None: some part is not plain JSON)."""
     try:
+        selectors = baseline_selectors(model)
         rows = {
             "selector_keys": [[ns, sorted(keys)] for ns, keys in selector_keys(model).items()],
-            "selectors": [[place[id(d)], ns, sel, plain] for d, ns, sel, plain in baseline_selectors(model)],
+            "selectors": [[place[id(d)], ns, sel, plain] for d, ns, sel, plain in selectors],
             "services": [[place[id(d)], ns, sel] for d, ns, sel in service_selectors(model)],
             "pods": [[ns, labels, place[id(d)]] for ns, labels, d in baseline_pods(model)],
-            "selector_index": SelectorIndex(baseline_selectors(model)).stored(place),
+            "selector_index": SelectorIndex(selectors).stored(place),
         }
         return {name: json.dumps(value, separators=(",", ":"), allow_nan=False) for name, value in rows.items()}
     except (KeyError, TypeError, ValueError):

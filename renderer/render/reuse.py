@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any
 
 from ..core import parallel
 from ..core.cache import Cache, Uncacheable, encode
+from ..core.jsonio import dumps_compact
 from ..core.k8s import outline
 from ..core.version import VERSION
 from ..errors import Problem
@@ -76,7 +76,7 @@ def heads_digest(heads_: list[list]) -> str | None:
     object, whose outline is the one stored, as the file has the stored blob or heads. None: not JSON (a date in
     metadata), so the file never matches."""
     try:
-        text = json.dumps(heads_, separators=(",", ":"))
+        text = dumps_compact(heads_)
     except (TypeError, ValueError):
         return None
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from renderer.core.jsonio import dumps_pretty
+from renderer.core.jsonio import dumps_compact, dumps_pretty
 
 scalars = st.one_of(st.text(max_size=8), st.integers(), st.booleans(), st.none(), st.floats(),
                     st.sampled_from(["é", "\u2028", "\x00", '"q"', "\\", "日本", "\ud800", -0.0, 1e300, 2**70]))
@@ -38,3 +38,16 @@ def test_what_json_refuses_is_refused_alike():
             dumps_pretty(bad)
         with pytest.raises(type(ours.value)):
             json.dumps(bad, indent=2, sort_keys=True)
+
+
+@given(values)
+def test_compact_is_json_dumps_with_compact_separators(value):
+    assert dumps_compact(value) == json.dumps(value, separators=(",", ":"))
+
+
+def test_what_compact_refuses_is_a_type_or_value_error():
+    loop: list = []
+    loop.append(loop)
+    for bad in ({"s": {1, 2}}, loop, [b"bytes"]):
+        with pytest.raises((TypeError, ValueError)):
+            dumps_compact(bad)
