@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import EXAMPLE, ROOT, demo_file
 from support.demos import DEMOS
@@ -203,6 +203,7 @@ _ANY = st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_from(
                     | st.dictionaries(st.sampled_from(_FIELDS), inner, max_size=4), max_leaves=15)
 
 
+@settings(max_examples=30)
 @given(st.dictionaries(st.sampled_from(_FIELDS), _ANY, max_size=5))
 def test_any_mapping_has_an_outline(obj):
     """Outlines are taken of every mapping of a changed file, before its shape is judged (a kind that is a
