@@ -200,7 +200,7 @@ def claim_mounts(obj: dict, namespace: str | None, claims: set[tuple[str | None,
 
 def check_selectors(model: Model, dev: DevSet, diags: Diagnostics, selectors: SelectorIndex | None = None) -> None:
     items = [(dw.namespace, dw.pod_labels, dw) for dw in dev.unique_workloads()]
-    for doc, dw in selector_hits(selectors or baseline_selectors(model), items):
+    for doc, dw in selector_hits(selectors or SelectorIndex.of(model), items):
         diags.error(
             f"isolation violated: the selector of baseline {doc.ref} matches the pods of dev workload {dw.name}",
             doc.where(),
@@ -324,7 +324,7 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, 
         return (f" (added or changed by plugin {owner})" if owner else "",
                 Where(object=f"{key[0]}/{key[2]}", plugin=owner) if owner else None)
 
-    for doc, obj in selector_hits(selectors or baseline_selectors(model), pod_items(objects, default)):
+    for doc, obj in selector_hits(selectors or SelectorIndex.of(model), pod_items(objects, default)):
         by, at = where(obj)
         diags.error(f"isolation violated: the selector of baseline {doc.ref} matches the pods of "
                     f"{obj['kind']}/{obj['metadata']['name']}{by}", at or doc.where(),
