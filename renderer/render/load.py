@@ -110,14 +110,6 @@ class Document:
         return outline(self.obj)
 
     @classmethod
-    def deferred(cls, outline: dict, file: str, index: int, body: Callable[[], dict]) -> Document:
-        """A Document known by its outline, whose object `body()` gives on first use: a render that reuses
-        the repository's model decodes only the objects its flow touches."""
-        doc = object.__new__(cls)
-        doc.__dict__.update(head(outline), outline=outline, file=file, index=index, _body=body)
-        return doc
-
-    @classmethod
     def lean(cls, identity: tuple[str, str, str, str | None], file: str, index: int,
              body: Callable[[], dict]) -> Document:
         """A Document known by its kind, apiVersion, name and namespace, whose object `body()` gives on first use
@@ -157,7 +149,7 @@ def _body(doc: Document) -> dict:
 
 
 _body.__name__ = "obj"
-Document.obj = once(_body)  # type: ignore[assignment]  # set by __init__, or on first use for a deferred one
+Document.obj = once(_body)  # type: ignore[assignment]  # set by __init__, or on first use for a lean one
 
 
 @dataclass(frozen=True)
@@ -319,11 +311,9 @@ def _outside_other_inputs(source: Source, paths: list[str], excludes: list[str],
 
 
 def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diagnostics,
-         shape: str | bool | None = False, make: Callable[[Any, str, int], Document] = Document.loaded
-         ) -> Document | None:
-    """One parsed document (or its outline, with `make` = deferred): kept, and returned, when it is a named
-    Kubernetes object of the right shape, else a warning. `shape`: its `shapes.shape_problem`, when the parse
-    already knows it."""
+         shape: str | bool | None = False) -> Document | None:
+    """One parsed document: kept, and returned, when it is a named Kubernetes object of the right shape, else a
+    warning. `shape`: its `shapes.shape_problem`, when the parse already knows it."""
     if doc is None:
         return None
     if not is_kubernetes_object(doc):
@@ -344,7 +334,7 @@ def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diag
             code="no-name",
         )
         return None
-    document = make(doc, path, index)
+    document = Document.loaded(doc, path, index)
     wrong = shapes.check(doc, document.where, shape)
     if wrong is not None:
         diags.problems.append(wrong)
