@@ -107,9 +107,9 @@ class Entry:
 
 
 class Tables:
-    """What the passes over every document (selector keys, baseline selectors, Services' selectors, baseline
-    pods) found, stored with the model as JSON text each and decoded when a stage first asks: a render that
-    reuses the model then never reads the outlines of the objects its flow does not touch."""
+    """What the passes over every document (selector keys, baseline selectors and their index, Services'
+    selectors, baseline pods) found, stored with the model as JSON text each and decoded when a stage first
+    asks: a render that reuses the model then never reads the objects its flow does not touch."""
 
     def __init__(self, texts: dict[str, str]):
         self.texts = texts
