@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import Where, fail
+from ..errors import DevlaneError, Where, fail
 
 MAX_DEPTH = 200  # nesting levels of one document (real manifests, CRDs included, stay under 80)
 MAX_NODES = 1_000_000  # nodes of one document, aliases expanded
@@ -42,6 +42,14 @@ _PREFIXES = bytes.maketrans(b"\r\x85\xa8\xa9\xbf\t?:-", b"\n\n\n\n\n    ")
 _DEEP_PREFIX = b"\n" + b" " * _COLUMNS
 _DOCUMENT_START = re.compile(rb"\n---(?=[ \t\r\n]|\Z)")
 _HINT = "flatten the document, or exclude the file with `exclude:` in .devlane.yaml"
+# libyaml 0.2.6 (in PyYAML 6.0.4's wheels) stops at its own nesting limit, 1,000 by default. Its scanner reads up to
+# 1,024 characters of one line ahead of the events (a flow collection may start a simple key), so on `[[[[...` it
+# can stop before the event that crosses MAX_DEPTH reaches `check_shape`: the same line, reported as devlane's bound.
+_PARSER_DEPTH = re.compile(r"maximum nesting depth|nesting (?:depth|level)", re.IGNORECASE)
+_set_level = getattr(getattr(yaml, "_yaml", None), "_set_max_nest_level", None)
+_get_level = getattr(getattr(yaml, "_yaml", None), "_get_max_nest_level", None)
+if _set_level and _get_level and 0 <= _get_level() < MAX_DEPTH:  # a parser stricter than the bound devlane promises
+    _set_level(MAX_DEPTH)
 
 
 def check_shape(data: bytes, file: str, loader: type) -> None:
@@ -50,25 +58,33 @@ def check_shape(data: bytes, file: str, loader: type) -> None:
     if not _may_exceed(data):
         return
     depth = nodes = 0
-    for event in yaml.parse(data, Loader=loader):  # events only: libyaml's parser keeps its own stack
-        if isinstance(event, yaml.DocumentStartEvent):
-            nodes = 0
-        elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)):
-            nodes += 1
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise fail(f"YAML nesting is deeper than {MAX_DEPTH} levels", _where(file, event), _HINT,
-                               code="yaml")
-            if nodes > MAX_NODES:
-                raise fail(f"YAML document has more than {MAX_NODES:,} nodes", _where(file, event), _HINT,
-                           code="yaml")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in yaml.parse(data, Loader=loader):  # events only: libyaml's parser keeps its own stack
+            if isinstance(event, yaml.DocumentStartEvent):
+                nodes = 0
+            elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)):
+                nodes += 1
+                if isinstance(event, yaml.CollectionStartEvent):
+                    depth += 1
+                    if depth > MAX_DEPTH:
+                        raise _too_deep(file, event.start_mark)
+                if nodes > MAX_NODES:
+                    raise fail(f"YAML document has more than {MAX_NODES:,} nodes", _where(file, event.start_mark),
+                               _HINT, code="yaml")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        if _PARSER_DEPTH.search(f"{exc.problem} {exc.context}"):
+            raise _too_deep(file, exc.problem_mark or exc.context_mark) from None
+        raise
 
 
-def _where(file: str, event: yaml.Event) -> Where:
-    return Where(file=file, line=event.start_mark.line + 1 if event.start_mark else None)
+def _too_deep(file: str, mark: yaml.Mark | None) -> DevlaneError:
+    return fail(f"YAML nesting is deeper than {MAX_DEPTH} levels", _where(file, mark), _HINT, code="yaml")
+
+
+def _where(file: str, mark: yaml.Mark | None) -> Where:
+    return Where(file=file, line=mark.line + 1 if mark else None)
 
 
 def _may_exceed(data: bytes) -> bool:
