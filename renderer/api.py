@@ -172,8 +172,10 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
         if not s.diagnostics.errors:  # the copies are made: the plugins start while the render checks them
             calls.start()
         policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
-        # rewriting is done: what a plugin returns is final, once the output policy accepts it
-        invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)
+        # rewriting is done: what a plugin returns is final, once the output policy accepts it. The invariants check
+        # devlane's own work: after an error in making the copies (its root cause) they would only repeat it
+        if not s.diagnostics.errors:
+            invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)
         s.finish()
         plugins = calls.results(policy)
     s.report(plugins.messages)

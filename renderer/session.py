@@ -42,6 +42,7 @@ class Options:
     strict: bool = False  # --strict: unwired edges and Secret-held addresses are errors
     top: Path | None = None  # the whole repository, when `repo` is a directory inside it that git cannot tell
     cache: bool = True  # reuse parses and builds from $DEVLANE_CACHE (--no-cache: off)
+    allow_weak_sandbox: bool = False  # --allow-weak-sandbox: the operator lets unpinned plugins run with layers missing
 
 
 _retained: list[Session] = []
@@ -89,7 +90,8 @@ class Session:
         budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started)
         self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
                                mode, budget, options.jobs,
-                               SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox))
+                               SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox,
+                                             options.allow_weak_sandbox))
 
     def __enter__(self) -> Session:
         return self

@@ -41,8 +41,8 @@ if "DEVLANE_CACHE" not in os.environ or not os.environ.get("DEVLANE_TEST_KEEP_CA
 
 # Property tests: 50 examples each by default, which keeps the fast suite within its budget; a deeper run is
 # DEVLANE_HYPOTHESIS=thorough (500 each). Tests that set max_examples themselves keep their own.
-settings.register_profile("default", max_examples=50)
-settings.register_profile("thorough", max_examples=500)
+settings.register_profile("default", max_examples=50, deadline=None)  # speed is the benchmark's job, not a test's
+settings.register_profile("thorough", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("DEVLANE_HYPOTHESIS", "default"))
 
 

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from ..core.yamlio import dump, load_one, parse_documents
 from ..errors import DevlaneError, Where, fail
 from ..host.choose import Choice
+from ..host.confine import SandboxPolicy
 from ..host.invoke import Invocation, Outcome
 from ..host.manifest import MANIFEST, load_manifest
 from ..host.plugin_host import PluginHost
@@ -193,8 +194,10 @@ class GoldenRun:
         return sum(1 for c in self.cases if c.status == status)
 
 
-def run_cases(directory: Path, update: bool = False, only: list[str] | None = None) -> GoldenRun:
-    """Run every golden case of the plugin in `directory` (`--update` rewrites mismatching expectations)."""
+def run_cases(directory: Path, update: bool = False, only: list[str] | None = None,
+              allow_weak: bool = False) -> GoldenRun:
+    """Run every golden case of the plugin in `directory` (`--update` rewrites mismatching expectations); the
+    directory is unpinned code, so it runs with every sandbox layer unless `allow_weak` (--allow-weak-sandbox)."""
     directory = directory.resolve()
     if not directory.is_dir() or not is_plugin_dir(directory):
         raise fail(f"{directory} is not a plugin directory (no main.py or plugin.yaml)", None,
@@ -215,7 +218,7 @@ def run_cases(directory: Path, update: bool = False, only: list[str] | None = No
     name = plugin_name(directory)
     manifest = load_manifest(directory, name)
     choice = Choice(name, PluginSource(name, directory, "flag"), manifest, {}, False, "devlane plugins test")
-    with PluginHost(directory, {}, {}, None, jobs=1) as host:
+    with PluginHost(directory, {}, {}, None, jobs=1, sandbox=SandboxPolicy(allow_weak=allow_weak)) as host:
         results = [CaseResult(path.name, *_run_one(path, name, choice, host, update)) for path in cases]
     return GoldenRun(name, manifest.runtime, results)
 

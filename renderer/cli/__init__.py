@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -27,7 +28,10 @@ from ..errors import DevlaneError, UsageError
 from . import cache, cmp, diff, init, lint, plan, plugins, preview, provision, render, stdio
 
 
+@functools.cache
 def build_parser() -> argparse.ArgumentParser:
+    """The whole command line, built once per process (parsing never changes it; a process that runs many
+    commands, as the tests do, would otherwise build its hundreds of arguments each time)."""
     parser = argparse.ArgumentParser(
         prog="devlane",
         description="Render per-pull-request dev lanes from Kardinal-annotated Kubernetes manifests, offline.",
@@ -91,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     # only now: `--help`, `--version` and usage errors end above without loading the library; the handler
     # would import the API anyway, and the signal handlers must not import anything
     from .. import api
+    from ..core import tempdirs
 
+    tempdirs.reclaim_once()  # what a run killed with SIGKILL left in $TMPDIR, whichever command comes next
     if _process_ends:
         api.retain_until_exit()
 

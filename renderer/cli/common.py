@@ -47,6 +47,7 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
                    help="use the plugin in PATH for plugin NAME")
     g.add_argument("--plugin-timeout", type=float, metavar="SECONDS",
                    help="per plugin call; overrides plugin.yaml timeoutSeconds (default 60)")
+    add_weak_sandbox(g)
     g.add_argument("--services", choices=["auto"],
                    help="auto: target the services changed between --base and the rendered ref (git)")
     g.add_argument("--base", metavar="REF", help="the pull request's base (for --services auto, and diff)")
@@ -71,6 +72,13 @@ def add_modes(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
                         "names in a flow namespace, other services aliased there")
 
 
+def add_weak_sandbox(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The operator's opt-out of the secure default for unpinned plugins (also $DEVLANE_ALLOW_WEAK_SANDBOX=1)."""
+    p.add_argument("--allow-weak-sandbox", action="store_true",
+                   help="run plugins from the repository or a local directory even when a sandbox layer is missing "
+                        "here (default: refuse; also $DEVLANE_ALLOW_WEAK_SANDBOX=1; .devlane.yaml cannot set it)")
+
+
 def add_plugin_source(p: argparse.ArgumentParser, help: str = "use the plugin in PATH for plugin NAME") -> None:
     p.add_argument("--plugin-source", action="append", default=[], metavar="NAME=PATH", help=help)
 
@@ -87,11 +95,16 @@ def repeat_pairs(values: list[str], flag: str) -> dict[str, str]:
 
 
 def parse_service_args(values: list[str]) -> dict[str, str]:
+    from ..core.images import image_problem, shown
+
     out: dict[str, str] = {}
     for v in values:
         name, sep, image = v.partition("=")
         if not sep or not name.strip() or not image.strip():
-            raise UsageError(f"--service {v!r}: expected NAME=IMAGE")
+            raise UsageError(f"--service {shown(v)}: expected NAME=IMAGE")
+        problem = image_problem(image.strip())
+        if problem:
+            raise UsageError(f"--service {name.strip()}=...: the image {shown(image.strip())} {problem}")
         out[name.strip()] = image.strip()
     return out
 
@@ -125,7 +138,8 @@ def options(args: argparse.Namespace) -> api.Options:
                        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
                        plugin_timeout=getattr(args, "plugin_timeout", None), timeout=getattr(args, "timeout", None),
                        jobs=getattr(args, "jobs", None), strict=bool(getattr(args, "strict", False)),
-                       cache=getattr(args, "cache", True))
+                       cache=getattr(args, "cache", True),
+                       allow_weak_sandbox=bool(getattr(args, "allow_weak_sandbox", False)))
 
 
 def flow_input(args: argparse.Namespace) -> FlowInput:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.krm import RUNTIMES
-from .common import Progress, add_common, add_plugin_source, repeat_pairs, say, show
+from .common import Progress, add_common, add_plugin_source, add_weak_sandbox, repeat_pairs, say, show
 
 if TYPE_CHECKING:
     from .. import api
@@ -99,7 +99,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_test(args: argparse.Namespace) -> int:
     from ..authoring.golden import run_cases
 
-    run = run_cases(Path(args.dir), update=args.update, only=args.case or None)
+    run = run_cases(Path(args.dir), update=args.update, only=args.case or None, allow_weak=args.allow_weak_sandbox)
     for case in run.cases:
         print(f"{case.status} {case.name}")
         if case.detail:
@@ -164,4 +164,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--update", action="store_true", help="rewrite expected.yaml with the current output")
     t.add_argument("--case", action="append", default=[], metavar="CASE", help="run only this case (repeatable)")
     t.add_argument("--debug", action="store_true", help="show tracebacks and plugin stderr")
+    add_weak_sandbox(t)
     t.set_defaults(handler=cmd_test)

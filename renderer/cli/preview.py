@@ -17,11 +17,28 @@ def cmd_preview(args: argparse.Namespace) -> int:
     show(result.messages, args.debug)
     view = build_view(result)
     if args.html is not None:
-        args.html.write_text(render_html(view), encoding="utf-8")
+        write_page(args.html, render_html(view))
         say(f"wrote {args.html}")
         return 0
     print_terminal(view, console())
     return 0
+
+
+def write_page(path: Path, html: str) -> None:
+    """The page, written whole or not at all; a directory that does not exist or cannot be written is one error
+    naming it."""
+    from ..core.files import write_atomic
+    from ..errors import DevlaneError, Problem, Where
+
+    where = Where(file=str(path))
+    if not path.parent.is_dir():
+        raise DevlaneError(Problem(f"--html: the directory {path.parent} does not exist", where,
+                                   "create it first, or write the page elsewhere", code="output"))
+    try:
+        write_atomic(path, html)
+    except OSError as exc:
+        raise DevlaneError(Problem(f"--html: cannot write the page: {exc.strerror or exc}", where,
+                                   "choose a file in a directory you can write", code="output")) from None
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

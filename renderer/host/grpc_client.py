@@ -15,7 +15,6 @@ import contextlib
 import ipaddress
 import itertools
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -25,9 +24,10 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any
 
+from ..core import tempdirs
 from ..errors import DevlaneError, PluginError, PluginTimeout, Where, fail
 from ..protocol.krm import ADDRESS_ENV, MAX_MESSAGE_BYTES, PROTOCOL_VERSION
-from .confine import Jail, temp_prefix
+from .confine import Jail
 from .process import BoundedTail, exit_status, forget, launch, stop_group, tail_text
 
 OUTPUT_TAIL_BYTES = 16 * 1024
@@ -124,7 +124,7 @@ def _private_dir() -> str:
     base = tempfile.gettempdir()
     if len(base) > 60 and os.path.isdir("/tmp"):
         base = "/tmp"
-    return tempfile.mkdtemp(prefix=temp_prefix("devlane-grpc-"), dir=base)
+    return tempdirs.make("grpc", base)
 
 
 class GrpcPlugin:
@@ -293,7 +293,7 @@ class GrpcPlugin:
             self._jail.end()
             self._jail = None
         if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            tempdirs.removed(self._tmp)
             self._tmp = None
 
     def _output(self) -> str:

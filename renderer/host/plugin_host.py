@@ -9,18 +9,17 @@ those into `PluginUse`s and `Invocation`s).
 from __future__ import annotations
 
 import copy
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from ..core import tempdirs
 from ..core.source import Source
 from ..errors import DevlaneError, Problem, Where, fail
 from .budget import Budget, default_jobs
 from .choose import Choice, PluginUse, RunMode, choose
-from .confine import SandboxPolicy, confinement, temp_prefix
+from .confine import SandboxPolicy, confinement
 from .invoke import Invocation, Outcome, request_document
 from .manifest import SideEffects, args_problems
 from .resolve import Resolver, plugin_digest
@@ -59,7 +58,7 @@ class PluginHost:
     def __init__(self, repo_root: Path, flag_sources: dict[str, str], config_sources: dict[str, dict],
                  source: Source | None, mode: RunMode = "render", budget: Budget | None = None,
                  jobs: int | None = None, sandbox: SandboxPolicy | None = None):
-        self._scratch = Path(tempfile.mkdtemp(prefix=temp_prefix("devlane-plugins-")))
+        self._scratch = Path(tempdirs.make("plugins"))
         self.resolver = Resolver(repo_root, flag_sources, config_sources, source, self._scratch)
         self.source = source
         self.mode: RunMode = mode
@@ -79,7 +78,7 @@ class PluginHost:
         for rt in self._runtimes.values():
             rt.close()
         self._runtimes.clear()
-        shutil.rmtree(self._scratch, ignore_errors=True)
+        tempdirs.removed(self._scratch)
 
     # -- choosing and starting ----------------------------------------------------------------------
 

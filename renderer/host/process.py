@@ -11,19 +11,18 @@ import contextlib
 import json
 import os
 import queue
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 import yaml
 
+from ..core import tempdirs
 from ..errors import DevlaneError, PluginError, PluginTimeout, Problem, Where, fail
 from ..protocol.krm import MAX_MESSAGE_BYTES
 from . import confine, sandbox
@@ -222,7 +221,7 @@ def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | No
     the process gets its own network namespace where the OS allows it.
     """
     limit = MAX_MESSAGE_BYTES if limit is None else limit
-    tmp = tempfile.mkdtemp(prefix=confine.temp_prefix("devlane-plugin-"))
+    tmp = tempdirs.make("plugin")
     jail = None
     try:
         jail = confine.confinement().wrap(argv, writable=[tmp], network=network, limits=limits or confine.Limits(),
@@ -230,13 +229,27 @@ def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | No
         proc = launch(jail.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp,
                       env={**sandbox.plugin_env(tmp), **(env or {})})
         try:
-            return _converse(proc, data, timeout, limit)
+            return _unwrapped(_converse(proc, data, timeout, limit))
         finally:
             forget(proc)
     finally:
         if jail is not None:
             jail.end()
-        shutil.rmtree(tmp, ignore_errors=True)
+        tempdirs.removed(tmp)
+
+
+# util-linux unshare re-raises the signal that killed its child on itself, and cannot for SIGKILL: it exits 1 with
+# this line instead (an OOM kill in a memory cgroup, a CPU-time SIGKILL, devlane's own kill after a timeout).
+_UNSHARE_LOST_SIGKILL = "unshare: sigprocmask unblock failed"
+
+
+def _unwrapped(done: Finished) -> Finished:
+    """`done` as the plugin ended, without what the sandbox wrapper did to the story."""
+    text = done.stderr.rstrip("\n")
+    last = text.rsplit("\n", 1)[-1]
+    if done.returncode == 1 and last.startswith(_UNSHARE_LOST_SIGKILL):
+        return replace(done, returncode=128 + signal.SIGKILL, stderr=text[: len(text) - len(last)])
+    return done
 
 
 def _converse(proc: subprocess.Popen, data: bytes, timeout: float, limit: int) -> Finished:

@@ -324,14 +324,28 @@ def is_builtin_dir(path: Path) -> bool:
     return root is not None and path.resolve().parent == root.resolve() and is_plugin_dir(path)
 
 
-def _imported_shared_names(py_file: Path, in_package: bool) -> set[str]:
+_SHARED_NAMES: dict[tuple[str, bool, int, int], frozenset[str]] = {}  # (file, in_package, mtime, size) -> names
+
+
+def _imported_shared_names(py_file: Path, in_package: bool) -> frozenset[str]:
     """The names of the catalogue modules `py_file` imports: `from plugins import _x`, `from plugins._x
     import ...`, `import plugins._x`, and, when it is a module of the package itself (`in_package`), `from .
-    import _x` and `from ._x import ...`."""
+    import _x` and `from ._x import ...`. Parsed once per version of the file (every digest of a built-in asks)."""
+    try:
+        st = py_file.stat()
+    except OSError:
+        return frozenset()
+    key = (str(py_file), in_package, st.st_mtime_ns, st.st_size)
+    if key not in _SHARED_NAMES:
+        _SHARED_NAMES[key] = _parse_shared_names(py_file, in_package)
+    return _SHARED_NAMES[key]
+
+
+def _parse_shared_names(py_file: Path, in_package: bool) -> frozenset[str]:
     try:
         tree = ast.parse(py_file.read_bytes(), filename=str(py_file))
     except (SyntaxError, ValueError, OSError):
-        return set()
+        return frozenset()
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):  # import plugins._x [as y]
@@ -345,7 +359,7 @@ def _imported_shared_names(py_file: Path, in_package: bool) -> set[str]:
             names.add(module.split(".")[1])
         elif node.level == 1:
             names.add(module.split(".")[0])
-    return {n for n in names if n.startswith("_")}
+    return frozenset(n for n in names if n.startswith("_"))
 
 
 def shared_modules(path: Path) -> list[Path]:

@@ -64,15 +64,12 @@ class Runtime(ABC):
         self.limits = self.sandbox.limits.merged(manifest.limits)
 
     def confined(self, label: str, where: Where) -> Confinement:
-        """The sandbox for this plugin's processes; an error when policy.requireSandbox finds a layer missing."""
+        """The sandbox for this plugin's processes; an error when the policy refuses the layers missing here."""
         got = confinement()
-        missing = self.sandbox.admit(got)
-        if missing:
-            raise fail(f"{label} was not run: policy.requireSandbox is set and this machine cannot enforce "
-                       + "; ".join(missing), where,
-                       "install bubblewrap (apt-get install bubblewrap) and allow user namespaces and cgroups, or "
-                       "unset policy.requireSandbox in .devlane.yaml; `devlane plugins describe` lists the layers",
-                       "sandbox-required", PluginError)
+        refusal = self.sandbox.admit(got, self.source.origin)
+        if refusal is not None:
+            raise fail(f"{label} was not run: {refusal.rule}, and this machine cannot enforce "
+                       + "; ".join(refusal.missing), where, refusal.hint(got), "sandbox-required", PluginError)
         return got
 
     def label(self, operation: str) -> str:

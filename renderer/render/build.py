@@ -203,6 +203,7 @@ def build_key(spec: InputSpec, tree: Path, base: str = "") -> str:
     else:
         roots = [top / spec.path, *(top / v for v in spec.values)]
         tool = helm_command(spec)
+        spec = replace(spec, release_name=release_name(spec, tree))  # from the directory's name, when not given
     hasher.update(json.dumps([dataclasses.asdict(spec), _tool_identity(tool)], sort_keys=True, default=str).encode())
     _tree_digest(hasher, top, sorted(roots))
     return hasher.hexdigest()
@@ -266,8 +267,7 @@ def _helm(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:
     if not (chart / CHART_FILE).is_file():
         raise fail(f"{spec.label}: no Chart.yaml in {spec.path}", Where(file=spec.path),
                    hint="point `helm:` at a chart directory", code="build-input")
-    release = spec.release_name or _label(Path(os.path.realpath(chart)).name)  # as `helm template` of the dir
-    argv = [*helm_command(spec), release, str(chart), "--include-crds"]
+    argv = [*helm_command(spec), release_name(spec, tree), str(chart), "--include-crds"]
     if spec.namespace:
         argv += ["--namespace", spec.namespace]
     if spec.kube_version:
@@ -289,6 +289,24 @@ def _helm(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:
         origin = m.group(1).strip() if m else spec.label
         docs.append((f"{prefix}/{origin}" if m and prefix != "." else origin, text.encode("utf-8")))
     return docs
+
+
+def release_name(spec: InputSpec, tree: Path) -> str:
+    """The release a chart is built as: `releaseName:` when given, else the chart directory's name within the
+    repository, so the same chart gets the same name in the work tree, at a `--ref` (built in a temporary
+    directory) and in Argo CD's checkout (a random directory); a chart at the repository's top has no name
+    there, so it takes its own `name` from Chart.yaml. `spec` is relative to the repository's top (`_based`)."""
+    if spec.release_name:
+        return spec.release_name
+    rel = posixpath.normpath(spec.path)
+    if rel != ".":
+        return _label(posixpath.basename(rel))
+    try:
+        chart = load_one(read_regular(str(tree / CHART_FILE), CHART_FILE), CHART_FILE)
+    except DevlaneError:
+        chart = None  # helm reports the broken Chart.yaml itself
+    name = chart.get("name") if isinstance(chart, dict) else None
+    return _label(name) if isinstance(name, str) else "release"
 
 
 def _label(name: str) -> str:

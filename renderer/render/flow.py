@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import read_user_file
+from ..core.images import image_problem, shown
 from ..core.schemas import schema_problems
 from ..core.yamlio import load_one, parse_documents
 from ..errors import DevlaneError, Problem, Where, fail
@@ -121,8 +122,14 @@ def build_flow(
     env: list[tuple[str, str, str]],
     template_file: str | None = None,
     template_args: dict[str, Any] | None = None,
+    where: Where | None = None,
 ) -> FlowSpec:
     validate_flow_id(flow_id)
+    for name, image in images.items():
+        problem = image_problem(image)
+        if problem:
+            raise fail(f"the image of service {name!r}, {shown(image)}, {problem}", where or Where(),
+                       "give a reference a registry accepts, e.g. ghcr.io/acme/api:pr-7", code="bad-image")
     overrides: dict[str, ServiceOverride] = {n: ServiceOverride(n, image=i) for n, i in images.items()}
     for svc, key, value in env:
         overrides.setdefault(svc, ServiceOverride(svc)).env[key] = value
@@ -139,7 +146,7 @@ def load_flow_file(path: Path) -> FlowSpec:
     spec = raw["spec"]
     name = raw["metadata"]["name"]
     if raw["apiVersion"].startswith("core.kardinal.dev/"):
-        return build_flow(name, {spec["service"]: spec["image"]}, [])
+        return build_flow(name, {spec["service"]: spec["image"]}, [], where=Where(file=file))
     images, env = {}, []
     for s in spec["services"]:
         if s.get("image"):
@@ -153,7 +160,7 @@ def load_flow_file(path: Path) -> FlowSpec:
     tfile = template.get("file")
     if tfile:
         tfile = str(path.parent / tfile)
-    return build_flow(name, images, env, tfile, template.get("args") or {})
+    return build_flow(name, images, env, tfile, template.get("args") or {}, Where(file=file))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,20 +12,19 @@ import functools
 import gc
 import hashlib
 import os
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..core import tempdirs
 from ..core.cache import Cache, PackReader, blob_id
 from ..core.fileindex import FileIndex
 from ..core.files import InputLimit
 from ..core.k8s import outline
 from ..core.source import Source, WorktreeSource, listed
 from ..errors import DevlaneError, Diagnostics, Problem, Where
-from ..host.confine import temp_prefix
 from . import build, config_annotations, reuse, shapes
 from .config import CONFIG_FILE, InputSpec, RepoConfig, parse_config
 from .parsing import Outcome, Parsed, cache_kind, cached_parses, decode, parse_files
@@ -208,7 +207,7 @@ def read(source: Source, collect: bool = False, top: Path | None = None, cache: 
 def _read_built(source: Source, specs: list[InputSpec], documents: list[Document], files: dict[str, str],
                 diags: Diagnostics, collect: bool, top: Path | None, cache: Cache | None) -> None:
     """Build each kustomize or Helm input (from a copy of the ref's tree with `--ref`) and parse its objects."""
-    with tempfile.TemporaryDirectory(prefix=temp_prefix("devlane-build-")) as tmp:
+    with tempdirs.scratch("build") as tmp:
         tree, base = build.materialize(source, Path(tmp), top)
         for spec in specs:
             try:

@@ -18,12 +18,14 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from ..core.k8s import map_matches, pod_template
 from ..core.names import SHARED, flow_uuid
 from ..core.references import Target, Targets
 from ..errors import Diagnostics, Where
 from .config import Routing
 from .flow import FlowSpec, ServiceOverride
-from .model import Model, ServiceNode
+from .load import Document
+from .model import WORKLOAD_KINDS, Model, ServiceNode
 from .protocols import routed_by_header
 from .reads import config_reads, data_refs, pod_slots
 
@@ -221,12 +223,34 @@ def _targets(model: Model, flow: FlowSpec, diags: Diagnostics) -> dict[str, Serv
                         f"name one as NAMESPACE/NAME, e.g. --service {keys[0]}=IMAGE", "bad-target")
         else:
             node = model.services[keys[0]]
-            if node.workload is None and not node.ambiguous:
+            stale = _stale_workload(model, node) if node.workload is None and not node.ambiguous else None
+            if stale is not None:
+                diags.error(f"flow target {s.name!r}: the {stale.kind} {stale.name} it selects has apiVersion "
+                            f"{stale.api_version}, which Kubernetes no longer serves, so it is no workload (and a "
+                            "cluster refuses it)", stale.where(),
+                            f"use apiVersion: {WORKLOAD_KINDS[stale.kind]} (with spec.selector, which it requires)",
+                            "bad-target")
+            elif node.workload is None and not node.ambiguous:
                 diags.error(f"flow target {s.name!r} has no Deployment or StatefulSet selecting it, so its image "
                             "cannot change", node.doc.where(), code="bad-target")
             else:
                 out[keys[0]] = replace(s, name=keys[0])
     return out
+
+
+def _stale_workload(model: Model, node: ServiceNode) -> Document | None:
+    """A workload kind of an apiVersion Kubernetes removed (extensions/v1beta1 Deployments, say) whose pods the
+    Service `node` selects: why it has no workload. Only on this error path, so a scan is cheap enough."""
+    spec = node.doc.obj.get("spec")
+    selector = spec.get("selector") if isinstance(spec, dict) else None
+    if not isinstance(selector, dict) or not selector:
+        return None
+    for doc in model.documents:
+        if (doc.kind in WORKLOAD_KINDS and doc.api_version != WORKLOAD_KINDS[doc.kind]
+                and model.namespace_of(doc) == node.namespace
+                and map_matches(selector, (pod_template(doc.obj).get("metadata") or {}).get("labels") or {})):
+            return doc
+    return None
 
 
 def service_targets(model: Model, keys) -> list[Target]:

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .. import api
+from ..core.images import image_problem, shown
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Problem, Where
+from ..host.confine import confinement
 from ..render.flow import FlowRequest, FlowSpec
 
 DEFAULT_EXEC_TIMEOUT = 90.0  # Argo CD's default ARGOCD_EXEC_TIMEOUT
@@ -98,7 +100,12 @@ def request(env: Mapping[str, str]) -> Request:
     for item in services:
         name, sep, image = str(item).partition("=")
         if not sep or not name or not image:
-            raise DevlaneError(Problem(f"parameter services item {item!r}: expected NAME=IMAGE"))
+            raise DevlaneError(Problem(f"parameter services item {shown(str(item))}: expected NAME=IMAGE"))
+        problem = image_problem(image)
+        if problem:
+            raise DevlaneError(Problem(f"parameter services item for {name!r}: the image {shown(image)} {problem}",
+                                       hint="in the Application: spec.source.plugin.parameters services, "
+                                            "NAME=IMAGE with an image a registry accepts", code="bad-image"))
         images[name] = image
     budget = go_duration(env["ARGOCD_EXEC_TIMEOUT"]) if env.get("ARGOCD_EXEC_TIMEOUT") else DEFAULT_EXEC_TIMEOUT
     return Request(flow_id, images, env.get("ARGOCD_APP_REVISION"), budget - min(MARGIN, budget / 10))
@@ -164,8 +171,11 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
                      "its routes), or publish with `devlane render` in CI and point Argo CD at flows/"))
         return spec
 
-    result = api.render(api.Options(repo=app_dir, timeout=req.timeout, top=repository_dir(app_dir, env), cache=cache),
-                        flow)
+    try:
+        result = api.render(api.Options(repo=app_dir, timeout=req.timeout, top=repository_dir(app_dir, env),
+                                        cache=cache), flow)
+    finally:  # what confined this render's plugins, in the repo-server's log: nobody runs `plugins describe` there
+        log(f"cmp: {confinement().summary()}")
     stream = result.stream()
     try:
         objects = [d for d in parse_documents(stream.encode(), "the rendered stream") if d]

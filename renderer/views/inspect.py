@@ -14,7 +14,7 @@ from .. import api
 from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
 from ..host.budget import DEFAULT_PLUGIN_TIMEOUT, Budget
-from ..host.confine import Limits, confinement
+from ..host.confine import PINNED_ORIGINS, Limits, SandboxPolicy, confinement
 from ..host.manifest import MANIFEST, Manifest, load_manifest
 from ..host.resolve import BUILTIN_PACKAGE, PluginSource, builtin_root, is_plugin_dir, plugin_digest
 from ..host.sandbox import ENV_ALLOWLIST, is_secret_name, schema_mark
@@ -169,8 +169,10 @@ def network_status() -> dict[str, Any]:
     try:
         got = confinement()
     except Exception as exc:  # a probe failure must not break an inspection command
-        return {"enforced": None, "method": None, "reason": f"unknown: the probe failed ({exc})", "layers": []}
+        return {"enforced": None, "method": None, "reason": f"unknown: the probe failed ({exc})", "binary": None,
+                "layers": []}
     return {"enforced": got.enforced, "method": got.method if got.method != "none" else None, "reason": got.reason,
+            "binary": {"path": got.binary.path, "origin": got.binary.origin} if got.binary else None,
             "layers": [{"name": la.name, "enforced": la.enforced, "how": la.how} for la in got.layers]}
 
 
@@ -189,8 +191,13 @@ def sandbox_facts(info: PluginInfo) -> dict[str, Any]:
                 "runs with whatever confinement its owner gave it", "timeout": timeout}
     cwd = ("a fresh temporary directory per call (HOME and TMPDIR point at it)" if m.runtime != "grpc"
            else "the plugin directory; one server process per render, HOME points at the plugin directory")
+    refusal = SandboxPolicy(require=info.require_sandbox).admit(confinement(), src.origin)
     return {
         "applies": True,
+        "pinned": src.origin in PINNED_ORIGINS,
+        "runsHere": refusal is None,
+        "refusal": None if refusal is None else {"rule": refusal.rule, "missing": refusal.missing,
+                                                 "hint": refusal.hint(confinement())},
         "network": network_status(),
         "env": sorted(ENV_ALLOWLIST),
         "cwd": cwd,
@@ -331,15 +338,19 @@ def describe_text(d: dict[str, Any]) -> str:
             lines.append(f"    {'timeout:':<19} {sb['timeout']}")
     else:
         lines.append(f"    {'network isolation:':<19} {network_text(sb['network'])}")
+        binary = sb["network"].get("binary")
+        lines.append(f"    {'sandbox binary:':<19} " + (f"{binary['path']} ({binary['origin']})" if binary else "none"))
         for la in sb["network"].get("layers", []):
             lines.append(f"    {'enforced' if la['enforced'] else 'MISSING':>8}  {la['name']}: {la['how']}")
         lim = sb["limits"]
         lines.append(f"    {'limits:':<19} {lim['memoryMiB']} MiB memory, {lim['processes']} processes, "
                      f"{lim['fileSizeMiB']} MiB per file, {lim['cpuSeconds']} CPU s")
         if sb["requireSandbox"]:
-            missing = [la["name"] for la in sb["network"].get("layers", []) if not la["enforced"]]
-            lines.append(f"    {'requireSandbox:':<19} " + (f"set; this plugin will NOT run here (missing: "
-                                                              f"{', '.join(missing)})" if missing else "set; met"))
+            lines.append(f"    {'requireSandbox:':<19} set")
+        refusal = sb["refusal"]
+        lines.append(f"    {'runs here:':<19} " + ("yes" if refusal is None else
+                                                   f"NO: {refusal['rule']}; missing "
+                                                   f"{', '.join(m.split(' (')[0] for m in refusal['missing'])}"))
         lines.append(f"    {'environment:':<19} scrubbed; only {', '.join(sb['env'])} pass")
         lines.append(f"    {'working directory:':<19} {sb['cwd']}")
         lines.append(f"    {'output cap:':<19} {sb['outputCap']}")

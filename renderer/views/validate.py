@@ -62,14 +62,28 @@ def _path(parts) -> str:
     return text or "(top level)"
 
 
+def install_hint() -> str:
+    """The exact command that installs the [validate] extra into the interpreter running devlane, whether devlane
+    came from PyPI or from a checkout (`pip install -e .`): its requirement as devlane's own metadata states it."""
+    import shlex
+    import sys
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        wanted = [r.split(";")[0].strip() for r in requires("devlane") or [] if "extra == \"validate\"" in r]
+    except PackageNotFoundError:
+        wanted = []
+    return f"{shlex.quote(sys.executable)} -m pip install {shlex.quote(wanted[0] if wanted else 'kubernetes-validate')}"
+
+
 def validate_objects(files: dict[str, dict], kube_version: str, crds: dict[tuple[str, str], dict]) -> Report:
     """`files`: rendered file name -> object. Every error names the file, the object and the field path."""
     try:
         import kubernetes_validate
         from kubernetes_validate.utils import VersionNotSupportedError
     except ImportError:
-        raise UsageError(Problem("--validate strict needs the kubernetes-validate package",
-                                 hint="pip install 'devlane[validate]'")) from None
+        raise UsageError(Problem("--validate strict needs the kubernetes-validate package (devlane's [validate] "
+                                 "extra), which is not installed", hint=install_hint())) from None
     import jsonschema
 
     report = Report()

@@ -68,6 +68,10 @@ def test_app_parameters_json_wins_over_the_flattened_variables(harness, shop):
         ({"ARGOCD_ENV_FLOW_ID": "pr-7\n", "PARAM_SERVICES_0": SERVICE}, "invalid flow id"),
         ({"ARGOCD_ENV_FLOW_ID": "pr-7"}, "parameter services is empty"),
         ({"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": "orders"}, "expected NAME=IMAGE"),
+        ({"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": "orders=ghcr.io/" + "a" * 300 + ":1"},
+         "parameter services item for 'orders': the image 'ghcr.io/aaaa"),
+        ({"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": "orders=ghcr.io/acme/orders:" + "t" * 129},
+         "has a tag of 129 characters; the OCI distribution limit is 128"),
         ({"ARGOCD_ENV_FLOW_ID": "pr-7", "ARGOCD_APP_PARAMETERS": "{not json"}, "not JSON"),
         ({"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": SERVICE, "ARGOCD_EXEC_TIMEOUT": "soon"}, "duration"),
         (
@@ -80,6 +84,19 @@ def test_bad_requests_fail_with_the_reason_on_stderr_only(harness, shop, env, ne
     out = _generate(harness, shop, env)
     assert out.returncode != 0 and out.stdout == ""
     assert needle in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_sandbox_is_logged_once_to_stderr(harness, shop):
+    """Argo CD keeps the sidecar's stderr: which sandbox confined the render, its binary, each layer."""
+    from renderer.host.confine import LAYERS, confinement
+
+    out = _generate(harness, shop, {"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": SERVICE})
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if "plugin sandbox" in ln]
+    assert len(lines) == 1 and "plugin sandbox" not in out.stdout
+    got = confinement()
+    assert f"plugin sandbox {got.method}" in lines[0] and all(name in lines[0] for name in LAYERS)
+    assert (f"missing {', '.join(la.name for la in got.missing())}" if got.missing() else "missing none") in lines[0]
 
 
 def test_a_repository_without_manifests_is_an_error_not_an_empty_stream(harness):

@@ -163,3 +163,15 @@ def test_flags_add_to_a_flow_file(harness, bookshop):
     assert (env["LOG_LEVEL"], env["EXTRA"]) == ("debug", "1")  # file env kept, flag env added
     clash = harness.cli("render", "--flow-file", flow_file, "--flow", "pr-8", "--stdout")
     assert clash.returncode == 1 and "differs from the flow file's id pr-7" in clash.stderr
+
+
+def test_preview_html_into_a_missing_directory_is_one_clear_error(harness, tmp_path):
+    harness.app("api")
+    page = tmp_path / "no" / "such" / "dir" / "flow.html"
+    out = harness.cli("preview", "--flow", "pr-1", "--service", "api=api:2", "--html", str(page))
+    errors = [ln for ln in out.stderr.splitlines() if ln.startswith("devlane: error:")]
+    assert out.returncode == 1 and len(errors) == 1, out.stderr
+    assert f"the directory {page.parent} does not exist" in errors[0] and "internal error" not in out.stderr
+    assert not page.parent.exists()
+    out = harness.cli("preview", "--flow", "pr-1", "--service", "api=api:2", "--html", str(tmp_path))
+    assert out.returncode == 1 and "cannot write the page" in out.stderr and "internal error" not in out.stderr

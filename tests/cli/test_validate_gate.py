@@ -103,3 +103,17 @@ def test_unknown_kube_version_is_a_usage_error(harness):
     out = harness.cli("render", *FLOW, "--stdout", "--validate", "strict", "--kube-version", "9.99")
     assert out.returncode == 2 and "--kube-version 9.99" in out.stderr
     assert out.stdout == ""
+
+
+def test_without_the_validate_extra_the_error_gives_the_exact_install_command(harness, monkeypatch):
+    """A user who installed only `pip install -e .` (the README's first command) and asks for --validate strict
+    gets the pip command for this very interpreter and the requirement devlane's metadata states."""
+    import sys
+    from importlib.metadata import requires
+
+    monkeypatch.setitem(sys.modules, "kubernetes_validate", None)  # `import kubernetes_validate` now fails
+    harness.app("api")
+    out = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--stdout", "--validate", "strict")
+    wanted = next(r.split(";")[0].strip() for r in requires("devlane") if 'extra == "validate"' in r)
+    assert out.returncode == 2 and out.stdout == "", out.stderr
+    assert f"{sys.executable} -m pip install '{wanted}'" in out.stderr and "Traceback" not in out.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import Harness, git, kubectl_kustomize
+from support import SHOP_CHART, Harness, git, kubectl_kustomize
 
 from renderer.core.source import open_source
 from renderer.render import load
@@ -215,30 +215,6 @@ def test_ref_builds_the_tree_at_the_ref(harness):
 
 needs_helm = pytest.mark.skipif(shutil.which("helm") is None, reason="helm not installed (run tests/setup_helm.sh)")
 
-CHART = {
-    "Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
-    "values.yaml": "image: api:1\nreplicas: 1\nlogLevel: info\n",
-    "templates/api.yaml": """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: {{ .Release.Name }}-api}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector: {matchLabels: {app: {{ .Release.Name }}-api}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}-api}}
-    spec:
-      containers:
-        - {name: api, image: {{ .Values.image | quote }}, env: [{name: LOG_LEVEL, value: {{ .Values.logLevel }}}]}
----
-apiVersion: v1
-kind: Service
-metadata: {name: {{ .Release.Name }}-api}
-spec:
-  selector: {app: {{ .Release.Name }}-api}
-  ports: [{name: http, port: 80}]
-""",
-}
 
 
 def helm_objects(chart: Path, *args: str) -> set[tuple[str, str | None, str]]:
@@ -249,7 +225,7 @@ def helm_objects(chart: Path, *args: str) -> set[tuple[str, str | None, str]]:
 
 @needs_helm
 def test_a_chart_is_modelled_as_helm_template_renders_it(harness):
-    for name, text in CHART.items():
+    for name, text in SHOP_CHART.items():
         harness.write(f"charts/shop/{name}", text)
     harness.write("env/prod.yaml", "replicas: 3\n")
     harness.config({"inputs": [{"helm": "charts/shop", "values": ["env/prod.yaml"], "releaseName": "prod",
@@ -268,7 +244,7 @@ def test_a_chart_is_modelled_as_helm_template_renders_it(harness):
 
 @needs_helm
 def test_a_chart_whose_dependencies_are_not_vendored_says_helm_dependency_build(harness):
-    for name, text in CHART.items():
+    for name, text in SHOP_CHART.items():
         harness.write(name, text)
     harness.append("Chart.yaml", "dependencies:\n  - {name: redis, version: 1.0.0, repository: https://example.com}\n")
     out = harness.cli("render", "--flow", "pr-1", "--service", "release-api=api:2", "--stdout")
@@ -333,7 +309,7 @@ def test_services_auto_sees_a_change_to_an_overlay_patch_only(harness):
 
 def values_only_pr(harness: Harness, before: str, after: str) -> None:
     """A git repo of the chart with env/prod.yaml as its values; HEAD changes only the values file."""
-    for name, text in CHART.items():
+    for name, text in SHOP_CHART.items():
         harness.write(f"charts/shop/{name}", text)
     harness.write("env/prod.yaml", before)
     harness.config({"inputs": [{"helm": "charts/shop", "values": ["env/prod.yaml"], "releaseName": "prod"}]})

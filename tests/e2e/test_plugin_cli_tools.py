@@ -53,7 +53,11 @@ def test_describe_bookshop_json_by_plugin_name(harness):
     assert use["instance"] == "stripe-test-mode" and use["role"] == "plugin" and use["type"] == "external"
     assert use["args"] == {"secret_name": "***", "secret_key": "***"}  # no argsSchema: masked by name
     assert d["sandbox"]["applies"] is True and set(d["sandbox"]["network"]) == {"enforced", "method", "reason",
-                                                                                 "layers"}
+                                                                                 "binary", "layers"}
+    assert d["sandbox"]["pinned"] is False  # a directory of the repository: a pull request can change it
+    assert d["sandbox"]["runsHere"] is (d["sandbox"]["refusal"] is None)
+    binary = d["sandbox"]["network"]["binary"]
+    assert binary is None or (binary["path"].endswith("bwrap") or d["sandbox"]["network"]["method"] != "bwrap")
     layers = d["sandbox"]["network"]["layers"]
     assert [la["name"] for la in layers] == list(LAYERS) and all(la["how"] for la in layers)
     assert d["sandbox"]["limits"] == {"memoryMiB": 2048, "processes": 256, "fileSizeMiB": 256, "cpuSeconds": 120}

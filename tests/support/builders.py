@@ -41,3 +41,30 @@ def entry_ingress(backend: str, host: str = "shop.example.com", port: int = 80) 
                      "spec": {"rules": [{"host": host, "http": {"paths": [{
                          "path": "/", "pathType": "Prefix",
                          "backend": {"service": {"name": backend, "port": {"number": port}}}}]}}]}})
+
+
+# A Helm chart whose objects are named after the release: `<release>-api`, a Deployment and its Service.
+SHOP_CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
+    "values.yaml": "image: api:1\nreplicas: 1\nlogLevel: info\n",
+    "templates/api.yaml": """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}-api}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Release.Name }}-api}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}-api}}
+    spec:
+      containers:
+        - {name: api, image: {{ .Values.image | quote }}, env: [{name: LOG_LEVEL, value: {{ .Values.logLevel }}}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: {{ .Release.Name }}-api}
+spec:
+  selector: {app: {{ .Release.Name }}-api}
+  ports: [{name: http, port: 80}]
+""",
+}

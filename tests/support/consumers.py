@@ -41,6 +41,7 @@ def validate_against_crd(obj: dict) -> None:
 
 
 _CRD_CACHE: dict[tuple[str, str], dict] = {}
+_CRD_FILES_READ: set[str] = set()
 
 # ASO v2 publishes no CRD file: datree's JSON Schema conversions stand in (see ../shared/crds/README.md).
 _JSON_SCHEMAS = {"serversdatabase_v1api20211101.json": ("sql.azure.com/v1api20211101", "ServersDatabase"),
@@ -68,19 +69,26 @@ def _strict(schema: dict) -> dict:
 def crd_schema(api_version: str, kind: str) -> dict:
     if not CRDS.exists():
         pytest.skip("upstream CRDs not available")
-    if not _CRD_CACHE:
-        for f in sorted(CRDS.rglob("*.yaml")):
-            for doc in yaml.load_all(f.read_text(), Loader=yaml.CSafeLoader):  # the CRDs are megabytes
+    key = (api_version, kind)
+    if key not in _CRD_CACHE:
+        group = api_version.split("/")[0]
+        for f in sorted(CRDS.rglob("*.yaml")):  # megabytes in all: parsed only where the group and kind appear
+            if str(f) in _CRD_FILES_READ:
+                continue
+            text = f.read_text()
+            if group not in text or f"kind: {kind}" not in text:
+                continue
+            _CRD_FILES_READ.add(str(f))
+            for doc in yaml.load_all(text, Loader=yaml.CSafeLoader):
                 if not doc or doc.get("kind") != "CustomResourceDefinition":
                     continue
-                group = doc["spec"]["group"]
-                crd_kind = doc["spec"]["names"]["kind"]
-                for v in doc["spec"]["versions"]:
-                    _CRD_CACHE[(f"{group}/{v['name']}", crd_kind)] = _root(v["schema"]["openAPIV3Schema"])
+                spec = doc["spec"]
+                for v in spec["versions"]:
+                    _CRD_CACHE[(f"{spec['group']}/{v['name']}", spec["names"]["kind"])] = _root(
+                        v["schema"]["openAPIV3Schema"])
         for f in sorted(CRDS.rglob("*.json")):
-            if f.name in _JSON_SCHEMAS:
-                _CRD_CACHE[_JSON_SCHEMAS[f.name]] = _root(json.loads(f.read_text()))
-    key = (api_version, kind)
+            if _JSON_SCHEMAS.get(f.name) == key:
+                _CRD_CACHE[key] = _root(json.loads(f.read_text()))
     assert key in _CRD_CACHE, f"no CRD for {key}"
     return _CRD_CACHE[key]
 

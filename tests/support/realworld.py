@@ -33,6 +33,17 @@ NEEDS_CONFIG = {
         "PersistentVolumeClaim fsxl-claim, which is not in the repository", {"ui/ui": {"volume": "emptyDir"}},
         ("ui", "ui", "devlane.dev/volume", "emptyDir")),
 }
+# Directories of charts whose every release takes shared values files from that directory, as upstream deploys
+# them (eShop's deploy-all.sh: --values app.yaml --values inf.yaml --values ingress_values.yaml).
+SHARED_VALUES = {"eshoponcontainers/deploy/k8s/helm": ("app.yaml", "inf.yaml", "ingress_values.yaml")}
+# Charts that take values files of their own instead (paths relative to the chart's directory's parent):
+# eShop's tls-support is installed by hand with values-staging.yaml or values-prod.yaml, never by deploy-all.sh.
+CHART_VALUES = {"eshoponcontainers/deploy/k8s/helm/tls-support": ("tls-support/values-staging.yaml",)}
+# Inputs that build no object at all (eshop-common holds only template helpers).
+EMPTY = {"eshoponcontainers/deploy/k8s/helm/eshop-common"}
+# Inputs whose flow devlane refuses whatever the adopter configures, and what the refusal says.
+REFUSED = {"yelb/deployments/platformdeployment/Kubernetes/chart/yelb": "apiVersion extensions/v1beta1, which "
+           "Kubernetes no longer serves"}
 
 
 def _inputs() -> list:
@@ -47,6 +58,22 @@ def _inputs() -> list:
 
 
 INPUTS = _inputs()  # pytest params (directory, "kustomize" or "helm"), one per input
+
+
+def chart_input(path: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    """Where devlane renders the chart in `path` from, and the `helm template` arguments that build it alike:
+    the chart as its own repository, released under its Chart.yaml name (devlane's name for a chart at a
+    repository's top); or, for a chart of `SHARED_VALUES`, a temporary copy of its directory whose .devlane.yaml
+    names the chart and the values files, released under the chart directory's name."""
+    rel = path.relative_to(REALWORLD).as_posix() if path.is_relative_to(REALWORLD) else ""
+    values = CHART_VALUES.get(rel) or SHARED_VALUES.get(rel.rsplit("/", 1)[0])
+    if values is None:
+        name = (yaml.safe_load((path / "Chart.yaml").read_text()) or {}).get("name") or "release"
+        return path, [name.lower(), str(path)]
+    copy = tmp_path / "with-values"
+    shutil.copytree(path.parent, copy)
+    (copy / ".devlane.yaml").write_text(yaml.safe_dump({"inputs": [{"helm": path.name, "values": list(values)}]}))
+    return copy, [path.name, str(copy / path.name), *(x for v in values for x in ("--values", str(copy / v)))]
 
 
 def helm_bin() -> str:

@@ -7,12 +7,14 @@ import ast
 import contextlib
 import io
 
+import pytest
 from support import ROOT
 
 RENDERER = ROOT / "renderer"
 
 
 def _lint_imports() -> tuple[bool, str]:
+    pytest.importorskip("importlinter", reason="import-linter is a test tool of the main venv (.ci/lowest.py)")
     from importlinter import configuration
     from importlinter.application.use_cases import lint_imports
 

@@ -11,9 +11,10 @@ from renderer.views import inspect
 
 
 @pytest.mark.parametrize(("probe", "shown"), [
-    (SimpleNamespace(enforced=True, method="bwrap", reason="a private network namespace", layers=()),
+    (SimpleNamespace(enforced=True, method="bwrap", reason="a private network namespace", layers=(), binary=None),
      "enforced (bwrap): a private network namespace"),
-    (SimpleNamespace(enforced=False, method="none", reason="unprivileged user namespaces are disabled", layers=()),
+    (SimpleNamespace(enforced=False, method="none", reason="unprivileged user namespaces are disabled", layers=(),
+                     binary=None),
      "not enforced: unprivileged user namespaces are disabled"),
 ])  # fmt: skip
 def test_describe_reports_the_sandbox_probe(monkeypatch, probe, shown):
