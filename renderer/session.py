@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core.cache import open_cache
+from .core.fence import operator_dirs
 from .core.source import open_source
 from .errors import DevlaneError, Diagnostics, Problem, Where, as_errors
 from .host.budget import Budget
@@ -43,6 +44,7 @@ class Options:
     top: Path | None = None  # the whole repository, when `repo` is a directory inside it that git cannot tell
     cache: bool = True  # reuse parses and builds from $DEVLANE_CACHE (--no-cache: off)
     allow_weak_sandbox: bool = False  # --allow-weak-sandbox: the operator lets unpinned plugins run with layers missing
+    allow_paths: tuple[str, ...] = ()  # --allow-path: directories beside the repository its inputs may name
 
 
 _retained: list[Session] = []
@@ -79,7 +81,9 @@ class Session:
             probe_soon()
         self.source = open_source(self.root, options.ref)
         self.cache = open_cache(options.cache)
-        self.loaded = load.read(self.source, collect, options.top, self.cache)
+        self.allowed = operator_dirs(options.allow_paths)
+        deadline = self.started + options.timeout if options.timeout is not None else None
+        self.loaded = load.read(self.source, collect, options.top, self.cache, self.allowed, deadline)
         if self.cache is not None and self.cache.counters.writes:
             self.cache.evict()
         self.config = self.loaded.config
@@ -91,7 +95,7 @@ class Session:
         self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
                                mode, budget, options.jobs,
                                SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox,
-                                             options.allow_weak_sandbox))
+                                             options.allow_weak_sandbox), self.allowed)
 
     def __enter__(self) -> Session:
         return self

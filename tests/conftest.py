@@ -90,9 +90,9 @@ def loads(monkeypatch) -> list:
     calls: list = []
     real = load.read
 
-    def counting(source, collect=False, top=None, cache=None):
+    def counting(source, *args, **kwargs):
         calls.append((type(source).__name__, getattr(source, "ref", None)))
-        return real(source, collect, top, cache)
+        return real(source, *args, **kwargs)
 
     monkeypatch.setattr(load, "read", counting)
     return calls

@@ -29,6 +29,7 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     p.add_argument("--ref", help="render this git ref (branch, tag, commit) without checking it out")
     p.add_argument("--debug", action="store_true", help="show tracebacks and plugin stderr")
     add_no_cache(p)
+    add_allow_path(p)
     if not flow:
         return
     g = p.add_argument_group("flow")
@@ -70,6 +71,13 @@ def add_modes(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument("--isolation", choices=["suffix", "namespace"],
                    help="suffix: dev copies named <name>-<flow> beside the baseline (default); namespace: the same "
                         "names in a flow namespace, other services aliased there")
+
+
+def add_allow_path(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The operator's list of directories beside the repository that its inputs may name (a monorepo's bases)."""
+    p.add_argument("--allow-path", action="append", default=[], metavar="DIR",
+                   help="let kustomize bases, Helm values and plugin sources name DIR beside the repository "
+                        "(repeatable; also $DEVLANE_ALLOW_PATHS; .devlane.yaml cannot)")
 
 
 def add_weak_sandbox(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -139,7 +147,8 @@ def options(args: argparse.Namespace) -> api.Options:
                        plugin_timeout=getattr(args, "plugin_timeout", None), timeout=getattr(args, "timeout", None),
                        jobs=getattr(args, "jobs", None), strict=bool(getattr(args, "strict", False)),
                        cache=getattr(args, "cache", True),
-                       allow_weak_sandbox=bool(getattr(args, "allow_weak_sandbox", False)))
+                       allow_weak_sandbox=bool(getattr(args, "allow_weak_sandbox", False)),
+                       allow_paths=tuple(getattr(args, "allow_path", []) or ()))
 
 
 def flow_input(args: argparse.Namespace) -> FlowInput:

@@ -20,7 +20,8 @@ def _options(args: argparse.Namespace) -> api.Options:
     from .. import api
 
     sources = repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source")
-    return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources, cache=args.cache)
+    return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources, cache=args.cache,
+                       allow_paths=tuple(args.allow_path or ()))
 
 
 def _show(data: Any, output: str, as_text: Callable[[Any], str]) -> int:

@@ -37,7 +37,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..core import tempdirs
 from .cgroups import MIB, Cgroup, reclaim_cgroups, usable_cgroups
@@ -46,6 +46,7 @@ from .sandbox import plugin_env
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 PROBE_TIMEOUT_SECONDS = 10.0
+View = Literal["host", "tool"]  # what of the filesystem a sandboxed process sees (`Confinement.wrap`)
 SETUP_FAILED = 125  # the wrapper itself failed (as with env(1) / docker), before the plugin ran
 TMPFS_BYTES = 64 * MIB  # the private /tmp and /dev/shm of a plugin under bwrap
 SECRET_DIRS = ("/run/secrets", "/var/run/secrets")  # mounted Kubernetes / Docker secrets
@@ -189,12 +190,13 @@ class Confinement:
         return f"not enforced: plugins can reach the network during render ({self.reason})"
 
     def wrap(self, argv: Sequence[str], *, writable: Sequence[str], network: bool = False,
-             limits: Limits = Limits(), readable: Sequence[str] = ()) -> Jail:
-        """`argv` inside this sandbox, writing only under `writable` (the first is the working directory)."""
+             limits: Limits = Limits(), readable: Sequence[str] = (), view: View = "host") -> Jail:
+        """`argv` inside this sandbox, writing only under `writable` (the first is the working directory); `view`
+        "tool" shows a build tool only the system, itself and `readable` (with bwrap), "host" all but secrets."""
         cg = Cgroup.create(self.cgroups, limits.memory_mib, limits.processes) if self.cgroups else None
         writable = [*writable, *granted_paths()]
         try:
-            inner = _namespaces(self.method, self.binary, list(argv), writable, readable, network)
+            inner = _namespaces(self.method, self.binary, list(argv), writable, readable, network, view)
             outer = _limits_prefix(self.method, limits, memory=not (cg and cg.has("memory")))
             join = cg.join_prefix() if cg else []
             return Jail([*join, *outer, *inner], cg)
@@ -250,9 +252,16 @@ def probe_soon() -> threading.Thread | None:
     tenth of its time waiting on them). Whoever calls `confinement()` meanwhile waits for the same result."""
     if _probed is not None or _probe_lock.locked():
         return None
-    thread = threading.Thread(target=confinement, name="devlane-sandbox-probe", daemon=True)
+    thread = threading.Thread(target=_probe_quietly, name="devlane-sandbox-probe", daemon=True)
     thread.start()
     return thread
+
+
+def _probe_quietly() -> None:
+    """`confinement()` on the probe's thread: whatever goes wrong there (the command ending under it) is not
+    printed as a thread's traceback; the caller that needs the answer probes again and gets the error itself."""
+    with contextlib.suppress(Exception):
+        confinement()
 
 
 def best(methods: Iterable[str]) -> Confinement:
@@ -366,10 +375,14 @@ def _git_dirs(paths: Iterable[str]) -> list[str]:
     return found
 
 
+_BWRAP_COMMON = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+                 "--new-session", "--cap-drop", "ALL")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # programs and their libraries
+
+
 def _bwrap(binary: str, argv: list[str], writable: Sequence[str], readable: Sequence[str],
            network: bool) -> list[str]:
-    out = [binary, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-           "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--ro-bind", "/", "/",
+    out = [binary, *_BWRAP_COMMON, "--ro-bind", "/", "/",
            "--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm"]
     if not network:
         out.append("--unshare-net")
@@ -392,6 +405,32 @@ def _bwrap(binary: str, argv: list[str], writable: Sequence[str], readable: Sequ
     # (the binds inside keep their own flags), so a plugin learns at once that only its directory is writable.
     # A hidden directory inside a kept one (HOME inside the repository read) is covered by that bind already.
     out += [x for h in hidden if not any(_under(h, k) and h != k for k in keep) for x in ("--remount-ro", h)]
+    if writable:
+        out += ["--chdir", writable[0]]
+    return [*out, "--", *argv]
+
+
+def _bwrap_tool(binary: str, argv: list[str], writable: Sequence[str], readable: Sequence[str],
+                network: bool) -> list[str]:
+    """A build tool's view of the filesystem (kustomize, helm: code of the operator, input of the pull request):
+    the system's programs and libraries, the tool itself, the directories it may read (`.git` hidden) and its
+    scratch directory; no /etc, no HOME, no host /tmp, and no path taken from its command line."""
+    out = [binary, *_BWRAP_COMMON, "--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
+           "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm"]
+    if not network:
+        out.append("--unshare-net")
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            out += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            out += ["--ro-bind", d, d]
+    program = shutil.which(argv[0]) if argv else None
+    tool = {os.path.dirname(p) for p in (program, os.path.realpath(program))} if program else set()
+    shown = sorted({os.path.realpath(p) for p in (*tool, *readable) if os.path.isdir(p)}, key=len)
+    out += [x for p in shown if not any(_under(p, d) for d in SYSTEM_DIRS) for x in ("--ro-bind", p, p)]
+    for git in _git_dirs(readable):
+        out += ["--tmpfs", git] if os.path.isdir(git) else ["--ro-bind", "/dev/null", git]
+    out += [x for w in writable for x in ("--bind", w, w)]
     if writable:
         out += ["--chdir", writable[0]]
     return [*out, "--", *argv]
@@ -462,9 +501,10 @@ def _python(argv: list[str], network: bool) -> list[str]:
 
 
 def _namespaces(method: str, binary: Wrapper | None, argv: list[str], writable: Sequence[str],
-                readable: Sequence[str], network: bool) -> list[str]:
+                readable: Sequence[str], network: bool, view: View = "host") -> list[str]:
     if method == "bwrap":
-        return _bwrap(binary.path if binary else "bwrap", argv, writable, readable, network)
+        build = _bwrap_tool if view == "tool" else _bwrap
+        return build(binary.path if binary else "bwrap", argv, writable, readable, network)
     if method == "unshare":
         return _unshare(argv, network)
     if method == "python":
@@ -560,18 +600,23 @@ def probe(method: str, cgroups: tuple[tuple[str, str], ...] = (), binary: Wrappe
         return _unconfined(method, f"no temporary directory for the probe: {exc}")
     try:
         work, outside = os.path.join(tmp, "work"), os.path.join(tmp, "outside")
-        os.mkdir(work)
-        os.mkdir(outside)
-        jail = candidate.wrap([sys.executable, "-I", "-S", "-c", _VERIFY, str(os.getpid()), outside, home, home_id],
-                              writable=[work], limits=limits)
         try:
+            os.mkdir(work)
+            os.mkdir(outside)
+        except OSError as exc:  # the exit handler removed the directory: the command is ending
+            return _unconfined(method, f"no temporary directory for the probe: {exc.strerror}")
+        jail = None
+        try:
+            jail = candidate.wrap([sys.executable, "-I", "-S", "-c", _VERIFY, str(os.getpid()), outside, home,
+                                   home_id], writable=[work], limits=limits)
             proc = check.start(jail.argv, work)
             out, err = proc.communicate(timeout=PROBE_TIMEOUT_SECONDS)
         except (OSError, subprocess.SubprocessError) as exc:
             check.stop()
             return _unconfined(method, f"{tool}: {exc}")
         finally:
-            jail.end()
+            if jail is not None:
+                jail.end()
     finally:
         tempdirs.removed(tmp)
     if proc.returncode != 0:

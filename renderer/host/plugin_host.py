@@ -57,9 +57,9 @@ class PluginHost:
 
     def __init__(self, repo_root: Path, flag_sources: dict[str, str], config_sources: dict[str, dict],
                  source: Source | None, mode: RunMode = "render", budget: Budget | None = None,
-                 jobs: int | None = None, sandbox: SandboxPolicy | None = None):
+                 jobs: int | None = None, sandbox: SandboxPolicy | None = None, allowed: tuple[str, ...] = ()):
         self._scratch = Path(tempdirs.make("plugins"))
-        self.resolver = Resolver(repo_root, flag_sources, config_sources, source, self._scratch)
+        self.resolver = Resolver(repo_root, flag_sources, config_sources, source, self._scratch, allowed=allowed)
         self.source = source
         self.mode: RunMode = mode
         self.budget = budget or Budget()

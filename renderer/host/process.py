@@ -212,7 +212,7 @@ class Finished:
 
 def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | None = None,
           limit: int | None = None, network: bool = False, limits: confine.Limits | None = None,
-          readable: Sequence[str] = ()) -> Finished:
+          readable: Sequence[str] = (), view: confine.View = "host") -> Finished:
     """Run one plugin process in the sandbox (`confine`): a fresh temp working directory, `data` on stdin.
 
     Stdout is captured up to `limit` (the process group is killed beyond it), only the tail of
@@ -225,7 +225,7 @@ def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | No
     jail = None
     try:
         jail = confine.confinement().wrap(argv, writable=[tmp], network=network, limits=limits or confine.Limits(),
-                                          readable=readable)
+                                          readable=readable, view=view)
         proc = launch(jail.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp,
                       env={**sandbox.plugin_env(tmp), **(env or {})})
         try:

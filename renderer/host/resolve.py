@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..core.fence import Fence
 from ..core.source import GitRefSource, Source
 from ..errors import DevlaneError, Problem, Where, fail
 from .manifest import Manifest, load_manifest
@@ -193,6 +194,7 @@ def resolve_plugin_source(
     flag_sources: dict[str, str],
     config_sources: dict[str, dict],
     lock: Lock | None = None,
+    allowed: tuple[str, ...] = (),
 ) -> PluginSource:
     """Find the directory of plugin `name`.
 
@@ -227,11 +229,11 @@ def resolve_plugin_source(
             raise fail(f"plugins.sources.{name} in .devlane.yaml has no `path`", where,
                        f"set plugins.sources.{name}.path to the plugin directory (relative to the repository root)",
                        code="plugin-source")
-        path = Path(raw_path).expanduser()
-        if not path.is_absolute():
-            path = repo_root / path
         given_by = f"plugins.sources.{name}.path ({raw_path}) in .devlane.yaml"
-        return PluginSource(name, _explicit_dir(name, path, given_by), "config")
+        # the repository names it: it must resolve inside the repository (or a directory the operator allows)
+        real = Fence.around(repo_root, allowed).resolve(repo_root / raw_path, given_by,
+                                                        Where(file=".devlane.yaml", plugin=name))
+        return PluginSource(name, _explicit_dir(name, Path(real), given_by), "config")
 
     located = git_url_for(name)
     if located is not None and is_url(name):
@@ -291,6 +293,7 @@ class Resolver:
     config_sources: dict[str, dict]
     source: Source | None = None
     scratch: Path | None = None  # where plugins read from a git ref are exported
+    allowed: tuple[str, ...] = ()  # directories beside the repository the operator lets it name
     found: dict[str, tuple[PluginSource, Manifest] | DevlaneError] = field(default_factory=dict)
 
     def get(self, name: str) -> tuple[PluginSource, Manifest]:
@@ -314,7 +317,8 @@ class Resolver:
                 if found is not None:
                     return found
             lock = parse_lock(self.source.read(LOCK_FILE) if self.source.exists(LOCK_FILE) else None, LOCK_FILE)
-        return resolve_plugin_source(name, self.repo_root, self.flag_sources, self.config_sources, lock=lock)
+        return resolve_plugin_source(name, self.repo_root, self.flag_sources, self.config_sources, lock=lock,
+                                     allowed=self.allowed)
 
 
 def is_builtin_dir(path: Path) -> bool:

@@ -22,11 +22,13 @@ import posixpath
 import re
 import shlex
 import shutil
-from dataclasses import replace
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..core.cache import Cache, blob_id
+from ..core.fence import Fence, inside
 from ..core.files import read_regular
 from ..core.source import Source, WorktreeSource
 from ..core.version import VERSION
@@ -91,25 +93,80 @@ def helm_command(spec: InputSpec) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Checks before building
+# Where builds run, and the checks before building
 
 
-def kustomization_graph(tree: Path, directory: str) -> tuple[list[tuple[str, str]], list[Path]]:
-    """Every kustomization reachable from `directory` through `resources`, `bases` and `components`:
-    (kustomization file, entry) of each remote one, and the local directories outside `tree` (a base beside
-    a repository that is not in git), which the sandboxed build must be able to read."""
-    remote, dirs = _kustomizations(tree, directory)
-    top = Path(os.path.normpath(tree))
-    outside = [d for d in dirs if top != d and top not in d.parents]
-    return remote, sorted(set(outside) - {d for d in outside for d2 in outside if d2 in d.parents})
+@dataclass(frozen=True)
+class Workspace:
+    """Where the builds of one command run and what bounds them: the repository's directory (the work tree's top,
+    or the ref written out), the rendered directory inside it, the fence around what an input may name, and the
+    moment by which every build must have ended (the rest of `--timeout`, or of the Argo CD CMP's budget)."""
+
+    tree: Path
+    base: str = ""
+    fence: Fence | None = None
+    deadline: float | None = None  # time.monotonic()
+
+    @property
+    def bounds(self) -> Fence:
+        return self.fence or Fence.around(self.tree)
+
+    def timeout(self, spec: InputSpec) -> float:
+        """Seconds a build may take: BUILD_TIMEOUT, or less when the command's budget ends sooner."""
+        if self.deadline is None:
+            return BUILD_TIMEOUT
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise fail(f"{spec.label}: the command's time budget ran out before this input was built",
+                       Where(file=spec.path), "raise --timeout (or the Argo CD CMP's ARGOCD_EXEC_TIMEOUT)",
+                       code="build-timeout")
+        return min(BUILD_TIMEOUT, left)
 
 
-def _kustomizations(tree: Path, directory: str) -> tuple[list[tuple[str, str]], list[Path]]:
-    """(remote entries as (kustomization file, entry), every local directory holding a reachable kustomization)."""
+# Fields of a kustomization that name files or directories, and where in an entry the path is: the entry itself
+# (a string), a key of it (a mapping), or, for generators, the file lists inside it (`key=path` or `path`).
+_PATH_FIELDS = {
+    "resources": None, "bases": None, "components": None, "crds": None, "configurations": None,
+    "transformers": None, "generators": None, "validators": None, "patchesStrategicMerge": None,
+    "patches": "path", "patchesJson6902": "path", "replacements": "path",
+}
+_GENERATORS = ("configMapGenerator", "secretGenerator")
+
+
+def _named_paths(doc: dict) -> list[tuple[str, str]]:
+    """(field, path) of every local file or directory a kustomization names; inline patches and remote entries
+    are not paths."""
+    out: list[tuple[str, str]] = []
+    for field, key in _PATH_FIELDS.items():
+        entries = doc.get(field)
+        for entry in entries if isinstance(entries, list) else []:
+            path = entry.get(key) if key and isinstance(entry, dict) else entry if not key else None
+            if isinstance(path, str) and path and "\n" not in path and not _REMOTE.search(path):
+                out.append((field, path))
+    for field in _GENERATORS:
+        entries = doc.get(field)
+        for gen in entries if isinstance(entries, list) else []:
+            if not isinstance(gen, dict):
+                continue
+            files = [*(gen.get("files") or []), *(gen.get("envs") or []), *([gen["env"]] if gen.get("env") else [])]
+            out += [(field, f.rpartition("=")[2]) for f in files if isinstance(f, str) and f]
+    for field, key in (("openapi", "path"), ("helmGlobals", "chartHome")):
+        value = doc.get(field)
+        if isinstance(value, dict) and isinstance(value.get(key), str):
+            out.append((field, value[key]))
+    return out
+
+
+def kustomization_graph(ws: Workspace, directory: str) -> tuple[list[tuple[str, str]], list[Path]]:
+    """Every kustomization reachable from `directory` through `resources`, `bases` and `components`: (kustomization
+    file, entry) of each remote one, and the directories holding one. Each path a kustomization names must resolve
+    inside the fence (one error naming the file, the field and the path), and no symlink in their directories may
+    lead out of it."""
     remote: list[tuple[str, str]] = []
     found: list[Path] = []
     seen: set[Path] = set()
-    top = Path(os.path.normpath(tree))
+    fence = ws.bounds
+    top = Path(os.path.normpath(ws.tree))
     stack = [Path(os.path.normpath(top / directory))]
     while stack:
         here = stack.pop()
@@ -121,6 +178,9 @@ def _kustomizations(tree: Path, directory: str) -> tuple[list[tuple[str, str]], 
             continue
         found.append(here)
         shown = os.path.relpath(kfile, top)
+        where = Where(file=shown)
+        fence.resolve(kfile, "the kustomization", where)
+        fence.check_links(here, "its directory", where)
         try:
             doc = load_one(read_regular(kfile, shown), shown)
         except DevlaneError:
@@ -129,13 +189,12 @@ def _kustomizations(tree: Path, directory: str) -> tuple[list[tuple[str, str]], 
             continue
         for field in ("resources", "bases", "components"):
             entries = doc.get(field)
-            for entry in entries if isinstance(entries, list) else []:
-                if not isinstance(entry, str):
-                    continue
-                if _REMOTE.search(entry):
-                    remote.append((shown, entry))
-                elif (here / entry).is_dir():
-                    stack.append(Path(os.path.normpath(here / entry)))
+            remote += [(shown, e) for e in entries if isinstance(e, str) and _REMOTE.search(e)] if isinstance(
+                entries, list) else []
+        for field, entry in _named_paths(doc):
+            real = inside(fence, here, entry, f"{field} entry {entry!r}", where)
+            if field in ("resources", "bases", "components") and os.path.isdir(real):
+                stack.append(Path(os.path.normpath(here / entry)))
     return remote, found
 
 
@@ -165,59 +224,70 @@ def _tool_identity(argv: list[str]) -> list:
 
 
 def _tree_digest(hasher: Any, top: Path, roots: list[Path]) -> None:
-    """Add every file under `roots` (path relative to `top`, and its git blob id or link target) to `hasher`."""
+    """Add every file a build may read under `roots` to `hasher`: its path relative to `top` and the git blob id
+    of its content, through symlinks (a link's target, a linked subchart: what the tool reads, never the link's
+    text, so an edit reached through a link changes the key). Links were checked to stay inside the fence."""
     files: dict[str, str] = {}
     for root in roots:
-        if root.is_file():
-            walked: Any = [(str(root.parent), [], [root.name])]
-        else:
-            walked = os.walk(root)
-        for dirpath, dirnames, filenames in walked:
-            dirnames[:] = [d for d in dirnames if d != ".git"]
-            for name in filenames:
-                full = os.path.join(dirpath, name)
-                rel = os.path.relpath(full, top)
-                if rel in files:
-                    continue
-                if os.path.islink(full):
-                    files[rel] = "link:" + os.readlink(full)
-                    continue
-                try:
-                    files[rel] = blob_id(read_regular(full, rel))
-                except DevlaneError:
-                    files[rel] = "unreadable"  # the build reports it
+        shown = Path(os.path.normpath(root))
+        _digest_files(top, shown, os.path.realpath(shown), files, frozenset())
     for rel in sorted(files):
         hasher.update(f"{rel}\0{files[rel]}\n".encode())
 
 
-def build_key(spec: InputSpec, tree: Path, base: str = "") -> str:
+def _digest_files(top: Path, shown: Path, real: str, files: dict[str, str], walking: frozenset[str]) -> None:
+    """`files[rel] = blob id` of the file or of every file under the directory `real`, named under `shown` (where
+    the build sees it); a link is resolved once per chain, so a link to a parent directory cannot loop."""
+    rel = os.path.relpath(shown, top)
+    if not os.path.isdir(real):
+        if rel not in files:
+            try:
+                files[rel] = blob_id(read_regular(real, rel))
+            except DevlaneError:
+                files[rel] = "unreadable"  # missing, or not a regular file: the build reports it
+        return
+    if real in walking:
+        files.setdefault(rel, "loop")
+        return
+    walking = walking | {real}
+    with os.scandir(real) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name == ".git":
+                continue
+            target = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+            _digest_files(top, shown / entry.name, target, files, walking)
+
+
+def build_key(spec: InputSpec, ws: Workspace) -> str:
     """The cache key of one build: its options, its tool, and the digest of every file it may read (each
     reachable kustomization's directory, as kustomize's default load restrictor allows no other; the chart
     and its values files for Helm)."""
-    spec = _based(spec, base)
+    spec = _based(spec, ws.base)
     hasher = hashlib.sha256()
-    top = Path(os.path.normpath(tree))
+    top = Path(os.path.normpath(ws.tree))
     if spec.kind == "kustomize":
-        roots = _kustomizations(tree, spec.path)[1]
+        roots = kustomization_graph(ws, spec.path)[1]
         tool = kustomize_command(spec)
     else:
         roots = [top / spec.path, *(top / v for v in spec.values)]
         tool = helm_command(spec)
-        spec = replace(spec, release_name=release_name(spec, tree))  # from the directory's name, when not given
+        spec = replace(spec, release_name=release_name(spec, ws.tree))  # from the directory's name, when not given
     hasher.update(json.dumps([dataclasses.asdict(spec), _tool_identity(tool)], sort_keys=True, default=str).encode())
     _tree_digest(hasher, top, sorted(roots))
     return hasher.hexdigest()
 
 
-def cached_build(spec: InputSpec, tree: Path, base: str, cache: Cache | None) -> list[tuple[str, bytes]]:
+def cached_build(spec: InputSpec, ws: Workspace, cache: Cache | None) -> list[tuple[str, bytes]]:
     """`build`, or its result from `cache` when the same input files, tool and options built it before."""
-    if cache is None or not (tree / _based(spec, base).path).is_dir():
-        return build(spec, tree, base)
-    key = build_key(spec, tree, base)
+    based = _based(spec, ws.base)
+    if cache is None or not (ws.tree / based.path).is_dir():
+        return build(spec, ws)
+    _check_inputs(based, ws)  # before the key reads any file the input names
+    key = build_key(spec, ws)
     found = cache.get(_build_kind(), key)
     if isinstance(found, list) and all(isinstance(p, list) and len(p) == 2 for p in found):
         return [(str(origin), str(text).encode("utf-8")) for origin, text in found]
-    parts = build(spec, tree, base)
+    parts = build(spec, ws)
     cache.put(_build_kind(), key, [[origin, text.decode("utf-8", "replace")] for origin, text in parts])
     return parts
 
@@ -226,18 +296,34 @@ def cached_build(spec: InputSpec, tree: Path, base: str, cache: Cache | None) ->
 # Building
 
 
-def build(spec: InputSpec, tree: Path, base: str = "") -> list[tuple[str, bytes]]:
+def build(spec: InputSpec, ws: Workspace) -> list[tuple[str, bytes]]:
     """The objects of one built input as (where they came from, YAML text of one document), in order.
 
-    `tree` is the whole repository (bases and charts may sit beside the directory rendered) and `base`
-    the rendered directory inside it; input paths are relative to `base`."""
-    spec = _based(spec, base)
-    if not (tree / spec.path).is_dir():
-        raise fail(f"{spec.label}: {spec.path} is not a directory of the repository", Where(file=".devlane.yaml"),
-                   hint="fix the path under `inputs:` (relative to the repository root)", code="build-input")
+    `ws.tree` is the whole repository (bases and charts may sit beside the directory rendered) and `ws.base`
+    the rendered directory inside it; input paths are relative to `ws.base`."""
+    spec = _based(spec, ws.base)
+    _check_inputs(spec, ws)
     if spec.kind == "kustomize":
-        return _kustomize(spec, tree)
-    return _helm(spec, tree)
+        return _kustomize(spec, ws)
+    return _helm(spec, ws)
+
+
+def _check_inputs(spec: InputSpec, ws: Workspace) -> None:
+    """The input's own paths (the chart or kustomization directory, the values files) exist and stay inside the
+    fence, and no symlink in a chart leads out of it (a kustomization's are checked along its graph)."""
+    fence, where = ws.bounds, Where(file=".devlane.yaml")
+    field = "`kustomize:`" if spec.kind == "kustomize" else "`helm:`"
+    directory = fence.resolve(ws.tree / spec.path, f"{spec.label}: the {field} path {spec.path}", where)
+    if not os.path.isdir(directory):
+        raise fail(f"{spec.label}: {spec.path} is not a directory of the repository", where,
+                   hint="fix the path under `inputs:` (relative to the repository root)", code="build-input")
+    for values in spec.values:
+        real = fence.resolve(ws.tree / values, f"{spec.label}: the values file {values}", where)
+        if not os.path.isfile(real):
+            raise fail(f"{spec.label}: values file {values} does not exist", where,
+                       hint="fix `values:` (paths are relative to the repository root)", code="build-input")
+    if spec.kind == "helm":
+        fence.check_links(directory, spec.label, Where(file=spec.path))
 
 
 def _based(spec: InputSpec, base: str) -> InputSpec:
@@ -248,38 +334,35 @@ def _based(spec: InputSpec, base: str) -> InputSpec:
                    values=tuple(posixpath.normpath(posixpath.join(base, v)) for v in spec.values))
 
 
-def _kustomize(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:
-    if not any((tree / spec.path / n).is_file() for n in KUSTOMIZATION_FILES):
+def _kustomize(spec: InputSpec, ws: Workspace) -> list[tuple[str, bytes]]:
+    if not any((ws.tree / spec.path / n).is_file() for n in KUSTOMIZATION_FILES):
         raise fail(f"{spec.label}: no kustomization.yaml in {spec.path}", Where(file=spec.path),
                    hint="point `kustomize:` at a directory holding a kustomization", code="build-input")
-    remote, outside = kustomization_graph(tree, spec.path)
+    remote = kustomization_graph(ws, spec.path)[0]
     if remote:
         kfile, entry = remote[0]
         raise fail(f"{spec.label}: remote base {entry!r} (in {kfile}): devlane renders offline and never fetches",
                    Where(file=kfile), hint="vendor the base into the repository and point at its directory, or "
                    "list its objects' annotations in .devlane.yaml", code="build-remote")
-    out = _run([*kustomize_command(spec), str(tree / spec.path)], tree, spec, [str(d) for d in outside])
+    out = _run([*kustomize_command(spec), str(ws.tree / spec.path)], ws, spec)
     return [(spec.label, doc) for doc in _documents(out)]
 
 
-def _helm(spec: InputSpec, tree: Path) -> list[tuple[str, bytes]]:
-    chart = tree / spec.path
+def _helm(spec: InputSpec, ws: Workspace) -> list[tuple[str, bytes]]:
+    chart = ws.tree / spec.path
     if not (chart / CHART_FILE).is_file():
         raise fail(f"{spec.label}: no Chart.yaml in {spec.path}", Where(file=spec.path),
                    hint="point `helm:` at a chart directory", code="build-input")
-    argv = [*helm_command(spec), release_name(spec, tree), str(chart), "--include-crds"]
+    argv = [*helm_command(spec), release_name(spec, ws.tree), str(chart), "--include-crds"]
     if spec.namespace:
         argv += ["--namespace", spec.namespace]
     if spec.kube_version:
         argv += ["--kube-version", spec.kube_version]
     for values in spec.values:
-        if not (tree / values).is_file():
-            raise fail(f"{spec.label}: values file {values} does not exist", Where(file=".devlane.yaml"),
-                       hint="fix `values:` (paths are relative to the repository root)", code="build-input")
-        argv += ["--values", str(tree / values)]
+        argv += ["--values", str(ws.tree / values)]
     for key, value in spec.set:
         argv += ["--set", f"{key}={value}"]
-    out = _run(argv, tree, spec)
+    out = _run(argv, ws, spec)
     prefix = PurePosixPath(spec.path).parent.as_posix()
     docs = []
     for text in _DOC_SPLIT.split(out.decode("utf-8", "replace")):
@@ -322,16 +405,19 @@ def _documents(out: bytes) -> list[bytes]:
 _MISSING_DEPENDENCY = re.compile(r"found in (?:Chart|requirements)\.yaml, but missing in charts/ directory: (.+)")
 
 
-def _run(argv: list[str], tree: Path, spec: InputSpec, also: list[str] | None = None) -> bytes:
-    """Run a build tool in the sandbox (no network, the repository read-only); its error names the input."""
+def _run(argv: list[str], ws: Workspace, spec: InputSpec) -> bytes:
+    """Run a build tool in the sandbox, which shows it only the tool and the fence's directories (no network, read
+    only, no HOME), killed when the command's budget runs out; its error names the input."""
+    timeout = ws.timeout(spec)
     try:
-        done = process.spawn(argv, b"", BUILD_TIMEOUT, readable=[str(tree), *(also or [])], limit=256 * 1024 * 1024)
+        done = process.spawn(argv, b"", timeout, readable=list(ws.bounds.roots), limit=256 * 1024 * 1024,
+                             view="tool")
     except OSError as exc:
         raise fail(f"{spec.label}: could not run {argv[0]}: {exc.strerror}", Where(file=spec.path),
                    code="build-tool") from None
     if done.returncode == 0 and not done.timed_out:
         return done.stdout
-    text = done.stderr.strip().replace(str(tree) + "/", "")
+    text = done.stderr.strip().replace(str(ws.tree) + "/", "")
     lines = [line for line in text.splitlines() if line.strip()][-8:]
     hint = "fix the input so that the tool builds it (the message above is the tool's own)"
     missing = _MISSING_DEPENDENCY.search(text)
@@ -339,10 +425,15 @@ def _run(argv: list[str], tree: Path, spec: InputSpec, also: list[str] | None = 
         hint = (f"vendor the chart's dependencies: helm dependency build {spec.path}, and commit its charts/ "
                 "directory (devlane never downloads during render)")
     elif done.timed_out:
-        lines.append(f"timed out after {BUILD_TIMEOUT:g} s")
+        budget = timeout < BUILD_TIMEOUT
+        lines.append(f"timed out after {timeout:g} s" + (" (the rest of the command's time budget)" if budget else
+                                                          "") + "; the tool's whole process group was killed")
+        hint = ("raise --timeout (or the Argo CD CMP's ARGOCD_EXEC_TIMEOUT), or fix the input: a build that does "
+                "not end (a FIFO, an endless template) is refused" if budget else
+                f"fix the input: a build may take at most {BUILD_TIMEOUT:g} s")
     what = " ".join(argv[:2])
     raise fail(f"{spec.label}: {what} failed:\n  " + "\n  ".join(lines or [f"exit status {done.returncode}"]),
-               Where(file=spec.path), hint=hint, code="build-failed")
+               Where(file=spec.path), hint=hint, code="build-timeout" if done.timed_out else "build-failed")
 
 
 def materialize(source: Source, dest: Path, top: Path | None = None) -> tuple[Path, str]:

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from ..core import tempdirs
 from ..core.cache import Cache, PackReader, blob_id
+from ..core.fence import Fence, operator_dirs
 from ..core.fileindex import FileIndex
 from ..core.files import InputLimit
 from ..core.k8s import outline
@@ -169,8 +170,12 @@ class Loaded:
         return replace(self, documents=documents)
 
 
-def read(source: Source, collect: bool = False, top: Path | None = None, cache: Cache | None = None) -> Loaded:
-    """Read `.devlane.yaml` and every input of `source`: plain YAML parsed, kustomize and Helm inputs built."""
+def read(source: Source, collect: bool = False, top: Path | None = None, cache: Cache | None = None,
+         allowed: tuple[str, ...] | None = None, deadline: float | None = None) -> Loaded:
+    """Read `.devlane.yaml` and every input of `source`: plain YAML parsed, kustomize and Helm inputs built, each
+    within the repository and the directories the operator `allowed` (default: `$DEVLANE_ALLOW_PATHS`), and by
+    the `deadline` (time.monotonic())."""
+    allowed = operator_dirs() if allowed is None else allowed
     config_bytes = source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None
     problems: list[Problem] = []
     try:
@@ -196,7 +201,7 @@ def read(source: Source, collect: bool = False, top: Path | None = None, cache: 
         diags.problems += found.diags.problems
         reused = found.reuse
     if built:
-        _read_built(source, built, documents, files, diags, collect, top, cache)
+        _read_built(source, built, documents, files, diags, collect, top, cache, allowed, deadline)
     documents = config_annotations.apply(documents, config, diags, Document)
     if not collect:
         diags.raise_if_errors()
@@ -205,13 +210,15 @@ def read(source: Source, collect: bool = False, top: Path | None = None, cache: 
 
 
 def _read_built(source: Source, specs: list[InputSpec], documents: list[Document], files: dict[str, str],
-                diags: Diagnostics, collect: bool, top: Path | None, cache: Cache | None) -> None:
+                diags: Diagnostics, collect: bool, top: Path | None, cache: Cache | None, allowed: tuple[str, ...],
+                deadline: float | None) -> None:
     """Build each kustomize or Helm input (from a copy of the ref's tree with `--ref`) and parse its objects."""
     with tempdirs.scratch("build") as tmp:
         tree, base = build.materialize(source, Path(tmp), top)
+        ws = build.Workspace(tree, base, Fence.around(tree, allowed), deadline)
         for spec in specs:
             try:
-                parts = build.cached_build(spec, tree, base, cache)
+                parts = build.cached_build(spec, ws, cache)
             except DevlaneError as exc:
                 if not collect:
                     raise

@@ -188,15 +188,23 @@ def test_a_build_error_names_the_input_and_the_tools_message(harness):
     assert "missing.yaml" in said and "Traceback" not in said
 
 
-def test_an_overlay_outside_git_reads_its_base_beside_it(harness, tmp_path):
-    """Without a git repository around it, the sandboxed build can still read the bases the overlay names."""
+def test_an_overlay_outside_git_reads_its_base_beside_it_only_where_the_operator_allows(harness, monkeypatch):
+    """Without a git repository around it, the overlay directory is the repository: a base beside it is outside,
+    refused naming the kustomization, the field and the path, until the operator allows that directory (the
+    flag or the environment; a monorepo's shared bases)."""
     root = kustomize_repo(harness)
     shutil.rmtree(root / ".git")
     overlay = root / "overlays" / "dev"
-    assert modelled(overlay) == built(overlay)
-    out = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2", "--stdout")
+    flow = ("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2", "--stdout")
+    out = harness.cli(*flow)
+    assert out.returncode == 1 and out.stdout == "", out.stderr
+    assert "kustomization.yaml: resources entry '../../base' resolves to" in out.stderr
+    assert "outside the repository" in out.stderr and "--allow-path" in out.stderr
+    out = harness.cli(*flow, "--allow-path", str(root / "base"))
     assert out.returncode == 0, out.stderr
     assert "name: shop-api-pr-1" in out.stdout
+    monkeypatch.setenv("DEVLANE_ALLOW_PATHS", str(root))
+    assert modelled(overlay) == built(overlay)
 
 
 def test_ref_builds_the_tree_at_the_ref(harness):
@@ -274,7 +282,8 @@ def test_cmp_generate_on_an_overlay_renders_like_render(harness):
     out = subprocess.run([sys.executable, "-m", "renderer.cli", "cmp", "generate"], cwd=overlay, env=env,
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    rendered = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2", "--stdout")
+    rendered = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2", "--stdout",
+                           "--allow-path", str(root))  # the CMP knows the repository; a bare render is told
     assert rendered.returncode == 0, rendered.stderr
     assert out.stdout == rendered.stdout
     assert "shop-api-pr-1" in out.stdout and "shop-redis-config-" in out.stdout

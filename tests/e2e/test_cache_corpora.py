@@ -27,6 +27,7 @@ from support.realworld import (
     INPUTS,
     REALWORLD,
     UMBRELLA,
+    app_top,
     chart_input,
     helm_bin,
     target,
@@ -108,8 +109,9 @@ EXAMPLES: dict[str, tuple[Path, str, Callable[[Path], FlowInput]]] = {
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_examples_render_the_same_cached_or_not(name, tmp_path, monkeypatch):
     src, inside, flow = EXAMPLES[name]
-    repo = copied(src, tmp_path) / inside
-    shown = same_three_ways(api.Options(repo=repo), flow(repo), tmp_path, monkeypatch)
+    top = copied(src, tmp_path)
+    repo = top / inside
+    shown = same_three_ways(api.Options(repo=repo, top=top), flow(repo), tmp_path, monkeypatch)
     assert "(error)" not in shown, shown.get("(error)")
     flow_id = flow(repo).id
     assert any(o["kind"] == "Deployment" for o in objects_of(shown, flow_id))
@@ -166,5 +168,5 @@ def test_realworld_inputs_render_the_same_cached_or_not(path: Path, kind: str, t
         (path / ".devlane.yaml").write_text(yaml.safe_dump({"inputs": [{"helm": ".", "set": PINNED[rel]}]}))
     elif kind == "helm":
         path = chart_input(path, tmp_path)[0]
-    shown = same_three_ways(api.Options(repo=path), realworld_flow, tmp_path, monkeypatch)
+    shown = same_three_ways(api.Options(repo=path, top=app_top(path)), realworld_flow, tmp_path, monkeypatch)
     assert shown["(model)"].count(b"\napiVersion: ") > 0 or rel in EMPTY

@@ -41,6 +41,7 @@ def test_the_inventory_overlay_flow_is_where_its_kustomization_points(harness, s
     (flow_ks,) = [d for d in yaml.safe_load_all(
         (ROOT / "examples" / "flux" / "kustomization-inventory-pr-7.yaml").read_text()) if d]  # fmt: skip
     harness.copy(ROOT / "examples" / "inventory", "examples/inventory")
+    harness.git("init", "-q")  # a git repository, as Flux's source is: the overlay's base lies inside it
     overlay = harness.root / "examples" / "inventory" / "overlays" / "staging"
     out = harness.cli("render", str(overlay), "--flow", "pr-7", "--service", "api=ghcr.io/acme/inventory-api:pr-7")
     assert out.returncode == 0, out.stderr
@@ -70,6 +71,7 @@ def test_the_inventory_flow_in_namespace_isolation_is_what_flux_applies(harness)
     from support.dns import check_namespace_flow
 
     harness.copy(ROOT / "examples" / "inventory", "examples/inventory")
+    harness.git("init", "-q")  # a git repository, as Flux's source is: the overlay's base lies inside it
     overlay = harness.root / "examples" / "inventory" / "overlays" / "staging"
     out = harness.cli("render", str(overlay), "--flow", "pr-7", "--service", "api=ghcr.io/acme/inventory-api:pr-7",
                       "--isolation", "namespace")

@@ -28,6 +28,7 @@ from support.realworld import (
     REFUSED,
     UMBRELLA,
     api_render,
+    app_top,
     chart_input,
     helm_bin,
     target,
@@ -85,8 +86,8 @@ def test_a_flow_renders_from_every_realworld_input(path: Path, kind: str, tmp_pa
         from renderer.core.source import open_source
         from renderer.render import load
 
-        assert sorted(comparable(d.obj) for d in load.read(open_source(path, None)).documents) == sorted(
-            comparable(o) for o in expected)
+        documents = load.read(open_source(path, None), top=app_top(path)).documents
+        assert sorted(comparable(d.obj) for d in documents) == sorted(comparable(o) for o in expected)
         return
     result = api_render(path, service)
     if rel in REFUSED:

@@ -67,8 +67,10 @@ def chart_input(path: Path, tmp_path: Path) -> tuple[Path, list[str]]:
     names the chart and the values files, released under the chart directory's name."""
     rel = path.relative_to(REALWORLD).as_posix() if path.is_relative_to(REALWORLD) else ""
     values = CHART_VALUES.get(rel) or SHARED_VALUES.get(rel.rsplit("/", 1)[0])
-    if values is None:
-        name = (yaml.safe_load((path / "Chart.yaml").read_text()) or {}).get("name") or "release"
+    if values is None:  # at the top of its repository, a chart is released as its Chart.yaml name
+        top = app_top(path)
+        name = path.name if top not in (None, path) else (yaml.safe_load((path / "Chart.yaml").read_text()) or
+                                                          {}).get("name") or "release"
         return path, [name.lower(), str(path)]
     copy = tmp_path / "with-values"
     shutil.copytree(path.parent, copy)
@@ -97,9 +99,19 @@ def target(objects: list[dict]) -> str | None:
     return names[0] if names else None
 
 
+def app_top(path: Path) -> Path | None:
+    """The repository an input lies in, as a checkout of the app would have it: the app's directory under
+    REALWORLD or under a test's `copy/` of it (an overlay's bases lie elsewhere in the app); None for the
+    self-contained copies (a chart with its values, the umbrella chart)."""
+    for parent in (path, *path.parents):
+        if parent.parent == REALWORLD or parent.parent.name == "copy":
+            return parent
+    return None
+
+
 def api_render(path: Path, service: str) -> api.RenderResult | DevlaneError:
     try:
-        return api.render(api.Options(repo=path), resolve(FlowRequest(FLOW, {service: IMAGE})))
+        return api.render(api.Options(repo=path, top=app_top(path)), resolve(FlowRequest(FLOW, {service: IMAGE})))
     except DevlaneError as exc:
         return exc
 
