@@ -21,7 +21,7 @@ from .host.budget import Budget
 from .host.choose import RunMode
 from .host.confine import Limits, SandboxPolicy, probe_soon
 from .host.plugin_host import PluginHost
-from .render import load
+from .render import load, trust
 from .render.config import Isolation, Routing
 from .render.flow import FlowSpec
 from .render.lane import Lane
@@ -45,6 +45,8 @@ class Options:
     cache: bool = True  # reuse parses and builds from $DEVLANE_CACHE (--no-cache: off)
     allow_weak_sandbox: bool = False  # --allow-weak-sandbox: the operator lets unpinned plugins run with layers missing
     allow_paths: tuple[str, ...] = ()  # --allow-path: directories beside the repository its inputs may name
+    policy_file: str | None = None  # --policy: the operator's relaxations (default $DEVLANE_POLICY)
+    trusted_ref: str | None = None  # --trusted-ref: the ref whose .devlane.yaml may relax what the head's cannot
 
 
 _retained: list[Session] = []
@@ -86,8 +88,10 @@ class Session:
         self.loaded = load.read(self.source, collect, options.top, self.cache, self.allowed, deadline)
         if self.cache is not None and self.cache.counters.writes:
             self.cache.evict()
-        self.config = self.loaded.config
-        self.diagnostics = Diagnostics(self.loaded.problems)
+        trusted = trust.read_trusted(options.policy_file, open_source(self.root, options.trusted_ref)
+                                     if options.trusted_ref else None)
+        self.config, ignored = trust.confine(self.loaded.config, trusted, options.strict or self.loaded.config.strict)
+        self.diagnostics = Diagnostics([*self.loaded.problems, *ignored])
         if self.cache is not None:  # shown with --debug
             self.diagnostics.problems.append(Problem(self.cache.counters.summary(), Where(file=str(self.cache.root)),
                                                      severity="info", code="cache"))

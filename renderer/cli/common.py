@@ -30,6 +30,11 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks and plugin stderr")
     add_no_cache(p)
     add_allow_path(p)
+    p.add_argument("--policy", metavar="FILE",
+                   help="the operator's policy file: the only place, with --trusted-ref, that may relax "
+                        "policy.plugins and plugins.limits (default: $DEVLANE_POLICY)")
+    p.add_argument("--trusted-ref", metavar="REF",
+                   help="a ref (the pull request's base) whose .devlane.yaml may relax what the rendered one cannot")
     if not flow:
         return
     g = p.add_argument_group("flow")
@@ -148,7 +153,8 @@ def options(args: argparse.Namespace) -> api.Options:
                        jobs=getattr(args, "jobs", None), strict=bool(getattr(args, "strict", False)),
                        cache=getattr(args, "cache", True),
                        allow_weak_sandbox=bool(getattr(args, "allow_weak_sandbox", False)),
-                       allow_paths=tuple(getattr(args, "allow_path", []) or ()))
+                       allow_paths=tuple(getattr(args, "allow_path", []) or ()),
+                       policy_file=getattr(args, "policy", None), trusted_ref=getattr(args, "trusted_ref", None))
 
 
 def flow_input(args: argparse.Namespace) -> FlowInput:

@@ -21,7 +21,7 @@ def _options(args: argparse.Namespace) -> api.Options:
 
     sources = repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source")
     return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources, cache=args.cache,
-                       allow_paths=tuple(args.allow_path or ()))
+                       allow_paths=tuple(args.allow_path or ()), policy_file=args.policy, trusted_ref=args.trusted_ref)
 
 
 def _show(data: Any, output: str, as_text: Callable[[Any], str]) -> int:

@@ -76,6 +76,14 @@ class Limits:
             return self
         return replace(self, **{self.KEYS[k]: int(v) for k, v in raw.items() if k in self.KEYS})
 
+    def for_plugin(self, manifest: dict[str, Any] | None, origin: str) -> Limits:
+        """A plugin's limits: these, with its plugin.yaml `spec.limits` applied; the plugin.yaml of unpinned code
+        (a pull request's) may lower them, never raise them."""
+        merged = self.merged(manifest)
+        if origin in PINNED_ORIGINS:
+            return merged
+        return replace(merged, **{f.name: min(getattr(merged, f.name), getattr(self, f.name)) for f in fields(self)})
+
     def as_dict(self) -> dict[str, int]:
         names = {v: k for k, v in self.KEYS.items()}
         return {names[f.name]: getattr(self, f.name) for f in fields(self)}

@@ -61,7 +61,7 @@ class Runtime(ABC):
         self.manifest = manifest
         self.network = network  # only External plugins in provision / delete get the network
         self.sandbox = sandbox or SandboxPolicy()
-        self.limits = self.sandbox.limits.merged(manifest.limits)
+        self.limits = self.sandbox.limits.for_plugin(manifest.limits, source.origin)
 
     def confined(self, label: str, where: Where) -> Confinement:
         """The sandbox for this plugin's processes; an error when the policy refuses the layers missing here."""

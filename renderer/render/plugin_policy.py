@@ -37,13 +37,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ..core.k8s import CLUSTER_SCOPED, identity, map_matches, pod_template
+from ..core.k8s import CLUSTER_SCOPED, identity, map_matches, pod_template, policy_selects
 from ..core.names import SHARED
 from ..errors import PluginError, Problem, Where
 from ..host.choose import Choice
 from ..host.invoke import malformed
 from .clone import DevSet
 from .config import CONFIG_FILE, PluginAllow
+from .flow import FLOW_ID, MAX_FLOW_ID
 from .invariants import (
     SelectorIndex,
     baseline_claims,
@@ -130,9 +131,25 @@ def _other_flow(name: str, flow_id: str) -> str | None:
     return f"flow {found.group(1)}" if found else None
 
 
-def name_findings(name: str, flow_id: str) -> list[Finding]:
+def _taken_by_another_flow(name: str, flow_id: str, repository_names: frozenset[str]) -> str | None:
+    """The other flow whose dev copy of a repository object would carry `name` (`app-hotfix-pr-1` is flow
+    `hotfix-pr-1`'s copy of `app`, not a `pr-1` object), or None."""
+    for i, ch in enumerate(name):
+        if ch != "-" or name[:i] not in repository_names:
+            continue
+        other = name[i + 1:]
+        if other != flow_id and len(other) <= MAX_FLOW_ID and FLOW_ID.fullmatch(other):
+            return other
+    return None
+
+
+def name_findings(name: str, flow_id: str, repository_names: frozenset[str] = frozenset()) -> list[Finding]:
     if name.endswith("-" + flow_id) and len(name) > len(flow_id) + 1:
-        return []
+        other = _taken_by_another_flow(name, flow_id, repository_names)
+        if other is None:
+            return []
+        return [Finding("other-flow", "name", f"the name {name} is also flow {other}'s copy of "
+                        f"{name[: -len(other) - 1]}, so two flows would write one object")]
     other = _other_flow(name, flow_id)
     if other:
         return [Finding("other-flow", "name", f"the name {name} belongs to {other}, not to flow {flow_id}")]
@@ -160,7 +177,14 @@ def secret_findings(obj: dict) -> list[Finding]:
             for key in ("data", "stringData") if obj.get(key)]
 
 
-def rbac_findings(obj: dict) -> list[Finding]:
+def _lanes(name: Any, flow_id: str) -> bool:
+    return isinstance(name, str) and not name_findings(name, flow_id)
+
+
+def rbac_findings(obj: dict, flow_id: str) -> list[Finding]:
+    """RBAC reaches only the lane's own objects: a binding of a Role of the flow to ServiceAccounts of the flow;
+    a Role whose rules name the flow's objects (`resourceNames`), or only create objects (a name RBAC cannot
+    narrow, and creating reaches nothing that exists); never Secrets beyond the flow's, never a wildcard."""
     kind = obj.get("kind")
     if api_group(obj) != RBAC_GROUP:
         return []
@@ -171,18 +195,41 @@ def rbac_findings(obj: dict) -> list[Finding]:
             out.append(Finding("rbac", f"roleRef:{role.get('name')}",
                                f"it binds ClusterRole {role.get('name')}, whose rights are defined for the whole "
                                "cluster, not by the flow"))
+        elif not _lanes(role.get("name"), flow_id):
+            out.append(Finding("rbac", f"roleRef:{role.get('name')}", f"it binds Role {role.get('name')}, which is "
+                               f"not the flow's (its rights were not set by this flow)"))
         for subject in _list(obj.get("subjects")):
             who = (_get(subject, "kind"), _get(subject, "name"))
             if who in WIDE_SUBJECTS:
                 out.append(Finding("rbac", f"subject:{who[1]}", f"it grants its rights to every {who[1]}"))
+            elif who[0] != "ServiceAccount" or not _lanes(who[1], flow_id):
+                out.append(Finding("rbac", f"subject:{who[0]}/{who[1]}", f"it grants its rights to {who[0]} "
+                                   f"{who[1]}, not to a ServiceAccount of the flow"))
     elif kind in ("Role", "ClusterRole"):
         for i, rule in enumerate(_list(obj.get("rules"))):
-            wide = [f"{field} {', '.join(sorted(found))}" for field in ("apiGroups", "resources", "verbs")
-                    if (found := {str(v) for v in _list(_get(rule, field))} & (WIDE_VERBS if field == "verbs"
-                                                                                else {"*"}))]
-            if wide:
-                out.append(Finding("rbac", f"rules[{i}]", f"rules[{i}] grants {'; '.join(wide)}"))
+            out += _rule_findings(i, rule, flow_id)
     return out
+
+
+def _rule_findings(i: int, rule: Any, flow_id: str) -> list[Finding]:
+    wide = [f"{field} {', '.join(sorted(found))}" for field in ("apiGroups", "resources", "verbs")
+            if (found := {str(v) for v in _list(_get(rule, field))} & (WIDE_VERBS if field == "verbs" else {"*"}))]
+    if wide:
+        return [Finding("rbac", f"rules[{i}]", f"rules[{i}] grants {'; '.join(wide)}")]
+    resources = {str(r) for r in _list(_get(rule, "resources"))}
+    verbs = {str(v) for v in _list(_get(rule, "verbs"))}
+    names = _list(_get(rule, "resourceNames"))
+    if _list(_get(rule, "nonResourceURLs")):
+        return [Finding("rbac", f"rules[{i}]", f"rules[{i}] grants non-resource URLs, which are the cluster's")]
+    if names:
+        foreign = sorted(str(n) for n in names if not _lanes(n, flow_id))
+        return [Finding("rbac", f"rules[{i}]", f"rules[{i}] names {', '.join(foreign)}, not objects of the "
+                        "flow")] if foreign else []
+    if verbs <= {"create"} and not any("/" in r for r in resources):
+        return []
+    what = "every Secret" if "secrets" in resources else f"every {', '.join(sorted(resources)) or 'object'}"
+    return [Finding("rbac", f"rules[{i}]", f"rules[{i}] reaches {what} of the namespace, not only the flow's "
+                    f"objects (list their names in resourceNames)")]
 
 
 def _security_findings(ctx: Any, where: str) -> Iterator[Finding]:
@@ -293,13 +340,23 @@ def service_findings(obj: dict) -> list[Finding]:
     return out
 
 
-def content_findings(obj: dict) -> list[Finding]:
+def list_findings(obj: dict) -> list[Finding]:
+    """A List (`v1 List`, `ConfigMapList`...) is no object: kubectl and kustomize apply its items, which the
+    policy would never have looked at."""
+    kind = obj.get("kind")
+    if isinstance(kind, str) and kind.endswith("List"):
+        return [Finding("list", "kind", f"a {kind} wraps objects that are applied one by one; return each object "
+                                        "itself")]
+    return []
+
+
+def content_findings(obj: dict, flow_id: str) -> list[Finding]:
     """Every content rule but isolation (which needs the baseline)."""
     spec = obj.get("spec") if obj.get("kind") == "Pod" else pod_template(obj).get("spec")
     where = "spec" if obj.get("kind") == "Pod" else ("spec.jobTemplate.spec.template.spec"
                                                     if obj.get("kind") == "CronJob" else "spec.template.spec")
-    return (secret_findings(obj) + rbac_findings(obj) + service_findings(obj) + pod_spec_findings(spec, where)
-            + metadata_findings(obj, top=True))
+    return (list_findings(obj) + secret_findings(obj) + rbac_findings(obj, flow_id) + service_findings(obj)
+            + pod_spec_findings(spec, where) + metadata_findings(obj, top=True))
 
 
 # -- the policy of one render --------------------------------------------------------------------------------
@@ -321,6 +378,20 @@ class OutputPolicy:
         self.selectors = SelectorIndex.of(model)
         self.claims = baseline_claims(model)
         self.owners: dict[Identity, str] = {}
+
+    @cached_property
+    def repository_names(self) -> dict[str, frozenset[str]]:
+        """The names of the repository's objects, by kind: a dev copy of each is `<name>-<flowId>` in every flow."""
+        names: dict[str, set[str]] = {}
+        for doc in self.model.documents:
+            names.setdefault(doc.kind, set()).add(doc.name)
+        return {kind: frozenset(found) for kind, found in names.items()}
+
+    @cached_property
+    def baseline_services(self) -> frozenset[tuple[str | None, str]]:
+        """(namespace, name) of every Service of the repository (its objects are the baseline's)."""
+        return frozenset((self.model.namespace_of(d), d.name) for d in self.model.documents
+                         if d.kind == "Service" and d.api_version == "v1")
 
     @cached_property
     def baseline_pods(self) -> list[tuple[str | None, dict, Document]]:
@@ -396,13 +467,13 @@ class OutputPolicy:
         elif meta.get("namespace") and ns not in self.namespaces and ns not in caller.allow.namespaces:
             mine = ", ".join(sorted(self.namespaces)) or "the destination namespace (no namespace set)"
             found.append(Finding("namespace", "namespace", f"namespace {ns} is not the flow's ({mine})", str(ns)))
-        found += name_findings(name, self.flow_id)
+        found += name_findings(name, self.flow_id, self.repository_names.get(kind, frozenset()))
         if not emitted(obj, caller.emits + caller.allow.kinds):
             group = api_group(obj)
             full = f"{group}/{kind}" if group else kind
             found.append(Finding("emits", "kind", f"{full} is not among the kinds plugin {caller.plugin} declares "
                                  f"({', '.join(caller.emits) or 'none'})", full))
-        found += content_findings(obj) + self._isolation(obj, ns)
+        found += content_findings(obj, self.flow_id) + self._isolation(obj, ns)
         return [self._problem(caller, ident, f) for f in found if self._refused(caller, f)]
 
     def _changed(self, caller: Caller, before: dict, after: dict) -> list[Problem]:
@@ -410,8 +481,9 @@ class OutputPolicy:
         if problem:
             return [_malformed(caller, identity(before), problem)]
         ns = identity(before, self.model.default_namespace)[1]
-        had = {(f.rule, f.key) for f in content_findings(before) + self._isolation(before, ns)}
-        new = [f for f in content_findings(after) + self._isolation(after, ns) if (f.rule, f.key) not in had]
+        had = {(f.rule, f.key) for f in content_findings(before, self.flow_id) + self._isolation(before, ns)}
+        new = [f for f in content_findings(after, self.flow_id) + self._isolation(after, ns)
+               if (f.rule, f.key) not in had]
         return [self._problem(caller, identity(after), f) for f in new if self._refused(caller, f)]
 
     def _isolation(self, obj: dict, namespace: str | None) -> list[Finding]:
@@ -423,12 +495,24 @@ class OutputPolicy:
             out.append(Finding("isolation", f"claim:{claim}", f"its pods mount the baseline PersistentVolumeClaim "
                                f"{claim}"))
         selector = _get(obj, "spec", "selector")
+        ns = identity(obj, namespace)[1]
         if obj.get("kind") == "Service" and isinstance(selector, dict) and selector:
-            ns = identity(obj, namespace)[1]
             for _ns, labels, doc in self.baseline_pods:
                 if _ns == ns and map_matches(selector, labels):
                     out.append(Finding("isolation", f"selects:{doc.ref}", f"its selector matches the pods of baseline "
                                        f"{doc.ref}, so the flow's traffic would reach the baseline"))
+        if obj.get("kind") == "NetworkPolicy" and api_group(obj) == "networking.k8s.io":
+            pods = _get(obj, "spec", "podSelector")
+            for _ns, labels, doc in self.baseline_pods:
+                if _ns == ns and policy_selects(pods if pods is not None else {}, labels):
+                    out.append(Finding("isolation", f"policy:{doc.ref}", f"its podSelector selects the pods of "
+                                       f"baseline {doc.ref}, so it would change what reaches the baseline"))
+                    break
+        for service in _services_reached(obj, ns):
+            if service in self.baseline_services:
+                out.append(Finding("isolation", f"reaches:{service[1]}", f"it sends traffic or endpoints to the "
+                                   f"baseline Service {service[1]}" + (f" in namespace {service[0]}" if service[0]
+                                                                       else "")))
         return out
 
     @staticmethod
@@ -447,6 +531,51 @@ class OutputPolicy:
             self.owners[identity(obj, namespace)] = caller.instance
 
 
+_CLUSTER_DOMAIN = re.compile(r"\.svc(?:\.cluster\.local)?\.?\Z")
+
+
+def _service_of_host(host: Any, namespace: str | None) -> tuple[str | None, str] | None:
+    """The (namespace, Service) a DNS name reaches: `name`, `name.ns`, `name.ns.svc[.cluster.local]`."""
+    if not isinstance(host, str) or not host:
+        return None
+    short = _CLUSTER_DOMAIN.sub("", host.lower())
+    parts = short.split(".")
+    if len(parts) == 1:
+        return namespace, parts[0]
+    if len(parts) == 2 or (len(parts) > 2 and host.lower() != short):
+        return parts[1], parts[0]
+    return None  # a name outside the cluster
+
+
+def _services_reached(obj: dict, namespace: str | None) -> list[tuple[str | None, str]]:
+    """The Services an object routes to or adds endpoints for: an EndpointSlice's `kubernetes.io/service-name`,
+    an Endpoints' name, an ExternalName Service's target, Ingress and Gateway API backends, Istio destinations."""
+    kind, group, spec = obj.get("kind"), api_group(obj), obj.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    labels = _get(obj, "metadata", "labels")
+    names: list[tuple[str | None, str] | None] = []
+    if kind == "EndpointSlice" and group == "discovery.k8s.io" and isinstance(labels, dict):
+        names.append((namespace, labels.get("kubernetes.io/service-name")))
+    elif kind == "Endpoints" and group == "":
+        names.append((namespace, _get(obj, "metadata", "name")))
+    elif kind == "Service" and group == "" and spec.get("type") == "ExternalName":
+        names.append(_service_of_host(spec.get("externalName"), namespace))
+    elif kind == "Ingress":
+        backends = [spec.get("defaultBackend")] + [p.get("backend") for r in _list(spec.get("rules"))
+                                                   for p in _list(_get(r, "http", "paths")) if isinstance(p, dict)]
+        names += [(namespace, _get(b, "service", "name")) for b in backends]
+    elif group == "gateway.networking.k8s.io":
+        refs = [b for r in _list(spec.get("rules")) for b in _list(_get(r, "backendRefs"))]
+        names += [(_get(b, "namespace") or namespace, _get(b, "name")) for b in refs
+                  if isinstance(b, dict) and _get(b, "kind") in (None, "Service")]
+    elif group.startswith("networking.istio.io"):
+        routes = [x for key in ("http", "tcp", "tls") for x in _list(spec.get(key))]
+        hosts = [_get(d, "destination", "host") for r in routes for d in _list(_get(r, "route"))]
+        hosts += [_get(r, "mirror", "host") for r in routes] + [spec.get("host")]
+        names += [_service_of_host(h, namespace) for h in hosts]
+    return [(ns, str(name)) for ns, name in (n for n in names if n) if isinstance(name, str) and name]
+
+
 def _malformed(caller: Caller, ident: Identity, problem: str) -> Problem:
     return Problem(f"returned an object that {problem}", Where(object=ref(ident), plugin=caller.instance),
                    "return named Kubernetes objects (apiVersion, kind, metadata.name; labels and annotations map "
@@ -455,18 +584,21 @@ def _malformed(caller: Caller, ident: Identity, problem: str) -> Problem:
 
 def _hint(caller: Caller, finding: Finding) -> str:
     key, rule, fix = f'"{caller.plugin}"', finding.rule, finding.fix
+    trusted = (f"in the operator's policy file (--policy) or in {CONFIG_FILE} at the trusted base (--trusted-ref); "
+               "the pull request's own cannot")
     if rule in SWITCHES:
-        return (f"if the repository trusts plugin {caller.plugin} with this, allow it in {CONFIG_FILE}: "
+        return (f"if plugin {caller.plugin} is trusted with this, allow it {trusted}: "
                 f"policy: {{plugins: {{{key}: {{allow: [{rule}]}}}}}}")
     return {
         "namespace": "leave metadata.namespace unset (the object gets the flow's namespace), or list the namespace "
-                     f"in {CONFIG_FILE}: policy: {{plugins: {{{key}: {{namespaces: [{fix}]}}}}}}",
+                     f"{trusted}: policy: {{plugins: {{{key}: {{namespaces: [{fix}]}}}}}}",
         "flow-name": "append -<flowId> to the name (flow.id in the request; Kardinal plugins: end it with flow_uuid)",
         "other-flow": "name the object for the flow being rendered: <name>-<flowId>",
-        "emits": f"declare the kind in the plugin's plugin.yaml (spec.emits: [{fix}]), or allow it in "
-                 f"{CONFIG_FILE}: policy: {{plugins: {{{key}: {{kinds: [{fix}]}}}}}}",
+        "emits": f"declare the kind in the plugin's plugin.yaml (spec.emits: [{fix}]), or allow it {trusted}: "
+                 f"policy: {{plugins: {{{key}: {{kinds: [{fix}]}}}}}}",
         "metadata": "return pod specs and templates without object metadata; devlane sets labels and namespaces",
         "isolation": "give the plugin's pods labels of their own (no baseline selector may match them) and volumes "
                      "of their own",
         "identity": "return each object with the kind, namespace and name it was given",
+        "list": "return the List's items as objects of their own, each checked by the output policy",
     }[rule]

@@ -154,7 +154,8 @@ def collect(options: api.Options) -> Inventory:
                                                   options.ref)
                 info.digest = plugin_digest(info.source.path)
                 info.timeout, info.timeout_from = Budget(config=s.config.plugin_timeout).limit(info.manifest)
-                info.limits = Limits().merged(s.config.plugin_limits).merged(info.manifest.limits)
+                info.limits = Limits().merged(s.config.plugin_limits).for_plugin(info.manifest.limits,
+                                                                                 info.source.origin)
                 info.require_sandbox = s.config.require_sandbox
             out.append(info)
     return Inventory(model, out)

@@ -3,7 +3,7 @@ field path and nothing is written, custom resources are checked against CRDs fro
 (or reported as unchecked), and an unknown `--kube-version` is a usage error.
 
 The custom resource comes from a plugin served as a built-in (resolved by plain name, run in-process); the
-repository's `.devlane.yaml` lets it add that kind (`policy.plugins.widget.kinds`).
+operator's policy file ($DEVLANE_POLICY) lets it add that kind (`policy.plugins.widget.kinds`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,10 @@ def widget_repo(harness: Harness, containers: list[dict] | None = None, size: st
         harness.plugin_definition({"name": "widget", "type": "external", "servicename": "widget",
                                    "args": {"size": size}}, name="widget-def")  # fmt: skip
         harness.builtin("widget", WIDGET_PLUGIN)
-        harness.config({"policy": {"plugins": {"widget": {"kinds": ["example.com/Widget"]}}}})  # not a default kind
+        policy = harness.tmp / "policy.yaml"  # the operator's: a Widget is not a default kind
+        policy.write_text("apiVersion: devlane.dev/v1alpha1\nkind: Config\n"
+                          "policy: {plugins: {widget: {kinds: [example.com/Widget]}}}\n")
+        harness.monkeypatch.setenv("DEVLANE_POLICY", str(policy))
     crds = harness.tmp / "crds"
     crds.mkdir()
     (crds / "widget.yaml").write_text(WIDGET_CRD)

@@ -64,8 +64,16 @@ def repo(harness: Harness, config: dict | None = None) -> None:
     harness.config({"namespace": "shop", **(config or {})})
 
 
-def render(harness: Harness, plugin: Path):
-    return harness.cli("render", *RENDER, f"--plugin-source=hostile={plugin}", "--out", harness.tmp / "out")
+def render(harness: Harness, plugin: Path, *extra: str):
+    return harness.cli("render", *RENDER, f"--plugin-source=hostile={plugin}", "--out", harness.tmp / "out", *extra)
+
+
+def operator_policy(harness: Harness, plugins: dict) -> str:
+    """The operator's policy file, outside the repository (`--policy`)."""
+    path = harness.tmp / "policy.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "devlane.dev/v1alpha1", "kind": "Config",
+                                    "policy": {"plugins": plugins}}))
+    return f"--policy={path}"
 
 
 def refused(harness: Harness, payload: dict | None = None, reply: str | None = None, emits: list | None = None,
@@ -138,6 +146,43 @@ CASES = {
         {"add": [deployment("mover-FLOW", {"app": "mover-FLOW"}, template_meta={"namespace": "kube-system"})]},
         ["Deployment/mover-pr-7 in namespace shop, plugin hostile: refused by the output policy (rule metadata)",
          "spec.template.metadata.namespace is set"]),
+    # round two (issue 30): a List, endpoints and policies on the baseline, another flow's name, wide RBAC
+    "list": (
+        {"add": [obj("List", "wrap-FLOW", items=[obj(
+            "ClusterRoleBinding", "pwn-FLOW", "rbac.authorization.k8s.io/v1",
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            subjects=[{"kind": "ServiceAccount", "name": "default", "namespace": "shop"}])])]},
+        ["List/wrap-pr-7 in namespace shop, plugin hostile: refused by the output policy (rule list)",
+         "return the List's items as objects of their own"]),
+    "endpointslice": (
+        {"add": [obj("EndpointSlice", "db-extra-FLOW", "discovery.k8s.io/v1",
+                     meta={"labels": {"kubernetes.io/service-name": "db"}}, addressType="IPv4",
+                     endpoints=[{"addresses": ["203.0.113.7"]}], ports=[{"port": 80}])]},
+        ["EndpointSlice/db-extra-pr-7 in namespace shop, plugin hostile: refused by the output policy (rule "
+         "isolation)", "the baseline Service db"]),
+    "network-policy": (
+        {"add": [obj("NetworkPolicy", "deny-FLOW", "networking.k8s.io/v1",
+                     spec={"podSelector": {}, "policyTypes": ["Ingress"]})]},
+        ["NetworkPolicy/deny-pr-7 in namespace shop, plugin hostile: refused by the output policy (rule isolation)",
+         "its podSelector selects the pods of baseline"]),
+    "external-name": (
+        {"add": [obj("Service", "alias-FLOW", spec={"type": "ExternalName",
+                                                    "externalName": "db.shop.svc.cluster.local"})]},
+        ["Service/alias-pr-7 in namespace shop, plugin hostile: refused by the output policy (rule isolation)",
+         "the baseline Service db"]),
+    "another-flows-copy": (
+        {"add": [deployment("api-hotfix-FLOW", {"app": "api-hotfix-FLOW"})]},
+        ["Deployment/api-hotfix-pr-7 in namespace shop, plugin hostile: refused by the output policy (rule "
+         "other-flow)", "also flow hotfix-pr-7's copy of api"]),
+    "secret-reader": (
+        {"add": [obj("Role", "reader-FLOW", "rbac.authorization.k8s.io/v1",
+                     rules=[{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]),
+                 obj("RoleBinding", "reader-FLOW", "rbac.authorization.k8s.io/v1",
+                     roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader-pr-7"},
+                     subjects=[{"kind": "ServiceAccount", "name": "default"}])]},
+        ["Role/reader-pr-7 in namespace shop, plugin hostile: refused by the output policy (rule rbac)",
+         "rules[0] reaches every Secret of the namespace",
+         "it grants its rights to ServiceAccount default, not to a ServiceAccount of the flow"]),
 }
 
 
@@ -171,21 +216,54 @@ def test_unbounded_replies_are_refused_before_they_are_built(harness, case):
     assert expected in err and "CreateFlow of hostile" in err, err
 
 
+TRUSTED = {"allow": ["secrets", "privileged"], "kinds": ["Secret"]}
+PAYLOAD = {"add": [obj("Secret", "creds-FLOW", stringData={"password": "dev"}),
+                   deployment("agent-FLOW", {"app": "agent-FLOW"}, {"hostNetwork": True})]}
+
+
 @pytest.mark.e2e
-def test_the_allow_switches_let_one_plugin_through_and_no_other(harness):
-    payload = {"add": [obj("Secret", "creds-FLOW", stringData={"password": "dev"}),
-                       deployment("agent-FLOW", {"app": "agent-FLOW"}, {"hostNetwork": True})]}
-    config = {"policy": {"plugins": {"hostile": {"allow": ["secrets", "privileged"], "kinds": ["Secret"]}}}}
-    repo(harness, config)
-    out = render(harness, hostile(harness, payload))
+def test_the_operators_policy_lets_one_plugin_through_and_no_other(harness):
+    repo(harness)
+    out = render(harness, hostile(harness, PAYLOAD), operator_policy(harness, {"hostile": TRUSTED}))
     assert out.returncode == 0, out.stderr
     flow = harness.tmp / "out" / "flows" / FLOW
     assert "password: dev" in (flow / "secret-creds-pr-7.yaml").read_text()
     assert "hostNetwork: true" in (flow / "deployment-agent-pr-7.yaml").read_text()
-    trusted = config["policy"]["plugins"]["hostile"]
-    harness.config({"namespace": "shop", "policy": {"plugins": {"someone-else": trusted}}})
-    err = render(harness, hostile(harness, payload)).stderr
+    err = render(harness, hostile(harness, PAYLOAD), operator_policy(harness, {"someone-else": TRUSTED})).stderr
     assert "(rule secrets)" in err and "(rule privileged)" in err and "(rule emits)" in err
+
+
+@pytest.mark.e2e
+def test_the_pull_requests_own_config_relaxes_nothing(harness):
+    """The head's .devlane.yaml asks to lift the policy for its own plugin: ignored with a warning naming the
+    setting, the plugin refused; under --strict the ask itself is an error."""
+    repo(harness, {"policy": {"plugins": {"hostile": TRUSTED}}})
+    out = render(harness, hostile(harness, PAYLOAD))
+    assert out.returncode == 1 and "(rule secrets)" in out.stderr, out.stderr
+    assert "allow it in the operator's policy file (--policy) or in .devlane.yaml at the trusted base " \
+           "(--trusted-ref); the pull request's own cannot" in out.stderr
+    out = render(harness, hostile(harness, {"add": [obj("ConfigMap", "c-FLOW", data={"a": "b"})]}))
+    assert out.returncode == 0, out.stderr  # what needs no relaxation renders, and the ignored ask is said
+    assert "warning: .devlane.yaml: policy.plugins.hostile (allow privileged, allow secrets, kinds Secret) relaxes " \
+           "devlane's safety, which only a trusted source may do (no trusted source is given); ignored" in out.stderr
+    out = render(harness, hostile(harness, PAYLOAD), "--strict")
+    assert out.returncode == 1 and "error: .devlane.yaml: policy.plugins.hostile" in out.stderr, out.stderr
+
+
+@pytest.mark.e2e
+def test_the_trusted_base_ref_grants_and_the_head_may_only_narrow(harness):
+    repo(harness, {"policy": {"plugins": {"hostile": TRUSTED}}})
+    base = harness.commit("base: the platform team's grant")
+    plugin = hostile(harness, PAYLOAD)
+    out = render(harness, plugin, f"--trusted-ref={base}")
+    assert out.returncode == 0, out.stderr
+    harness.config({"namespace": "shop", "policy": {"plugins": {"hostile": {"allow": ["secrets", "privileged",
+                                                                                      "rbac"], "kinds": ["Secret"]}}}})
+    out = render(harness, plugin, f"--trusted-ref={base}")  # asks one more switch: the rest still holds
+    assert out.returncode == 0 and "policy.plugins.hostile (allow rbac)" in out.stderr, out.stderr
+    harness.config({"namespace": "shop", "policy": {"plugins": {"hostile": {"allow": ["privileged"]}}}})
+    out = render(harness, plugin, f"--trusted-ref={base}")  # narrows: the Secret is refused again
+    assert out.returncode == 1 and "(rule secrets)" in out.stderr and "relaxes" not in out.stderr
 
 
 @pytest.mark.e2e
@@ -369,8 +447,8 @@ def test_spec_emits_and_the_kinds_switch_decide_the_kinds(harness):
     out = harness.cli("render", *RENDER, "--stdout")
     assert "(rule emits): example.com/DBInstance is not among the kinds plugin seed declares " \
            "(rds.services.k8s.aws/DBInstance)" in out.stderr
-    harness.config({"namespace": "shop", "policy": {"plugins": {"seed": {"kinds": ["DBInstance"]}}}})
-    assert harness.cli("render", *RENDER, "--stdout").returncode == 0
+    policy = operator_policy(harness, {"seed": {"kinds": ["DBInstance"]}})
+    assert harness.cli("render", *RENDER, "--stdout", policy).returncode == 0
 
 
 def test_narrow_rbac_that_the_plugin_declares_is_accepted(harness):
@@ -380,7 +458,9 @@ def test_narrow_rbac_that_the_plugin_declares_is_accepted(harness):
     rbac = "rbac.authorization.k8s.io/v1"
     added = [obj("ServiceAccount", "seeder-FLOW"),
              obj("Role", "seeder-FLOW", rbac, rules=[{"apiGroups": [""], "resources": ["configmaps"],
-                                                     "verbs": ["get", "list"]}]),
+                                                     "resourceNames": ["seed-data-seed-pr-7"], "verbs": ["get"]},
+                                                    {"apiGroups": [""], "resources": ["configmaps"],
+                                                     "verbs": ["create"]}]),
              obj("RoleBinding", "seeder-FLOW", rbac, roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                                                "name": "seeder-seed-pr-7"},
                  subjects=[{"kind": "ServiceAccount", "name": "seeder-seed-pr-7"}])]
@@ -393,7 +473,32 @@ def test_narrow_rbac_that_the_plugin_declares_is_accepted(harness):
 def test_an_allowed_namespace_is_accepted_for_that_plugin(harness):
     payload = {"add": [obj("ConfigMap", "c-FLOW", meta={"namespace": "data"})]}
     assert in_process(harness, payload).returncode == 1
-    harness.config({"namespace": "shop", "policy": {"plugins": {"seed": {"namespaces": ["data"]}}}})
-    out = harness.cli("render", *RENDER, "--stdout")
+    out = harness.cli("render", *RENDER, "--stdout", operator_policy(harness, {"seed": {"namespaces": ["data"]}}))
     assert out.returncode == 0, out.stderr
     assert "namespace: data" in out.stdout
+
+
+@pytest.mark.e2e
+def test_a_replayed_provision_record_is_held_to_the_same_policy(harness, tmp_path):
+    """A provision record lives in the repository (.devlane/state), so a pull request can edit what it says the
+    plugin returned; the input hash covers what the plugin was given, not its result. A record that now adds a
+    cluster-admin binding is refused on replay, as the plugin's own reply would be."""
+    main = ("def create_flow(service_specs, pod_specs, flow_uuid):\n"
+            "    return {'pod_specs': pod_specs, 'config_map': {}}\n")
+    manifest = {"apiVersion": "devlane.dev/v1alpha1", "kind": "Plugin", "metadata": {"name": "branch"},
+                "spec": {"runtime": {"type": "kardinal-python"}, "sideEffects": "External"}}
+    plugin = harness.plugin("branch", main, manifest, where=tmp_path)
+    harness.app("api", "db")
+    harness.plugin_definition({"name": "branch", "type": "external", "servicename": "db"})
+    source = f"--plugin-source=branch={plugin}"
+    assert harness.cli("provision", *RENDER, source).returncode == 0
+    record_file = harness.root / ".devlane" / "state" / FLOW / "db.json"
+    record = json.loads(record_file.read_text())
+    record["result"]["resources"] = [obj(
+        "ClusterRoleBinding", "pwn-pr-7", "rbac.authorization.k8s.io/v1",
+        roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        subjects=[{"kind": "ServiceAccount", "name": "default", "namespace": "default"}])]
+    record_file.write_text(json.dumps(record))
+    out = harness.cli("render", *RENDER, source, "--stdout")
+    assert out.returncode == 1 and out.stdout == "", out.stderr
+    assert "ClusterRoleBinding/pwn-pr-7" in out.stderr and "(rule clusterScoped)" in out.stderr

@@ -104,21 +104,22 @@ def test_malformed_content_is_not_a_crash():
                 {"kind": "Role", "apiVersion": "rbac.authorization.k8s.io/v1", "rules": [1, {"verbs": "x"}]},
                 {"kind": "RoleBinding", "apiVersion": "rbac.authorization.k8s.io/v1", "roleRef": 3, "subjects": [2]},
                 {"kind": "Secret", "apiVersion": "v1", "data": None}, {"metadata": "x"}]:
-        content_findings(obj)
+        content_findings(obj, "pr-7")
 
 
 def test_secrets_only_plain_ones_with_data():
-    assert rules(content_findings({"apiVersion": "v1", "kind": "Secret", "data": {"a": "Yg=="}})) == ["secrets"]
-    assert content_findings({"apiVersion": "v1", "kind": "Secret", "type": "Opaque"}) == []
+    secret = {"apiVersion": "v1", "kind": "Secret", "data": {"a": "Yg=="}}
+    assert rules(content_findings(secret, "pr-7")) == ["secrets"]
+    assert content_findings({"apiVersion": "v1", "kind": "Secret", "type": "Opaque"}, "pr-7") == []
     assert content_findings({"apiVersion": "bitnami.com/v1alpha1", "kind": "SealedSecret",
-                             "spec": {"encryptedData": {"a": "x"}}}) == []
+                             "spec": {"encryptedData": {"a": "x"}}}, "pr-7") == []
 
 
 def test_a_cronjob_template_is_checked_where_it_is():
     job = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"}, "spec": {"jobTemplate": {
         "metadata": {"namespace": "x"}, "spec": {"template": {"metadata": {"creationTimestamp": None, "uid": "1"},
                                                               "spec": {"hostNetwork": True}}}}}}
-    keys = [f.key for f in content_findings(job)]
+    keys = [f.key for f in content_findings(job, "pr-7")]
     assert keys == ["spec.jobTemplate.spec.template.spec.hostNetwork", "spec.jobTemplate.metadata.namespace",
                     "spec.jobTemplate.spec.template.metadata.uid"]
 
