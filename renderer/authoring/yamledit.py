@@ -19,6 +19,7 @@ never on the render path.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import json
@@ -32,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from ..core.files import exchange
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Where, fail
 
@@ -601,41 +603,115 @@ def unified_diff(plan: EditPlan) -> str:
 
 
 def apply(repo: Path, plan: EditPlan) -> list[str]:
-    """Write the plan's files (each atomically: a temporary file renamed over it, its mode kept), after
-    checking that none changed since the plan was made; the files written, in order."""
+    """Write the plan's files, all or none, never over an edit made since the plan was read: each new text is
+    written to a temporary file and swapped with its file in one step (`renameat2` RENAME_EXCHANGE), then what was
+    swapped out is compared with what the plan read. Anything else there (an edit made at any moment before the
+    swap) is swapped back, with every file already written, and the command refuses. Where the filesystem cannot
+    swap, the file is read again right before a rename over it. The files written, in order."""
     targets = []
     for file in sorted(plan.changes):
         before, after = plan.changes[file]
         path = _path(Path(repo), file)
         if path is None:
             raise fail(f"{file} is outside the repository", Where(file=file))
-        try:
-            current = read_text(path) if path.exists() else ""
-        except (OSError, ValueError) as exc:
-            raise fail(f"{file} cannot be read: {exc}", Where(file=file)) from None
-        if current != before:
-            raise fail(f"{file} changed since the edits were planned; nothing was written", Where(file=file),
-                       hint="run the command again")
-        targets.append((file, Path(os.path.realpath(path)), after))
-    for _, target, after in targets:
-        _write_atomic(target, after.encode("utf-8"))
-    return [file for file, _, _ in targets]
+        _unchanged(file, path, before)
+        targets.append((file, Path(os.path.realpath(path)), before, after))
+    done: list[Swapped] = []
+    try:
+        for file, target, before, after in targets:
+            done.append(_swap_in(file, target, before, after.encode("utf-8")))
+    except BaseException:
+        for swapped in reversed(done):  # put back what this command wrote
+            with contextlib.suppress(OSError):
+                swapped.undo()
+        raise
+    finally:
+        for swapped in done:
+            swapped.forget()
+    return [file for file, _, _, _ in targets]
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
+@dataclass
+class Swapped:
+    """One file written by `apply`: how to put its old text back, until the whole plan is written."""
+
+    target: Path
+    before: str
+    old: Path | None  # the old text's file (swapped out), or None: renamed over, or a new file
+    existed: bool
+
+    def undo(self) -> None:
+        if self.old is not None:
+            if exchange(self.old, self.target):  # our text is now at `old`: gone with it
+                os.unlink(self.old)
+            else:
+                os.replace(self.old, self.target)
+            self.old = None
+        elif self.existed:
+            _replace(self.target, self.before.encode("utf-8"))
+        else:
+            os.unlink(self.target)
+
+    def forget(self) -> None:
+        if self.old is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.old)
+
+
+def _unchanged(file: str, path: Path, before: str) -> None:
+    """Refuse when `path` no longer holds `before` (the text the plan was made from; "" for a new file)."""
+    try:
+        current = read_text(path) if path.exists() else ""
+    except (OSError, ValueError) as exc:
+        raise fail(f"{file} cannot be read: {exc}", Where(file=file)) from None
+    if current != before:
+        raise fail(f"{file} changed since the edits were planned; nothing was written", Where(file=file),
+                   hint="run the command again")
+
+
+def _swap_in(file: str, target: Path, before: str, data: bytes) -> Swapped:
+    """`data` in place of `target`, checked against `before` at the moment of the swap."""
+    existed = target.exists()
+    tmp = _staged(target, data)
+    try:
+        if existed and exchange(tmp, target):
+            if read_text(tmp) != before:  # an edit landed since the plan: give it back untouched
+                exchange(tmp, target)
+                raise fail(f"{file} changed while it was being written; nothing was written", Where(file=file),
+                           hint="run the command again")
+            return Swapped(target, before, tmp, existed)
+        _unchanged(file, target, before)
+        if existed:
+            os.replace(tmp, target)
+        else:
+            os.link(tmp, target)  # never over a file created meanwhile
+            os.unlink(tmp)
+        return Swapped(target, before, None, existed)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _staged(target: Path, data: bytes) -> Path:
+    """`data` in a temporary file beside `target`, flushed to disk, with `target`'s mode (or the umask's)."""
     mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, raw = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        os.chmod(raw, mode)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(raw)
         raise
+    return Path(raw)
+
+
+def _replace(target: Path, data: bytes) -> None:
+    os.replace(_staged(target, data), target)
 
 
 def _umask() -> int:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -147,6 +148,7 @@ class Cache:
         self.limit = size_limit() if limit is None else limit
         self.counters = Counters()
         self._top = os.path.join(root, _LAYOUT)
+        self._real: set[str] = set()  # directories checked to be real ones (no symlink) on the way from the root
 
     def _path(self, kind: str, key: str) -> str:
         """The entry's path (a string: thousands are built per render, and `Path` costs more than reading)."""
@@ -154,16 +156,41 @@ class Cache:
             raise ValueError(f"bad cache key {kind}/{key}")
         return f"{self._top}/{kind}/{key[:2]}/{key}"
 
+    def _unlinked(self, directory: str, make: bool = False) -> bool:
+        """Whether every directory from the root down to `directory` (made when missing, with `make`) is a real
+        directory: a symlink planted anywhere in the cache is never followed, for reading, writing or clearing."""
+        if directory in self._real:
+            return True
+        top = directory == str(self.root)
+        parent = os.path.dirname(directory)
+        if not top and (parent == directory or not self._unlinked(parent, make)):
+            return False
+        if make:
+            try:
+                (os.makedirs if top else os.mkdir)(directory, 0o755)
+            except FileExistsError:
+                pass
+            except OSError:
+                return False
+        try:
+            if not stat.S_ISDIR(os.lstat(directory).st_mode):
+                return False
+        except OSError:
+            return False
+        self._real.add(directory)
+        return True
+
     def get(self, kind: str, key: str) -> Any | None:
         """The value stored under (`kind`, `key`), or None (also for an unreadable or damaged entry)."""
         path = self._path(kind, key)
-        value = _read_entry(path)
+        value = _read_entry(path) if self._unlinked(os.path.dirname(path)) else None
         self.counters.count(kind, value is not None)
         return value
 
     def get_raw(self, kind: str, key: str) -> bytes | None:
         """The JSON text stored under (`kind`, `key`), undecoded (for a caller that decodes many at once)."""
-        data = _read_payload(self._path(kind, key))
+        path = self._path(kind, key)
+        data = _read_payload(path) if self._unlinked(os.path.dirname(path)) else None
         self.counters.count(kind, data is not None)
         return data
 
@@ -179,7 +206,8 @@ class Cache:
 
     def put_raw(self, kind: str, key: str, payload: bytes) -> bool:
         """Store JSON text `payload` as is (the caller encoded it with `encode`)."""
-        ok = write_entry(self._path(kind, key), payload)
+        path = self._path(kind, key)
+        ok = self._unlinked(os.path.dirname(path), make=True) and write_entry(path, payload)
         if ok:
             self.counters.writes += 1
             self.counters.written += len(payload)
@@ -195,6 +223,8 @@ class Cache:
 
     def _packs(self, kind: str) -> list[os.DirEntry]:
         """The packs of `kind`, most recently used first."""
+        if not self._unlinked(f"{self._top}/{kind}"):
+            return []
         try:
             with os.scandir(f"{self._top}/{kind}") as found:
                 packs = [e for e in found if e.name.endswith(_PACK) and e.is_file(follow_symlinks=False)]
@@ -230,7 +260,8 @@ class Cache:
             return True
         for key in payloads:
             self._path(kind, key)  # checks the key
-        ok = write_pack(f"{self._top}/{kind}", payloads) is not None
+        directory = f"{self._top}/{kind}"
+        ok = self._unlinked(directory, make=True) and write_pack(directory, payloads) is not None
         if ok:
             self.counters.writes += len(payloads)
             self.counters.written += sum(len(p) for p in payloads.values())
@@ -270,8 +301,11 @@ class Cache:
     # Size
 
     def entries(self) -> Iterator[tuple[str, os.stat_result, str]]:
-        """(kind directory, stat, path) of every entry, temporary files included."""
+        """(kind directory, stat, path) of every file of the cache's own (entries, packs, temporary files), never
+        through a symlink and never a file whose name is not one of the cache's."""
         top = self.root / _LAYOUT
+        if not (top.is_dir() and not top.is_symlink() and not self.root.is_symlink()):
+            return
         with contextlib.suppress(OSError), os.scandir(top) as kinds:
             for kind in kinds:
                 if not kind.is_dir(follow_symlinks=False):
@@ -279,13 +313,15 @@ class Cache:
                 with contextlib.suppress(OSError), os.scandir(kind.path) as shards:
                     for shard in shards:
                         if not shard.is_dir(follow_symlinks=False):  # a pack (or a temporary file)
-                            with contextlib.suppress(OSError):
-                                yield kind.name, shard.stat(follow_symlinks=False), shard.path
+                            if shard.is_file(follow_symlinks=False) and _ours(shard.name):
+                                with contextlib.suppress(OSError):
+                                    yield kind.name, shard.stat(follow_symlinks=False), shard.path
                             continue
                         with contextlib.suppress(OSError), os.scandir(shard.path) as found:
                             for entry in found:
-                                with contextlib.suppress(OSError):
-                                    yield kind.name, entry.stat(follow_symlinks=False), entry.path
+                                if entry.is_file(follow_symlinks=False) and _ours(entry.name):
+                                    with contextlib.suppress(OSError):
+                                        yield kind.name, entry.stat(follow_symlinks=False), entry.path
 
     def stats(self) -> dict[str, Any]:
         """Location, bound, and entries and bytes by kind."""
@@ -340,7 +376,28 @@ class Cache:
         return removed
 
 
+def _digest(kind: str, key: str, payload: bytes) -> bytes:
+    """The checksum of an entry: its content bound to its key, so an entry moved or copied to another key (or
+    another kind) is a miss, never another key's answer."""
+    digest = hashlib.blake2b(f"{kind}/{key}\0".encode(), digest_size=_DIGEST)
+    digest.update(payload)
+    return digest.digest()
+
+
+def _entry_name(path: str) -> tuple[str, str]:
+    """(kind, key) of the single entry at `<top>/<kind>/<2 hex>/<key>`."""
+    shard_dir, key = os.path.split(path)
+    return os.path.basename(os.path.dirname(shard_dir)), key
+
+
+def _ours(name: str) -> bool:
+    """Whether a file name is one the cache writes: an entry (its key), a pack, a temporary file."""
+    return bool(_KEY.match(name)) or name.endswith(_PACK) or name.startswith(".tmp-")
+
+
 def _prune_dirs(top: Path) -> None:
+    if top.is_symlink():
+        return
     for dirpath, _, _ in sorted(os.walk(top, topdown=False), reverse=True):
         if dirpath != str(top):
             with contextlib.suppress(OSError):
@@ -384,8 +441,7 @@ def _read_payload(path: str) -> bytes | None:
         return None
     length = int.from_bytes(data[len(_MAGIC):len(_MAGIC) + 8], "big")
     payload = data[_HEADER:]
-    if len(payload) != length or hashlib.blake2b(payload, digest_size=_DIGEST).digest() != \
-            data[len(_MAGIC) + 8:_HEADER]:
+    if len(payload) != length or _digest(*_entry_name(path), payload) != data[len(_MAGIC) + 8:_HEADER]:
         return None
     return payload
 
@@ -402,7 +458,7 @@ def _read_entry(path: str) -> Any | None:
 
 def write_entry(path: str, payload: bytes) -> bool:
     """Write one entry atomically; False, with nothing left behind, on failure."""
-    header = _MAGIC + len(payload).to_bytes(8, "big") + hashlib.blake2b(payload, digest_size=_DIGEST).digest()
+    header = _MAGIC + len(payload).to_bytes(8, "big") + _digest(*_entry_name(path), payload)
     return _write_file(path, [header, payload])
 
 
@@ -445,9 +501,10 @@ def write_pack(directory: str, payloads: dict[str, bytes]) -> str | None:
     parts = [_PACK_MAGIC]
     offset = len(_PACK_MAGIC)
     index: dict[str, list] = {}
+    kind = os.path.basename(directory)
     for key in sorted(payloads):
         data = payloads[key]
-        index[key] = [offset, len(data), hashlib.blake2b(data, digest_size=_DIGEST).hexdigest()]
+        index[key] = [offset, len(data), _digest(kind, key, data).hex()]
         parts.append(data)
         offset += len(data)
     table = json.dumps(index, separators=(",", ":")).encode()
@@ -515,8 +572,9 @@ def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
         if known is None:
             return found
         index, start, st = known
+        kind = os.path.basename(os.path.dirname(path))
         for key in index if wanted is None else wanted & index.keys():
-            data = _pack_entry(fd, index[key], start)
+            data = _pack_entry(fd, index[key], start, kind, key)
             if data is not None:
                 found[key] = data
         if found:
@@ -528,9 +586,9 @@ def _read_pack(path: str, wanted: set[str] | None) -> dict[str, bytes]:
     return found
 
 
-def _pack_entry(fd: int, row: Any, start: int) -> bytes | None:
+def _pack_entry(fd: int, row: Any, start: int, kind: str, key: str) -> bytes | None:
     """The checked payload an index `row` (offset, size, digest) points at, in the pack open at `fd` whose
-    index starts at `start`; None for a foreign or damaged row or payload."""
+    index starts at `start`, bound to (`kind`, `key`); None for a foreign or damaged row or payload."""
     try:
         offset, size, digest = row
         if not (type(offset) is int and type(size) is int and len(_PACK_MAGIC) <= offset
@@ -539,7 +597,7 @@ def _pack_entry(fd: int, row: Any, start: int) -> bytes | None:
         data = os.pread(fd, size, offset)
     except (TypeError, ValueError, OverflowError):
         return None
-    if len(data) == size and hashlib.blake2b(data, digest_size=_DIGEST).hexdigest() == digest:
+    if len(data) == size and _digest(kind, key, data).hex() == digest:
         return data
     return None
 
@@ -575,7 +633,7 @@ class PackReader:
             with contextlib.suppress(OSError):
                 fd = _open(path)
                 try:
-                    data = _pack_entry(fd, index[key], start)
+                    data = _pack_entry(fd, index[key], start, self.kind, key)
                 finally:
                     os.close(fd)
             if data is not None:

@@ -15,14 +15,12 @@ import errno
 import os
 import posixpath
 import re
-import stat
 import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from ..errors import DevlaneError, Where, fail
 from . import files
-from .fileindex import Signature, signature
 from .files import InputLimit, over_limit, read_regular
 from .globs import dir_excluded, matches
 
@@ -105,21 +103,6 @@ class WorktreeSource:
             except DevlaneError:
                 pass  # a symlink, or gone: the full check below says which
         return self._budget.take(path, read_regular(self._inside(path), path))
-
-    def signature(self, path: str) -> Signature | None:
-        """The stat signature of `path` (`fileindex`), counted against the total as reading it would be; None when
-        only reading can tell what it is (a symlink, a special file, too large, not listed by a walk), so the
-        caller reads it and gets the error or the content."""
-        if path not in self._walked:
-            return None
-        try:
-            st = os.lstat(os.path.join(self._real_root, path))
-        except OSError:
-            return None
-        if not stat.S_ISREG(st.st_mode) or st.st_size > files.MAX_FILE_BYTES:
-            return None
-        self._budget.count(path, st.st_size)
-        return signature(st)
 
     def _inside(self, path: str) -> str:
         """The real path of `path`, which must stay inside the repository through every symlink."""
@@ -266,10 +249,6 @@ class GitRefSource:
 
     def exists(self, path: str) -> bool:
         return path in self._blobs
-
-    def signature(self, path: str) -> Signature | None:
-        """None: a ref's blobs are read from git, which has no stat signatures to remember them by."""
-        return None
 
     def revision(self) -> str | None:
         return self.commit.hexsha

@@ -21,10 +21,9 @@ from typing import Any, NamedTuple
 from ..core import tempdirs
 from ..core.cache import Cache, PackReader, blob_id
 from ..core.fence import Fence, operator_dirs
-from ..core.fileindex import FileIndex
 from ..core.files import InputLimit
 from ..core.k8s import outline
-from ..core.source import Source, WorktreeSource, listed
+from ..core.source import Source, listed
 from ..errors import DevlaneError, Diagnostics, Problem, Where
 from . import build, config_annotations, reuse, shapes
 from .config import CONFIG_FILE, InputSpec, RepoConfig, parse_config
@@ -366,17 +365,11 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
     paths = _outside_other_inputs(source, paths, excludes, diags)
     plugin_dirs = tuple(_plugin_dirs(source, paths))
     paths = [p for p in paths if not p.startswith(plugin_dirs)]  # a plugin's plugin.yaml and testdata are its own
-    index = _file_index(source, cache, includes, excludes)
     read: list[tuple[str, bytes]] = []
     blobs: dict[str, str] = {}  # path -> blob id (with a cache)
     unreadable: dict[str, DevlaneError] = {}
     for path in paths:
-        sig = source.signature(path) if index is not None else None  # taken before reading: see fileindex
-        hit = index.lookup(path, sig) if index is not None and sig is not None else None
-        if hit is not None:
-            blobs[path], files[path] = hit
-            continue
-        _take(source, path, read, files, blobs, unreadable, cache, index, sig)
+        _take(source, path, read, files, blobs, unreadable, cache)
     reuse_ = entry = None
     if cache is not None and config is not None and not unreadable:
         reuse_ = reuse.Reuse(cache, reuse.entry_key(config, includes, excludes, paths))
@@ -386,22 +379,10 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
     if reuse_ is not None and entry is not None:
         documents = _restored(entry, paths, blobs, outcomes, source, cache, diags)
         if documents is not None:
-            if index is not None:
-                index.save(set(files))
             reuse_.model = entry["model"]
             return Found(documents, files, diags, reuse_)
         cache.counters.refused(reuse.cache_kind())  # type: ignore[union-attr]
     outcomes.update(_parsed([(p, data) for p, data in read if p not in outcomes], cache, blobs))
-    missing = [p for p in paths if p in blobs and p not in outcomes]  # known to the index, not read
-    if missing:
-        found = cached_parses(cache, [blobs[p] for p in missing]) if cache is not None else [None] * len(missing)
-        outcomes.update((p, o) for p, o in zip(missing, found, strict=True) if o is not None)
-        evicted: list[tuple[str, bytes]] = []
-        for path in sorted(set(missing) - outcomes.keys()):  # evicted since: read it after all
-            _take(source, path, evicted, files, blobs, unreadable, cache, None, None)
-        outcomes.update(_parsed(evicted, cache, blobs))
-    if index is not None:
-        index.save(set(files))
     documents: list[Document] = []
     heads: list[tuple[str, list, list, list]] | None = [] if reuse_ is not None else None
     said = len(diags.problems)
@@ -434,8 +415,8 @@ def _parsed(items: list[tuple[str, bytes]], cache: Cache | None, blobs: dict[str
 
 
 def _take(source: Source, path: str, read: list[tuple[str, bytes]], files: dict[str, str], blobs: dict[str, str],
-          unreadable: dict[str, DevlaneError], cache: Cache | None, index: FileIndex | None, sig: Any) -> None:
-    """Read the file at `path` into `read`, with its digests (and into the file index, with its signature)."""
+          unreadable: dict[str, DevlaneError], cache: Cache | None) -> None:
+    """Read the file at `path` into `read`, with its digests."""
     data = _read(source, path, unreadable)
     if data is None:
         return
@@ -443,8 +424,6 @@ def _take(source: Source, path: str, read: list[tuple[str, bytes]], files: dict[
     read.append((path, data))
     if cache is not None:
         blobs[path] = blob_id(data)
-        if index is not None and sig is not None:
-            index.record(path, sig, blobs[path], files[path])
 
 
 def _restored(entry: dict, paths: list[str], blobs: dict[str, str], outcomes: dict[str, Outcome],
@@ -517,11 +496,3 @@ def _read(source: Source, path: str, unreadable: dict[str, DevlaneError]) -> byt
     except DevlaneError as exc:  # keep going: lint reports every broken file at once
         unreadable[path] = exc
         return None
-
-
-def _file_index(source: Source, cache: Cache | None, includes: list[str], excludes: list[str]) -> FileIndex | None:
-    """The cache's index of this work tree's files for this listing (none for a `--ref` source or without a
-    cache): which files a render need not read again."""
-    if cache is None or not isinstance(source, WorktreeSource):
-        return None
-    return FileIndex(cache, os.path.realpath(source.root), "\0".join([*includes, "", *excludes]))
