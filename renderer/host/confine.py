@@ -444,14 +444,93 @@ def _bwrap_tool(binary: str, argv: list[str], writable: Sequence[str], readable:
     return [*out, "--", *argv]
 
 
-def _unshare(argv: list[str], network: bool) -> list[str]:
+def _unshare(argv: list[str], writable: Sequence[str], readable: Sequence[str], network: bool) -> list[str]:
     unshare = shutil.which("unshare") or "unshare"
     setpriv = shutil.which("setpriv") or "setpriv"
     flags = ["--user", "--map-current-user", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--ipc",
              "--uts"]
     if not network:
         flags.append("--net")
+    if os.geteuid() == 0:  # root inside the namespace keeps its capabilities across exec: the helper can mount
+        argv = [sys.executable, "-I", "-S", "-c", _FILESYSTEM, json.dumps(_view(argv, writable, readable)), "--",
+                *argv]
     return [setpriv, "--pdeathsig", "KILL", "--", unshare, *flags, "--", *argv]
+
+
+def _view(argv: list[str], writable: Sequence[str], readable: Sequence[str]) -> dict[str, list[str]]:
+    """What `_FILESYSTEM` builds in the plugin's mount namespace: bwrap's view of the host, with util-linux unshare
+    (tmpfs over /tmp, HOME, the cache and mounted secrets; `.git` hidden; what the plugin needs back read-only; the
+    writable directories bound back; every other mount remounted read-only)."""
+    hidden = sorted({os.path.realpath(t) for t in ("/tmp", "/var/tmp", tempfile.gettempdir()) if os.path.isdir(t)})
+    home = _home()
+    cache = os.environ.get("DEVLANE_CACHE", "").strip()
+    hidden += [p for p in (home, os.path.realpath(cache) if cache else None) if p and os.path.isdir(p)]
+    hidden += [d for d in SECRET_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    keep = [p for p in _keep_paths(argv, readable) if any(_under(p, h) for h in hidden)]
+    return {"hidden": hidden, "keep": sorted(keep, key=len), "git": _git_dirs([os.getcwd(), *readable]),
+            "writable": [os.path.realpath(w) for w in writable]}
+
+
+# Runs inside unshare's user and mount namespaces as root (`_view` says what to build), then drops every capability
+# and execs the plugin: the filesystem read-only but its directories, HOME, temporary and secret directories hidden.
+_FILESYSTEM = r"""
+import ctypes, json, os, sys
+view, argv = json.loads(sys.argv[1]), sys.argv[3:]
+libc = ctypes.CDLL(None, use_errno=True)
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
+FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 1024, "nodiratime": 2048,
+         "relatime": 1 << 21, "strictatime": 1 << 24}
+
+def mount(src, target, fstype, flags, data=None):
+    if libc.mount(src and src.encode(), target.encode(), fstype and fstype.encode(), flags,
+                  data and data.encode()) != 0:
+        err = ctypes.get_errno()
+        os.write(2, ("devlane-sandbox: mount %s: %s\n" % (target, os.strerror(err))).encode())
+        os._exit(125)
+
+def under(p, d):
+    return p == d or p.startswith(d.rstrip("/") + "/")
+
+keep_fds = {p: os.open(p, os.O_PATH) for p in view["keep"] + view["writable"] if os.path.exists(p)}
+for d in view["hidden"]:
+    if not any(under(d, h) and d != h for h in view["hidden"]):
+        mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=755")
+for g in view["git"]:
+    if os.path.isdir(g):
+        mount("tmpfs", g, "tmpfs", MS_NOSUID | MS_NODEV, "size=4k,mode=755")
+for p in view["keep"] + view["writable"]:
+    if p in keep_fds:
+        if os.path.isdir("/proc/self/fd/%d" % keep_fds[p]):
+            os.makedirs(p, exist_ok=True)
+        elif not os.path.exists(p):
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            open(p, "a").close()
+        mount("/proc/self/fd/%d" % keep_fds[p], p, None, MS_BIND | MS_REC)
+writable = set(view["writable"])
+for line in open("/proc/self/mountinfo").read().splitlines()[::-1]:
+    fields = line.split()
+    point = fields[4].encode().decode("unicode_escape")
+    if point in writable or fields[5].split(",")[0] == "ro":
+        continue
+    flags = sum(FLAGS.get(o, 0) for o in fields[5].split(","))
+    if libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, None) != 0:
+        err = ctypes.get_errno()
+        if point.startswith(("/proc", "/sys", "/dev")):
+            continue  # kernel filesystems that refuse a remount here stay as the namespace made them
+        os.write(2, ("devlane-sandbox: remount %s read-only: %s\n" % (point, os.strerror(err))).encode())
+        os._exit(125)
+for cap in range(64):
+    libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+if view["writable"]:
+    os.chdir(view["writable"][0])
+try:
+    os.execvp(argv[0], argv)
+except OSError as exc:
+    os.write(2, ("devlane-sandbox: cannot run %s: %s\n" % (argv[0], exc.strerror)).encode())
+    os._exit(127)
+"""
 
 
 # Runs as `python -I -S -c _HELPER MODE -- ARGV...`: a parent-death signal, a new network namespace, exec.
@@ -514,7 +593,7 @@ def _namespaces(method: str, binary: Wrapper | None, argv: list[str], writable: 
         build = _bwrap_tool if view == "tool" else _bwrap
         return build(binary.path if binary else "bwrap", argv, writable, readable, network)
     if method == "unshare":
-        return _unshare(argv, network)
+        return _unshare(argv, writable, readable, network)
     if method == "python":
         return _python(argv, network)
     return argv

