@@ -14,6 +14,7 @@ breadth: every rule on a built-in plugin, bypass, and what Kardinal-style plugin
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -515,5 +516,23 @@ def test_a_replayed_provision_record_is_held_to_the_same_policy(harness, tmp_pat
         subjects=[{"kind": "ServiceAccount", "name": "default", "namespace": "default"}])]
     record_file.write_text(json.dumps(record))
     out = harness.cli("render", *RENDER, source, "--stdout")
+    assert out.returncode == 1 and out.stdout == "", out.stderr
+    assert "ClusterRoleBinding/pwn-pr-7" in out.stderr and "(rule clusterScoped)" in out.stderr
+
+
+@pytest.mark.e2e
+def test_cmp_generate_renders_the_head_whose_own_config_relaxes_nothing(harness):
+    """Argo CD's repo-server renders the pull request's head: its .devlane.yaml lifting the policy for its own
+    plugin (clusterScoped, rbac) changes nothing, and nothing reaches stdout."""
+    payload = CASES["cluster-admin"][0]
+    repo(harness)
+    plugin = hostile(harness, payload)
+    harness.config({"namespace": "shop", "plugins": {"sources": {"hostile": {"path": "hostile-plugin"}}},
+                    "policy": {"plugins": {"hostile": {"allow": ["clusterScoped", "rbac"],
+                                                       "kinds": ["ClusterRoleBinding"]}}}})  # fmt: skip
+    shutil.copytree(plugin, harness.root / "hostile-plugin")  # the pull request's own plugin
+    env = {"ARGOCD_ENV_FLOW_ID": FLOW, "ARGOCD_APP_PARAMETERS": json.dumps([{"name": "services",
+                                                                             "array": ["api=api:2"]}])}
+    out = harness.cli("cmp", "generate", cwd=harness.root, env={**env, "DEVLANE_ALLOW_WEAK_SANDBOX": ""})
     assert out.returncode == 1 and out.stdout == "", out.stderr
     assert "ClusterRoleBinding/pwn-pr-7" in out.stderr and "(rule clusterScoped)" in out.stderr
