@@ -9,8 +9,9 @@ process is started through a wrapper that builds its sandbox before the plugin's
   namespaces, ``/`` read-only, a fresh ``/proc`` (devlane's ``/proc/<pid>/environ`` and ``fd/``
   are not there), fresh ``/dev``, ``/tmp`` and ``/dev/shm``, HOME, ``.git`` directories and
   mounted service-account secrets hidden, no capabilities, a parent-death signal;
-- util-linux ``unshare`` as the fallback: the same namespaces and a fresh ``/proc``, but the
-  filesystem stays writable where devlane's user may write;
+- util-linux ``unshare`` as the fallback: the same namespaces and a fresh ``/proc``; as root, a helper run inside
+  them (`_FILESYSTEM`) builds bwrap's view (read-only, HOME, the cache and secrets hidden, no capabilities),
+  otherwise the filesystem stays writable where devlane's user may write;
 - a tiny Python helper as the last resort: a network namespace only.
 
 Resource limits come from ``prlimit`` (address space when no memory cgroup, processes, file size,
