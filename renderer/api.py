@@ -34,18 +34,23 @@ from .host.supply.lock import (
     stale_pins,
 )
 from .host.supply.venvs import Target
-from .render import apply_plugins, clone, emit, invariants, mesh, namespaced, plugin_policy, route_proof, steps
-from .render.apply_plugins import PluginResults
-from .render.emit import RenderedFlow
-from .render.flow import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
-from .render.load import Loaded, read_back
-from .render.mesh_lint import mesh_problems
-from .render.model import Model, build_model
-from .render.model_store import model_for
-from .render.plan import Plan, make_plan
-from .render.plugin_defs import changed_args, used_plugin_names
-from .render.routing import Entries, route_entries
-from .render.write import Output, read_rendered, remove_dir
+from .render.checks import invariants, route_proof
+from .render.checks.mesh_lint import mesh_problems
+from .render.copies import clone, flow_namespace
+from .render.inputs.load import Loaded, read_back
+from .render.model.plugin_definitions import changed_args, used_plugin_names
+from .render.model.records import Model
+from .render.model.topology import build_model
+from .render.output import emit
+from .render.output.emit import RenderedFlow
+from .render.output.write import Output, read_rendered, remove_dir
+from .render.plan.flow_spec import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
+from .render.plan.planner import Plan, make_plan
+from .render.plugins import calls, output_policy, pipeline_steps
+from .render.plugins.calls import PluginResults
+from .render.routing import mesh
+from .render.routing.entries import Entries, route_entries
+from .render.stored.memo import model_for
 from .session import FlowInput, Options, Session, flow_of, retain_until_exit
 
 __all__ = ["FlowRequest", "Options", "RenderResult", "Session", "check_changes", "delete", "fetch", "lint", "lock",
@@ -150,8 +155,8 @@ def _output(s: Session, out: Path | None, create: bool = True) -> Output:
 def _planned(s: Session, flow: FlowSpec) -> tuple[Loaded, Model, Plan]:
     """Load (with the flow's template), pre-render steps, model and plan; stops on any error."""
     loaded = s.loaded.with_documents(apply_template(s.loaded.documents, flow.template_file, flow.template_args))
-    loaded, messages = steps.pre_render(s.host, s.config.pipeline, loaded, flow.id)
-    model = model_for(s.loaded, loaded.documents, s.config.namespace)
+    loaded, messages = pipeline_steps.pre_render(s.host, s.config.pipeline, loaded, flow.id)
+    model = model_for(s.memo, s.loaded, loaded.documents, s.config.namespace)
     s.report(messages + model.problems)
     the_plan = make_plan(model, flow, s.routing, s.diagnostics)
     s.finish()
@@ -164,29 +169,29 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     -> emit."""
     flow = flow_of(flow, s)
     loaded, model, the_plan = _planned(s, flow)
-    choices = apply_plugins.choose_all(s.host, model, the_plan)
-    dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict, s.lane,
+    choices = calls.choose_all(s.host, model, the_plan)
+    dev = flow_namespace.complete(model, clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict, s.lane,
                                                 _by_header(s, model, the_plan)), s.diagnostics, s.strict)
-    with apply_plugins.Calls(s.host, model, the_plan, dev, choices,
-                             steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev)) as calls:
+    with calls.Calls(s.host, model, the_plan, dev, choices,
+                             pipeline_steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev)) as running:
         if not s.diagnostics.errors:  # the copies are made: the plugins start while the render checks them
-            calls.start()
-        policy = plugin_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
+            running.start()
+        policy = output_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
         # rewriting is done: what a plugin returns is final, once the output policy accepts it. The invariants check
         # devlane's own work: after an error in making the copies (its root cause) they would only repeat it
         if not s.diagnostics.errors:
-            invariants.before_plugins(model, dev, s.diagnostics, s.strict, policy.selectors)
+            invariants.before_plugins(model, dev, s.diagnostics, s.strict)
         s.finish()
-        plugins = calls.results(policy)
+        plugins = running.results(policy)
     s.report(plugins.messages)
     cloned, dev = dev, clone.patch(dev, plugins.pod_specs)
-    dev = namespaced.provide_secrets(model, dev, [o for r in plugins.results for o in r.resources], s.diagnostics,
+    dev = flow_namespace.provide_secrets(model, dev, [o for r in plugins.results for o in r.resources], s.diagnostics,
                                      s.strict)
     entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics, s.routing, s.config.baggage_key,
                             s.config.mesh_gateway)
     objects = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace), flow.id,
                              plugins, policy)
-    invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics, policy.selectors)
+    invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics)
     invariants.external_addresses(model, dev, [(r.servicename, r.dependents) for r in plugins.results],
                                   s.diagnostics, s.strict)
     shared = emit.mesh_flow({flow.id: entries.mesh}) if entries.mesh and s.routing == "istio" else None
@@ -208,9 +213,9 @@ def _by_header(s: Session, model: Model, the_plan: Plan) -> frozenset[str]:
 
 
 def _post_rendered(s: Session, objects: emit.FlowObjects, flow_id: str, plugins: PluginResults,
-                   policy: plugin_policy.OutputPolicy) -> emit.FlowObjects:
+                   policy: output_policy.OutputPolicy) -> emit.FlowObjects:
     """The flow's objects after the lifecycle hooks of the plugins it used and the `post-render` steps."""
-    group, messages = steps.post_render(s.host, s.config.pipeline, objects.groups[flow_id], flow_id,
+    group, messages = pipeline_steps.post_render(s.host, s.config.pipeline, objects.groups[flow_id], flow_id,
                                         plugins.used(flow_id), policy)
     s.report(messages)
     return objects.with_group(flow_id, group)
@@ -221,7 +226,7 @@ def _provenance(s: Session, loaded: Loaded, flow: FlowSpec, entries: Entries, de
     chosen = sorted([*choices.values(), *(r.choice for r in plugins.results if r.choice)], key=lambda c: c.name)
     digests = {c.name: plugin_digest(c.source.path) for c in chosen}
     return emit.provenance(loaded, flow, s.routing, s.options.ref, digests, entries, dev, plugins,
-                           namespaced.summary(dev, s.diagnostics.problems))
+                           flow_namespace.summary(dev, s.diagnostics.problems))
 
 
 def plan(options: Options, flow: FlowInput) -> PlanReport:
@@ -229,12 +234,12 @@ def plan(options: Options, flow: FlowInput) -> PlanReport:
     with open_session(options) as s:
         flow = flow_of(flow, s)
         _, model, the_plan = _planned(s, flow)
-        choices = apply_plugins.choose_all(s.host, model, the_plan)
+        choices = calls.choose_all(s.host, model, the_plan)
         other = "gateway-api" if the_plan.routing == "none" else "none"
         copies = {the_plan.routing: len(the_plan.dev_services()),
                   other: len(make_plan(model, flow, other, Diagnostics()).dev_services())}  # what the other would need
         proof = _proof(s, model, the_plan) if s.routing != "none" else None
-        return PlanReport(the_plan, choices, steps.plan_steps(s.host, s.config.pipeline, flow.id),
+        return PlanReport(the_plan, choices, pipeline_steps.plan_steps(s.host, s.config.pipeline, flow.id),
                           s.diagnostics.warnings, _lane(s, model, the_plan), copies, proof)
 
 
@@ -242,7 +247,7 @@ def _proof(s: Session, model: Model, the_plan: Plan) -> dict:
     """The routing proof `plan` shows, on the routes of the dev copies as the manifests make them (no plugin runs;
     `render` proves the final objects again)."""
     diags = Diagnostics()
-    dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, diags, s.strict, s.lane,
+    dev = flow_namespace.complete(model, clone.make(model, the_plan, s.config.replicas, diags, s.strict, s.lane,
                                                 _by_header(s, model, the_plan)), diags)
     entries = route_entries(model, dev, the_plan.flow_id, s.config.domain, s.diagnostics, s.routing,
                             s.config.baggage_key, s.config.mesh_gateway)
@@ -261,9 +266,9 @@ def _lane(s: Session, model: Model, the_plan: Plan) -> dict | None:
     if not s.lane.by_namespace:
         return None
     diags = Diagnostics()
-    dev = namespaced.complete(model, clone.make(model, the_plan, s.config.replicas, diags, s.strict, s.lane), diags)
-    dev = namespaced.provide_secrets(model, dev, [], diags)  # as the manifests say: plugins may change it
-    return namespaced.summary(dev, diags.problems)
+    dev = flow_namespace.complete(model, clone.make(model, the_plan, s.config.replicas, diags, s.strict, s.lane), diags)
+    dev = flow_namespace.provide_secrets(model, dev, [], diags)  # as the manifests say: plugins may change it
+    return flow_namespace.summary(dev, diags.problems)
 
 
 @dataclass(frozen=True)
@@ -338,7 +343,7 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
         model = build_model(s.loaded.documents, s.config.namespace)
         flow_dir = output.flows / flow_id
         states = read_flow_states(read_rendered(s.source, s.root, flow_dir, options.ref), flow_id)
-        deleted, messages = apply_plugins.delete_flows(s.host, model, states, flow_id, flow_dir)
+        deleted, messages = calls.delete_flows(s.host, model, states, flow_id, flow_dir)
         removed = [p for p in (output.remove(flow_id), remove_dir(Path(options.repo) / STATE_DIR / flow_id)) if p]
     return DeleteResult(flow_id, flow_dir, deleted, messages, removed)
 

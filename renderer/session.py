@@ -21,11 +21,13 @@ from .host.budget import Budget
 from .host.choose import RunMode
 from .host.confine import Limits, SandboxPolicy, probe_soon
 from .host.plugin_host import PluginHost
-from .render import load, trust
-from .render.config import Isolation, Routing
-from .render.flow import FlowSpec
-from .render.lane import Lane
-from .render.routing import check_mode
+from .render.inputs import load
+from .render.plan.flow_spec import FlowSpec
+from .render.routing.entries import check_mode
+from .render.settings import trust
+from .render.settings.isolation import Lane
+from .render.settings.repo_config import Isolation, Routing
+from .render.stored.memo import ModelMemo
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ class Session:
         self.cache = open_cache(options.cache)
         self.allowed = operator_dirs(options.allow_paths)
         deadline = self.started + options.timeout if options.timeout is not None else None
-        self.loaded = load.read(self.source, collect, options.top, self.cache, self.allowed, deadline)
+        self.memo = ModelMemo(self.cache) if self.cache is not None else None  # the early cutoff
+        self.loaded = load.read(self.source, collect, options.top, self.cache, self.allowed, deadline, self.memo)
         if self.cache is not None and self.cache.counters.writes:
             self.cache.evict()
         trusted = trust.read_trusted(options.policy_file, open_source(self.root, options.trusted_ref)
@@ -107,8 +110,8 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         try:
             self.host.close()
-            if self.loaded.reuse is not None:
-                self.loaded.reuse.wait()
+            if self.memo is not None:
+                self.memo.wait()
         finally:
             self._restore_gc()
             if _retaining:

@@ -83,9 +83,9 @@ def demo_repo(tmp_path):
 
 @pytest.fixture
 def loads(monkeypatch) -> list:
-    """Each call of the loader (`renderer.render.load.read`), as (source kind, ref): a command must load each
+    """Each call of the loader (`renderer.render.inputs.load.read`), as (source kind, ref): a command must load each
     ref it reads once."""
-    from renderer.render import load
+    from renderer.render.inputs import load
 
     calls: list = []
     real = load.read

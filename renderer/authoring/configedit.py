@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DevlaneError
-from ..render.config import CONFIG_FILE, parse_config
+from ..render.settings.repo_config import CONFIG_FILE, parse_config
 from .yamledit import (
     AnnotationEdit,
     Commented,

@@ -35,9 +35,9 @@ from ..host.invoke import Invocation, Outcome
 from ..host.manifest import MANIFEST, load_manifest
 from ..host.plugin_host import PluginHost
 from ..host.resolve import PluginSource, is_plugin_dir
-from ..render.apply_plugins import target_back, target_first
-from ..render.emit import label_resource, state_configmap
-from ..render.plugin_defs import plain_args
+from ..render.model.plugin_definitions import plain_args
+from ..render.output.emit import label_resource, state_configmap
+from ..render.plugins.calls import target_back, target_first
 
 FLOW_ID = "test"
 CONTAINER_ANNOTATION = "devlane.dev/container"

@@ -6,7 +6,7 @@ nobody can infer); the records are in `infer_facts`. Nothing here writes anythin
 
 from __future__ import annotations
 
-from ..render.model import Model
+from ..render.model.records import Model
 from .infer_edges import infer_edges
 from .infer_facts import Inference
 from .infer_roles import infer_entries, infer_roles, infer_unwired

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 
 from ..core.references import Reference, Targets
-from ..render.load import Document
-from ..render.model import Model, ServiceNode
-from ..render.plan import service_targets
-from ..render.reads import config_reads, data_of, data_refs, pod_slots
+from ..render.inputs.document import Document
+from ..render.model.address_reads import config_reads, data_of, data_refs, pod_slots
+from ..render.model.records import Model, ServiceNode
+from ..render.plan.planner import service_targets
 from .infer_facts import Edge, Evidence, evidence, object_name
 
 SKIPPED_KINDS = ("Job", "CronJob")  # a Job reading a dev service's address gets a dev version by itself (plan)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..render.load import Document
-from ..render.model import Model
+from ..render.inputs.document import Document
+from ..render.model.records import Model
 
 
 @dataclass(frozen=True)

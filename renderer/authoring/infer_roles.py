@@ -16,9 +16,10 @@ from collections import defaultdict
 
 from ..core.k8s import all_containers
 from ..core.names import KARDINAL as K
-from ..render.load import Document
-from ..render.model import ENTRY_KINDS, Model, ServiceNode
-from ..render.reads import config_reads
+from ..render.inputs.document import Document
+from ..render.model.address_reads import config_reads
+from ..render.model.annotations import ENTRY_KINDS
+from ..render.model.records import Model, ServiceNode
 from .infer_facts import Edge, EntryPoint, Evidence, Role, Unwired, evidence
 
 # data store (image word) -> its name in reports, and the built-in plugin that fits (None: none yet)

@@ -29,8 +29,9 @@ import yaml
 from .. import api
 from ..core.names import KARDINAL as K
 from ..errors import Problem, UsageError
-from ..render.config import CONFIG_FILE
-from ..render.model import Model, parse_dependency_item
+from ..render.model.annotations import parse_dependency_item
+from ..render.model.records import Model
+from ..render.settings.repo_config import CONFIG_FILE
 from .infer import infer
 from .infer_facts import EntryPoint, Evidence, Inference
 

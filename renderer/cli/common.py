@@ -19,7 +19,7 @@ from ..errors import DevlaneError, Problem, UsageError
 
 if TYPE_CHECKING:
     from .. import api
-    from ..render.flow import FlowSpec
+    from ..render.plan.flow_spec import FlowSpec
     from ..session import FlowInput, Session
 
 
@@ -160,7 +160,7 @@ def options(args: argparse.Namespace) -> api.Options:
 def flow_input(args: argparse.Namespace) -> FlowInput:
     """The flow the command line asks for; with `--services auto`, resolved once the repository is open."""
     from .. import api
-    from ..render.flow import FlowRequest, validate_flow_id
+    from ..render.plan.flow_spec import FlowRequest, validate_flow_id
 
     if args.flow_id is None and args.flow_file is None:
         raise UsageError("a flow is required: pass --flow ID --service NAME=IMAGE, or --flow-file FILE")

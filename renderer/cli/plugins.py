@@ -62,14 +62,14 @@ def cmd_lock(args: argparse.Namespace) -> int:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     from .. import api
-    from ..host.supply import cache
+    from ..host.supply import plugin_cache
     from ..host.supply.lock import LOCK_FILE
 
     report = api.fetch(_options(args), say)
     if report is None:
         say(f"no git plugins pinned in {LOCK_FILE}; nothing to fetch")
         return 0
-    say(f"{len(report.fetched)} plugin(s) fetched, {len(report.cached)} already cached, in {cache.cache_root()}")
+    say(f"{len(report.fetched)} plugin(s) fetched, {len(report.cached)} already cached, in {plugin_cache.cache_root()}")
     return 0
 
 

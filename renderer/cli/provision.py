@@ -23,7 +23,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
 def cmd_delete(args: argparse.Namespace) -> int:
     from .. import api
-    from ..render.flow import validate_flow_id
+    from ..render.plan.flow_spec import validate_flow_id
 
     validate_flow_id(args.flow_id)
     result = api.delete(options(args), args.flow_id, args.out)

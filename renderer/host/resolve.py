@@ -22,7 +22,7 @@ from ..core.fence import Fence
 from ..core.source import GitRefSource, Source
 from ..errors import DevlaneError, Problem, Where, fail
 from .manifest import Manifest, load_manifest
-from .supply import cache
+from .supply import plugin_cache
 from .supply.gitspec import DEFAULT_REF, GitSpec, config_git_spec, git_url_for, is_url
 from .supply.lock import LOCK_FILE, Lock, parse_lock, read_lock
 from .supply.venvs import Target, target_for
@@ -170,13 +170,14 @@ def _from_lock(spec: GitSpec, repo_root: Path, lock: Lock | None, looked: list[s
             f"run `devlane plugins lock` to pin the new source, then `devlane plugins fetch`, and commit {LOCK_FILE}",
             code="plugin-lock-stale",
         )
-    checkout = cache.checkout_path(entry.commit)
+    checkout = plugin_cache.checkout_path(entry.commit)
     if not checkout.is_dir():
         raise fail(
             f"plugin {name!r} is pinned to commit {entry.commit[:12]} in {LOCK_FILE} but not fetched into the "
             f"cache ({checkout}); run `devlane plugins fetch`",
             where,
-            f"run `devlane plugins fetch` in {repo_root} (the cache is ${cache.CACHE_ENV}, default ~/.cache/devlane)",
+            f"run `devlane plugins fetch` in {repo_root} (the cache is ${plugin_cache.CACHE_ENV}, default "
+            "~/.cache/devlane)",
             code="plugin-not-fetched",
         )
     path = checkout / spec.subdir if spec.subdir else checkout

@@ -18,9 +18,10 @@ from pathlib import Path
 from ..core.source import GitRefSource
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Problem, UsageError
-from ..render import build, load
-from ..render.load import Document
-from ..render.model import Model, build_model
+from ..render.inputs import kustomize_helm, load
+from ..render.inputs.document import Document
+from ..render.model.records import Model
+from ..render.model.topology import build_model
 from ..session import Session
 
 TEMPLATE_FIELDS = ("service", "sha", "short_sha", "pr", "branch")
@@ -58,7 +59,7 @@ def changed_services(session: Session, base: str) -> list[Change]:
     prefix = f"{base_src.prefix}/" if base_src.prefix else ""
     paths = sorted({p[len(prefix):] for d in diff for p in (d.a_path, d.b_path) if p and p.startswith(prefix)})
     found: dict[str, str] = {}
-    built = any(spec.kind != "path" for spec in session.config.inputs or build.detect(head_src))
+    built = any(spec.kind != "path" for spec in session.config.inputs or kustomize_helm.detect(head_src))
     if built and paths:  # a base, a patch or a values file changes objects elsewhere: compare what was built
         _built_changes(session, base_src, head_src, model, found)
     for path in paths:

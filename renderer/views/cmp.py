@@ -23,7 +23,7 @@ from ..core.images import image_problem, shown
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Problem, Where
 from ..host.confine import confinement
-from ..render.flow import FlowRequest, FlowSpec
+from ..render.plan.flow_spec import FlowRequest, FlowSpec
 
 DEFAULT_EXEC_TIMEOUT = 90.0  # Argo CD's default ARGOCD_EXEC_TIMEOUT
 MARGIN = 5.0  # finish before the cmp-server's SIGTERM (at most a tenth of a short budget)

@@ -20,7 +20,7 @@ from .. import api
 from ..core.k8s import pod_spec
 from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
-from ..render.lane import Lane
+from ..render.settings.isolation import Lane
 from ..session import FlowInput, Options, flow_of
 
 FLOW_ROW = "(flow)"

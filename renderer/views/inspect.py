@@ -19,8 +19,9 @@ from ..host.manifest import MANIFEST, Manifest, load_manifest
 from ..host.resolve import BUILTIN_PACKAGE, PluginSource, builtin_root, is_plugin_dir, plugin_digest
 from ..host.sandbox import ENV_ALLOWLIST, is_secret_name, schema_mark
 from ..protocol.krm import MAX_MESSAGE_BYTES
-from ..render.config import RepoConfig
-from ..render.model import Model, build_model
+from ..render.model.records import Model
+from ..render.model.topology import build_model
+from ..render.settings.repo_config import RepoConfig
 
 MASK = "***"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from . import routing
+from . import mesh_reach
 from .diff import FLOW_ROW, Report
 
 MAX_COMMENT = 65_536
@@ -58,7 +58,7 @@ def mermaid(
     hidden = len(changed) - sum(1 for r in changed if r["service"] in shown)
     plugins = {r["service"]: r["plugins"] for r in rows}
     record = report.mesh
-    header = _label(routing.header(record)) if record else ""
+    header = _label(mesh_reach.header(record)) if record else ""
     lines = ["```mermaid", "flowchart LR"]
     if record:
         lines.append(f'  routing>"{_mesh_note(record)}"]')
@@ -94,7 +94,7 @@ def mermaid(
 
 def _mesh_note(record: dict) -> str:
     """The picture's note on a mesh: the mode and the header that selects the flow (istio: where its routes are)."""
-    text = routing.summary(record) + (f"; {routing.shared_note()}" if record["mode"] == "istio" else "")
+    text = mesh_reach.summary(record) + (f"; {mesh_reach.shared_note()}" if record["mode"] == "istio" else "")
     return _label(text.replace(": ", ":<br/>", 1).replace("; ", ";<br/>"))
 
 
@@ -107,11 +107,11 @@ def _mesh_line(report: Report) -> list[str]:
     def code(text: str) -> str:
         return f"`{text}`"
 
-    line = routing.capital(routing.summary(record, code)) + "."
+    line = mesh_reach.capital(mesh_reach.summary(record, code)) + "."
     if report.by_header:
         line += " Reached by header: " + ", ".join(map(code, report.by_header)) + "."
     if record["mode"] == "istio":
-        line += f" {routing.capital(routing.shared_note(code))}."
+        line += f" {mesh_reach.capital(mesh_reach.shared_note(code))}."
     return ["", line]
 
 

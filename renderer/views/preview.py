@@ -15,11 +15,11 @@ import os
 from dataclasses import dataclass, field
 
 from ..api import RenderResult
-from ..render.apply_plugins import InstanceResult
-from ..render.emit import RenderedFlow
-from ..render.lane import Lane
-from ..render.model import Model
-from . import routing
+from ..render.model.records import Model
+from ..render.output.emit import RenderedFlow
+from ..render.plugins.calls import InstanceResult
+from ..render.settings.isolation import Lane
+from . import mesh_reach
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 200, 50, 80, 24, 20
 ENTRY = "entry:"  # prefix of entry node ids in the layout (never a Service name: ':' is not DNS-1123)
@@ -29,7 +29,7 @@ ENTRY = "entry:"  # prefix of entry node ids in the layout (never a Service name
 class View:
     flow_id: str
     routing: str
-    services: list[dict]  # name, version, kind, reasons, reach (mesh: header | rewrite, see routing.reach)
+    services: list[dict]  # name, version, kind, reasons, reach (mesh: header | rewrite, see mesh_reach.reach)
     edges: list[tuple[str, str, str]]  # caller -> callee, with the kind (http, tcp, external, ...)
     plugins: list[dict]  # instance, flow_uuid, plugin, runtime, reason, status, dependents, actions
     entries: list[dict]  # kind, name, urls, backends; mesh: adds (the header), as (the routes it became)
@@ -59,7 +59,7 @@ def _entries(model: Model, flow: RenderedFlow, lane: Lane, record: dict | None) 
         urls = [f"{'https' if h in tls else 'http'}://{h}/" for h in hosts]
         made = [o for o in objs if o] if record else []  # on a mesh every rendered entry adds the flow's member
         out.append({"kind": e.kind, "name": e.doc.name, "urls": urls, "backends": list(e.backends),
-                    "adds": routing.header(record) if record and made else "",
+                    "adds": mesh_reach.header(record) if record and made else "",
                     "as": [f"{o['kind']}/{o['metadata']['name']}" for o in made if o["kind"] != e.kind]})
     return out
 
@@ -106,7 +106,7 @@ def build_view(result: RenderResult) -> View:
     model, plan, main = result.model, result.plan, result.main
     record = main.metadata.get("mesh")
     services = [{"name": d.name, "version": d.version, "kind": d.kind, "reasons": list(d.reasons),
-                 "reach": routing.reach(n, d.version, d.kind, result.dev.by_header) if record else ""}
+                 "reach": mesh_reach.reach(n, d.version, d.kind, result.dev.by_header) if record else ""}
                 for n, d in sorted(plan.decisions.items())]
     services += [{"name": n, "version": "baseline", "kind": "service", "reasons": ["not in the flow"], "reach": ""}
                  for n in sorted(set(model.services) - {s["name"] for s in services})]
@@ -186,7 +186,7 @@ def print_terminal(view: View, out) -> None:
     def label(name: str) -> str:
         s = by_name.get(name, {"version": "baseline", "kind": "service", "reasons": []})
         kind = ", external service" if s["kind"] == "external" else ""
-        reach = f", {routing.REACH[s['reach']]}" if s.get("reach") else ""
+        reach = f", {mesh_reach.REACH[s['reach']]}" if s.get("reach") else ""
         why = f" ({escape('; '.join(s['reasons']))})" if s["reasons"] else ""
         return f"[{style.get(s['version'], 'bold')}]{escape(name)}[/] {escape(s['version'])}{kind}{reach}{why}"
 
@@ -200,10 +200,10 @@ def print_terminal(view: View, out) -> None:
         for need in lane["needs"]:
             node.add(f"[yellow]needs[/] {escape(need)}")
     if view.mesh:
-        node = tree.add(escape(routing.summary(view.mesh)))
-        hosts = routing.hosts(view.mesh)
+        node = tree.add(escape(mesh_reach.summary(view.mesh)))
+        hosts = mesh_reach.hosts(view.mesh)
         if hosts:
-            shared = node.add(escape(routing.shared_note()))
+            shared = node.add(escape(mesh_reach.shared_note()))
             for host in hosts:
                 shared.add(escape(host))
 
@@ -275,7 +275,7 @@ def svg(view: View) -> str:
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" '
            'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>']
     kinds = {(a, b): t for a, b, t in view.edges}
-    header = routing.header(view.mesh) if view.mesh else ""
+    header = mesh_reach.header(view.mesh) if view.mesh else ""
     for a, targets in sorted(_children(view).items()):
         for b in targets:
             if a in pos and b in pos:
@@ -303,7 +303,7 @@ def svg(view: View) -> str:
             continue
         s = by_name[name]
         external = ' data-kind="external"' if s["kind"] == "external" else ""
-        reach = routing.REACH.get(s.get("reach", ""), "")  # in words; the attribute keeps the key for styles
+        reach = mesh_reach.REACH.get(s.get("reach", ""), "")  # in words; the attribute keeps the key for styles
         marked = f' data-reach="{e(s["reach"])}"' if reach else ""
         out.append(
             f'<g class="node {e(s["version"])}" data-service="{e(name)}"{external}{marked}>'
@@ -355,7 +355,7 @@ def render_html(view: View) -> str:
     """One self-contained page: the picture, the plan table, the plugins and the rendered objects."""
     e = html.escape
     rows = "".join(f"<tr><td>{e(s['name'])}</td><td>{e(s['version'])}{' (external)' * (s['kind'] == 'external')}"
-                   f"{e(', ' + routing.REACH[s['reach']]) if s.get('reach') else ''}"
+                   f"{e(', ' + mesh_reach.REACH[s['reach']]) if s.get('reach') else ''}"
                    f"</td><td>{e('; '.join(s['reasons']))}</td></tr>" for s in view.services)
     plugins = "".join(f"<tr><td>{e(p['instance'])}</td><td>{e(p['plugin'])}</td><td>{e(p['runtime'])}</td>"
                       f"<td>{e(', '.join(p['dependents']))}</td><td>{e(p['reason'])}</td>"
@@ -367,7 +367,8 @@ def render_html(view: View) -> str:
                       for name, text in view.files.items())
     css, legend = CSS, LEGEND
     if view.mesh:
-        css, legend = CSS + MESH_CSS, LEGEND.replace("</p>", MESH_LEGEND.format(e(routing.header(view.mesh))) + "</p>")
+        reach = MESH_LEGEND.format(e(mesh_reach.header(view.mesh)))
+        css, legend = CSS + MESH_CSS, LEGEND.replace("</p>", reach + "</p>")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>devlane flow {e(view.flow_id)}</title><style>{css}</style></head><body>\n"
             f"<h1>devlane flow <code>{e(view.flow_id)}</code></h1><p>routing {e(view.routing)}</p>\n"
@@ -388,12 +389,12 @@ def _mesh_html(record: dict | None) -> str:
     def code(text: str) -> str:
         return f"<code>{e(text)}</code>"
 
-    out = (f"<h2>Routing: {e(record['mode'])}</h2><p class=\"mesh\">{routing.summary(record, code)}; the entry "
+    out = (f"<h2>Routing: {e(record['mode'])}</h2><p class=\"mesh\">{mesh_reach.summary(record, code)}; the entry "
            f"adds the member, and each service must propagate {code(record['header'])}. Matched with "
            f"{code(record['match'])}.</p>\n")
-    hosts = routing.hosts(record)
+    hosts = mesh_reach.hosts(record)
     if hosts:
-        out += (f"<p>{routing.capital(routing.shared_note(code))}; the rendered objects below hold this flow's "
+        out += (f"<p>{mesh_reach.capital(mesh_reach.shared_note(code))}; the rendered objects below hold this flow's "
                 "rules alone:</p>"
                 f"<ul class=\"hosts\">{''.join(f'<li>{e(h)}</li>' for h in hosts)}</ul>\n")
     return out

@@ -19,7 +19,7 @@ from ..errors import Problem, UsageError, Where
 
 if TYPE_CHECKING:
     from ..api import RenderResult
-    from ..render.load import Document
+    from ..render.inputs.document import Document
 
 DEFAULT_KUBE_VERSION = "1.31"
 

@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         target = flow_target(args.size)
         sys.path.insert(0, str(ROOT))
         from renderer import api
-        from renderer.render import build as builder
-        from renderer.render.flow import build_flow
+        from renderer.render.inputs import kustomize_helm as builder
+        from renderer.render.plan.flow_spec import build_flow
 
         inside = [0.0]
         real_build = builder.build

@@ -727,7 +727,7 @@ class Bench:
     def measure(self, n: int, profile: bool) -> Row:
         """Every measurement on the synthetic repository of `n` services."""
         from renderer import api
-        from renderer.render.flow import build_flow
+        from renderer.render.plan.flow_spec import build_flow
 
         repo = self.work / "repo"
         generate(repo, n, self.isolation, self.routing)

@@ -15,7 +15,8 @@ from support.caches import opened_caches, own_cache
 from renderer.cli import build_parser
 from renderer.core.cache import Cache, blob_id, encode
 from renderer.core.source import WorktreeSource
-from renderer.render import parsing, reuse
+from renderer.render.inputs import parsing
+from renderer.render.stored import model_entry
 
 RENDER = ["render", "--flow", "pr-1", "--service", "api=api:2", "--stdout"]
 
@@ -51,9 +52,9 @@ def test_stats_and_clear_on_a_cache_a_render_filled(harness, cache_root, monkeyp
     found = json.loads(as_json.stdout)
     assert (found["directory"], found["bytes"], found["limit"]) == (str(cache_root), size, 500 * 1024 ** 2)
     kinds = found["kinds"]  # the parses, and the repository's model (`reuse`)
-    assert sorted(kinds) == sorted([parsing.cache_kind(), reuse.cache_kind()])
-    assert kinds[parsing.cache_kind()]["bytes"] + kinds[reuse.cache_kind()]["bytes"] == size
-    assert kinds[reuse.cache_kind()]["entries"] == 1
+    assert sorted(kinds) == sorted([parsing.cache_kind(), model_entry.cache_kind()])
+    assert kinds[parsing.cache_kind()]["bytes"] + kinds[model_entry.cache_kind()]["bytes"] == size
+    assert kinds[model_entry.cache_kind()]["entries"] == 1
     assert found["entries"] > 0 and found["oldest"] <= found["newest"]
 
     text = harness.cli("cache", "stats")
@@ -146,7 +147,7 @@ def test_a_warm_render_after_a_one_file_change_parses_that_file_only(harness, ca
     assert warm.returncode == 0 and fresh.returncode == 0, warm.stderr + fresh.stderr
     _, counted, off = (c.counters if c else None for c in opened)
     # the env value is no part of an outline: the stored model holds, the other two files are never decoded
-    assert counted.kinds[reuse.cache_kind()] == [1, 0] and off is None
+    assert counted.kinds[model_entry.cache_kind()] == [1, 0] and off is None
     assert counted.kinds[parsing.cache_kind()] == [0, 1] and counted.writes == 1
     assert not any(kind.startswith("files-") for kind in counted.kinds)  # no file index: every file is read
     assert len(cached(harness, cache_root, before)) == 4
@@ -182,5 +183,5 @@ def test_a_ref_render_reads_what_a_work_tree_render_wrote(harness, cache_root, m
     assert at_head.stdout == worktree.stdout
     _, from_git = opened
     # the same blobs: the work tree's model holds, and no file is decoded before a stage reads it
-    assert from_git.counters.kinds == {reuse.cache_kind(): [1, 0], parsing.cache_kind(): [1, 0]}
+    assert from_git.counters.kinds == {model_entry.cache_kind(): [1, 0], parsing.cache_kind(): [1, 0]}
     assert from_git.counters.writes == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from support import EXAMPLE, ROOT
 
-from renderer.render.mesh import MESH_DIR
+from renderer.render.routing.mesh import MESH_DIR
 
 ARGOCD = ROOT / "examples" / "argocd"
 APPSETS = ("applicationset.yaml", "applicationset-inventory.yaml")  # plain YAML; a kustomize overlay

@@ -10,7 +10,7 @@ import re
 import yaml
 from support import ROOT
 
-from renderer.render.mesh import MESH_DIR
+from renderer.render.routing.mesh import MESH_DIR
 
 FLUX = ROOT / "examples" / "flux"
 KINDS = {

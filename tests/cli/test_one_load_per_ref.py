@@ -1,5 +1,5 @@
 """One load per ref: the front doors read what the render already loaded (RenderResult) and never load
-the repository a second time. Proven by counting the calls of the loader, `renderer.render.load.read`."""
+the repository a second time. Proven by counting the calls of the loader, `renderer.render.inputs.load.read`."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from support import app_yaml
 from support.caches import opened_caches, own_cache
 
 from renderer.core.cache import Cache, encode
-from renderer.render import load, parsing, reuse
+from renderer.render.inputs import parsing
+from renderer.render.stored import lean_documents, model_entry
 
 RENDER = ["render", "--flow", "pr-1", "--service", "api=api:2", "--stdout"]
 API = "api.yaml"
@@ -51,7 +52,7 @@ def render_twice(harness, monkeypatch) -> tuple[str, Cache]:
 
 def model_counts(cache: Cache) -> list[int]:
     """[hits, misses] of the stored model."""
-    return cache.counters.kinds.get(reuse.cache_kind(), [0, 0])
+    return cache.counters.kinds.get(model_entry.cache_kind(), [0, 0])
 
 
 def test_a_change_no_outline_sees_reuses_the_model_and_decodes_only_what_the_flow_reads(repo, monkeypatch):
@@ -60,13 +61,13 @@ def test_a_change_no_outline_sees_reuses_the_model_and_decodes_only_what_the_flo
     edit(repo, '"value": "info"', '"value": "debug"')
     edit(repo, '"image": "db:1"', '"image": "db:7"', "db.yaml")  # db's dev copy is not in this flow
     decoded: list[str] = []
-    read_body = load.StoredFile.body
+    read_body = lean_documents.StoredFile.body
 
     def spy(self, index):
         decoded.append(self.path)
         return read_body(self, index)
 
-    monkeypatch.setattr(load.StoredFile, "body", spy)
+    monkeypatch.setattr(lean_documents.StoredFile, "body", spy)
     out, warm = render_twice(repo, monkeypatch)
     assert decoded and "config.yaml" not in decoded  # the stored passes answered for the ConfigMap's file
     assert model_counts(warm) == [1, 0]
@@ -90,18 +91,18 @@ def test_a_change_an_outline_holds_is_a_miss(repo, monkeypatch, old, new, differ
 
 def stored_entry(harness) -> tuple[str, dict]:
     """The key and content of the one stored model."""
-    [path] = [p for p in (harness.tmp / "cache").rglob("*") if p.is_file() and reuse.cache_kind() in str(p)]
-    return path.name, json.loads(Cache(harness.tmp / "cache").get_raw(reuse.cache_kind(), path.name) or b"")
+    [path] = [p for p in (harness.tmp / "cache").rglob("*") if p.is_file() and model_entry.cache_kind() in str(p)]
+    return path.name, json.loads(Cache(harness.tmp / "cache").get_raw(model_entry.cache_kind(), path.name) or b"")
 
 
 def test_an_entry_that_does_not_fit_is_not_used(repo, monkeypatch):
     render_twice(repo, monkeypatch)
     key, stored = stored_entry(repo)
     cache = Cache(repo.tmp / "cache")
-    cache.put_raw(reuse.cache_kind(), key, encode({**stored, "files": [["0" * 40, 1]] * 3}))
+    cache.put_raw(model_entry.cache_kind(), key, encode({**stored, "files": [["0" * 40, 1]] * 3}))
     out, warm = render_twice(repo, monkeypatch)
     assert model_counts(warm) == [0, 1] and "LOG_LEVEL" in out
-    cache.put_raw(reuse.cache_kind(), key, encode({**stored, "model": {"nodes": [[1, 2]]}}))
+    cache.put_raw(model_entry.cache_kind(), key, encode({**stored, "model": {"nodes": [[1, 2]]}}))
     out, warm = render_twice(repo, monkeypatch)  # the documents hold, the model is built again
     assert model_counts(warm) == [1, 0] and "LOG_LEVEL" in out
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from support import SHOP_CHART, git
 
 from renderer import api
-from renderer.render.flow import FlowRequest, resolve
+from renderer.render.plan.flow_spec import FlowRequest, resolve
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(shutil.which("helm") is None, reason="helm not installed (run tests/setup_helm.sh)")]

@@ -18,7 +18,7 @@ import yaml
 from support import SHOP_CHART, Harness, git, kubectl_kustomize
 
 from renderer.core.source import open_source
-from renderer.render import load
+from renderer.render.inputs import load
 
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (kustomize) not installed")]

@@ -10,7 +10,7 @@ from support import demo_file, kubectl_kustomize, standin_sources, validate_stri
 from support.repos import SEED_DATABASES, seeded_shop
 
 from renderer import api
-from renderer.render.flow import build_flow
+from renderer.render.plan.flow_spec import build_flow
 
 KARDINAL_DEMOS = ("kardinal-kontrol__ci__obd-demo.yaml", "kardinal__ci__obd-demo.yaml")
 

@@ -37,7 +37,7 @@ from support.realworld import (
 from renderer import api
 from renderer.core import yamlio
 from renderer.errors import DevlaneError
-from renderer.render.flow import FlowRequest, build_flow, resolve
+from renderer.render.plan.flow_spec import FlowRequest, build_flow, resolve
 from renderer.session import FlowInput, Session, flow_of
 
 MODES = ("no-cache", "cold", "warm")

@@ -13,7 +13,7 @@ from support import demo_file, kubectl_kustomize, standin_flags, validate_strict
 from support.demos import DEMOS, OBD, demo_options
 
 from renderer import api
-from renderer.render.flow import build_flow
+from renderer.render.plan.flow_spec import build_flow
 
 
 def render(repo, flow_id, images):

@@ -27,7 +27,7 @@ from support import Result, app_yaml, git, plugin_definition
 
 from renderer.cli.common import Progress
 from renderer.errors import DevlaneError
-from renderer.host.supply import cache, venvs
+from renderer.host.supply import plugin_cache, venvs
 from renderer.host.supply.gitspec import GitSpec
 from renderer.host.supply.lock import LOCK_FILE, lock_plugins, read_lock
 
@@ -407,7 +407,7 @@ def test_git_plugin_with_requirements(harness, env):
     assert out.returncode == 0, out.stderr
     assert f"[1/1] {NAME}: building virtualenv" in out.stderr
     assert plugin_version(harness.cli(*RENDER)) == "git-wheel"
-    assert (cache.checkout_path(commit) / "requirements.txt").is_file()
+    assert (plugin_cache.checkout_path(commit) / "requirements.txt").is_file()
 
 
 def test_plugins_with_the_same_requirements_share_one_venv(tmp_path, env):
@@ -438,7 +438,7 @@ def test_failed_install_names_the_plugin_and_leaves_nothing_usable(tmp_path, env
     assert "installing the requirements of plugin broken failed" in problem.message
     assert "devlane plugins prepare" in problem.hint and ".log" in problem.hint
     digest = venvs.requirements_hash(plugin)
-    assert not cache.venv_path(digest).exists()
+    assert not plugin_cache.venv_path(digest).exists()
     assert "failed after" in stream.getvalue()
 
 

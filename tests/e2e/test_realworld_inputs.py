@@ -84,7 +84,7 @@ def test_a_flow_renders_from_every_realworld_input(path: Path, kind: str, tmp_pa
     service = target(expected)
     if service is None:  # nothing a flow could change: the model alone
         from renderer.core.source import open_source
-        from renderer.render import load
+        from renderer.render.inputs import load
 
         documents = load.read(open_source(path, None), top=app_top(path)).documents
         assert sorted(comparable(d.obj) for d in documents) == sorted(comparable(o) for o in expected)

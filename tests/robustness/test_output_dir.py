@@ -30,9 +30,9 @@ from support import ROOT, Harness, app_yaml, kubectl_kustomize, plugin_definitio
 from renderer import api
 from renderer.core import files
 from renderer.core.dirlock import LOCK_NAME
-from renderer.render import write
-from renderer.render.flow import FlowRequest
-from renderer.render.write import Output
+from renderer.render.output import write
+from renderer.render.output.write import Output
+from renderer.render.plan.flow_spec import FlowRequest
 
 FLOW_FILES = {"README.md", "flow.metadata", "kustomization.yaml", "deployment-api-{}.yaml", "service-api-{}.yaml"}
 

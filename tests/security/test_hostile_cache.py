@@ -20,7 +20,7 @@ from support import SHOP_CHART
 from renderer import api
 from renderer.core import cache as cache_module
 from renderer.core.cache import Cache
-from renderer.render.flow import FlowRequest, resolve
+from renderer.render.plan.flow_spec import FlowRequest, resolve
 
 pytestmark = pytest.mark.e2e
 

@@ -204,7 +204,7 @@ def test_a_build_tool_sees_only_the_system_itself_and_the_repository(harness, pl
     monkeypatch.setenv("DEVLANE_KUSTOMIZE", f"{tools / 'sees'} {planted['home']} {planted['outside']} "
                                             f"{harness.root / 'app'}")  # fmt: skip
     from renderer.core.source import open_source
-    from renderer.render import load
+    from renderer.render.inputs import load
 
     seen = next(d.obj for d in load.read(open_source(harness.root, None)).documents if d.name == "seen")
     assert seen["data"]["readable"].split() == ["app.yaml"], seen

@@ -34,8 +34,8 @@ from pathlib import Path
 from renderer import api
 from renderer.core import files
 from renderer.errors import DevlaneError
-from renderer.render.flow import FlowRequest
-from renderer.render.write import Output
+from renderer.render.output.write import Output
+from renderer.render.plan.flow_spec import FlowRequest
 
 NOT_RENDERED = 4  # api-delete of a flow that is not there: a DevlaneError, as the CLI would report
 

@@ -29,7 +29,7 @@ import yaml
 from renderer import api
 from renderer.cli import main
 from renderer.host import resolve
-from renderer.render.flow import FlowRequest, FlowSpec
+from renderer.render.plan.flow_spec import FlowRequest, FlowSpec
 
 from .builders import app_yaml, plugin_definition
 from .paths import ROOT

@@ -17,7 +17,7 @@ import yaml
 
 from renderer import api
 from renderer.errors import DevlaneError
-from renderer.render.flow import FlowRequest, resolve
+from renderer.render.plan.flow_spec import FlowRequest, resolve
 
 from .isolation import pod_template, service_selects
 from .paths import SHARED

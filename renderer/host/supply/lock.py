@@ -29,7 +29,7 @@ import yaml
 from ...core.files import write_atomic
 from ...core.yamlio import parse_documents
 from ...errors import DevlaneError, Problem, UsageError, Where, fail
-from . import cache
+from . import plugin_cache
 from .gitspec import GitSpec
 from .venvs import REQUIREMENTS, requirements_hash_of
 
@@ -129,7 +129,7 @@ def write_lock(repo_root: Path, lock: Lock) -> Path:
     return write_atomic(Path(repo_root) / LOCK_FILE, lock.dump())
 
 
-def requirements_hash_at(mirror: cache.Mirror, commit: str, subdir: str) -> str | None:
+def requirements_hash_at(mirror: plugin_cache.Mirror, commit: str, subdir: str) -> str | None:
     prefix = f"{subdir.strip('/')}/" if subdir.strip("/") else ""
     return requirements_hash_of(mirror.read(commit, prefix + REQUIREMENTS))
 
@@ -149,8 +149,8 @@ class LockReport:
 
 
 def _pin(spec: GitSpec) -> LockEntry:
-    mirror = cache.Mirror(spec.url, spec.name)
-    with cache.file_lock(mirror.path.with_suffix(".lock")):
+    mirror = plugin_cache.Mirror(spec.url, spec.name)
+    with plugin_cache.file_lock(mirror.path.with_suffix(".lock")):
         commit = mirror.resolve(spec.ref)
         mirror.pin(commit)
         if not mirror.is_plugin_dir(commit, spec.subdir):
@@ -239,14 +239,14 @@ def fetch_plugins(lock: Lock, log: Log = _quiet) -> FetchReport:
     problems: list[Problem] = []
     for name in sorted(lock.entries):
         entry = lock.entries[name]
-        path = cache.checkout_path(entry.commit)
+        path = plugin_cache.checkout_path(entry.commit)
         if path.is_dir():
             report.cached.append(name)
             log(f"{name} {entry.commit[:12]} already in the cache ({path})")
             continue
         try:
-            mirror = cache.Mirror(entry.url, name)
-            with cache.file_lock(mirror.path.with_suffix(".lock")):
+            mirror = plugin_cache.Mirror(entry.url, name)
+            with plugin_cache.file_lock(mirror.path.with_suffix(".lock")):
                 mirror.ensure_commit(entry.commit)
                 path, _ = mirror.export(entry.commit)
         except DevlaneError as exc:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from ...errors import DevlaneError, Problem, Where, fail
-from . import cache
+from . import plugin_cache
 
 REQUIREMENTS = "requirements.txt"
 READY = "devlane-ready.json"
@@ -67,7 +67,7 @@ def python_for(plugin_dir: Path, name: str | None = None) -> str:
     digest = requirements_hash(plugin_dir)
     if digest is None:
         return sys.executable
-    venv = cache.venv_path(digest)
+    venv = plugin_cache.venv_path(digest)
     if is_prepared(venv):
         return str(venv_python(venv))
     label = name or str(plugin_dir)
@@ -76,7 +76,7 @@ def python_for(plugin_dir: Path, name: str | None = None) -> str:
         f"{digest[:12]} in {venv.parent}); run `devlane plugins prepare`",
         Where(plugin=name, file=str(plugin_dir / REQUIREMENTS)),
         "run `devlane plugins prepare` in the repository (pip runs there, never during render); "
-        f"the cache is ${cache.CACHE_ENV}, default ~/.cache/devlane",
+        f"the cache is ${plugin_cache.CACHE_ENV}, default ~/.cache/devlane",
         code="plugin-not-prepared",
     )
 
@@ -172,9 +172,9 @@ def build_venv(target: Target, pip_args: list[str], progress: Progress) -> tuple
     """Build (or reuse) the virtualenv for `target`; (virtualenv, True if built now)."""
     digest = target.requirements_hash
     assert digest is not None
-    venv = cache.venv_path(digest)
+    venv = plugin_cache.venv_path(digest)
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with cache.file_lock(venv.parent / f"{digest}.lock"):
+    with plugin_cache.file_lock(venv.parent / f"{digest}.lock"):
         if is_prepared(venv):
             return venv, False
         if venv.exists():
@@ -223,7 +223,7 @@ def prepare(targets: list[Target], pip_args: list[str] | None = None,
     for i, (digest, group) in enumerate(sorted(by_hash.items(), key=lambda kv: kv[1][0].name), 1):
         first = group[0]
         names = ", ".join(t.name for t in group)
-        venv = cache.venv_path(digest)
+        venv = plugin_cache.venv_path(digest)
         if is_prepared(venv):
             progress.end(f"[{i}/{total}] {names}: virtualenv {digest[:12]} already prepared")
             report.ready.append(digest)

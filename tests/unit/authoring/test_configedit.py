@@ -10,7 +10,7 @@ from support.yamledit import only_insertions
 from renderer.authoring.configedit import plan_config
 from renderer.authoring.yamledit import AnnotationEdit, Disagreement, EditPlan, apply, unified_diff
 from renderer.core.yamlio import load_one
-from renderer.render.config import CONFIG_FILE, parse_config
+from renderer.render.settings.repo_config import CONFIG_FILE, parse_config
 
 SERVICES = {"cart": {"dependencies": ["orders:http", "redis:tcp"], "stateful": False},
             "prod/redis": {"stateful": True, "plugins": ["redis-cart"]}}

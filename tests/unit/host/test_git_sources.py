@@ -11,7 +11,7 @@ import pytest
 from renderer.errors import DevlaneError
 from renderer.host import resolve
 from renderer.host.resolve import git_spec, resolve_plugin_source
-from renderer.host.supply import cache
+from renderer.host.supply import plugin_cache
 from renderer.host.supply.gitspec import GitSpec, git_url_for
 from renderer.host.supply.lock import Lock, LockEntry
 
@@ -21,7 +21,7 @@ NOOP_PLUGIN = "def create_flow(service_specs, pod_specs, flow_uuid):\n    pass\n
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(plugin_cache.CACHE_ENV, str(tmp_path / "cache"))
     return tmp_path / "cache"
 
 
@@ -79,7 +79,7 @@ def test_resolve_uses_the_given_lock_and_the_cache(tmp_path, cache_dir):
     with pytest.raises(DevlaneError) as info:
         resolve_plugin_source(NAME, repo, {}, {}, lock=lock)
     assert info.value.problems[0].code == "plugin-not-fetched"
-    checkout = cache.checkout_path(commit)
+    checkout = plugin_cache.checkout_path(commit)
     checkout.mkdir(parents=True)
     (checkout / "main.py").write_text(NOOP_PLUGIN)
     src = resolve_plugin_source(NAME, repo, {}, {}, lock=lock)

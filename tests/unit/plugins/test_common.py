@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 from plugins import _common
-from renderer.render.plugin_policy import name_findings
+from renderer.render.plugins.output_policy import name_findings
 
 
 @pytest.mark.parametrize("servicename", ["db", "a-very-long-plugin-servicename-that-goes-on-and-on-and-on-x"])

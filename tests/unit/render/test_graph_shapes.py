@@ -16,7 +16,7 @@ from bench.shapes import chain_services, flow_for_chain, flow_for_wide, generate
 from renderer import api
 from renderer.core.k8s import LabelIndex, map_matches, pod_template
 from renderer.errors import DevlaneError
-from renderer.render.flow import build_flow
+from renderer.render.plan.flow_spec import build_flow
 
 WIDE = 120
 DEEP = 150

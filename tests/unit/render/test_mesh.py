@@ -13,8 +13,9 @@ import yaml
 from support import CRDS, yaml_doc
 
 from renderer import api
-from renderer.render import mesh, route_proof
-from renderer.render.flow import FlowRequest, resolve
+from renderer.render.checks import route_proof
+from renderer.render.plan.flow_spec import FlowRequest, resolve
+from renderer.render.routing import mesh
 from renderer.session import Options
 
 K = "kardinal.dev.service/"

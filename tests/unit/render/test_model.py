@@ -1,4 +1,4 @@
-"""The model of a repository (`renderer.render.model.build_model`): Kardinal annotations, Service -> workload
+"""The model of a repository (`renderer.render.model.topology.build_model`): Kardinal annotations, Service -> workload
 matching, target containers, stateful/external services, plugin definitions, and problems it records."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from renderer.errors import Problem
-from renderer.render.load import Document
-from renderer.render.model import Model, build_model
+from renderer.render.inputs.document import Document
+from renderer.render.model.records import Model
+from renderer.render.model.topology import build_model
 
 
 def docs(text: str, file: str = "app.yaml") -> list[Document]:

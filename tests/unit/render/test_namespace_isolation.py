@@ -212,7 +212,7 @@ def test_the_lane_invariants_catch_what_a_plugin_could_break(harness):
     import copy
 
     from renderer.errors import Diagnostics
-    from renderer.render import invariants
+    from renderer.render.checks import invariants
 
     cm = yaml_doc({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "api-config", "namespace": "shop"},
                    "data": {"LOG": "debug"}})
@@ -382,12 +382,12 @@ def test_network_policies_are_copied_and_a_blocking_one_is_named(harness):
 def test_a_secret_a_plugin_makes_is_not_reported(harness):
     """`provide_secrets` runs on the pods as plugins left them, with what plugins added."""
     from renderer.errors import Diagnostics
-    from renderer.render import namespaced
+    from renderer.render.copies import flow_namespace
 
     result = with_secret(harness, "")
     assert [p.code for p in result.warnings if p.code == "namespace-missing"] == ["namespace-missing"]
     made = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "api-db"}, "stringData": {"password": "t"}}
     for objects, reported in (([made], 0), ([], 1)):
         diags = Diagnostics()
-        namespaced.provide_secrets(result.model, result.dev, objects, diags)
+        flow_namespace.provide_secrets(result.model, result.dev, objects, diags)
         assert len([p for p in diags.problems if p.code == "namespace-missing"]) == reported

@@ -7,7 +7,7 @@ import pytest
 
 from renderer.core import parallel
 from renderer.core.yamlio import dump
-from renderer.render import emit
+from renderer.render.output import emit
 
 
 def _objects(n: int) -> list[dict]:

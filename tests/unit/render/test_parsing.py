@@ -1,4 +1,4 @@
-"""Parsing many files at once (`renderer.render.parsing`): read from the cache, parsed here, or parsed in forked
+"""Parsing many files at once (`renderer.render.inputs.parsing`): read from the cache, parsed here, or parsed in forked
 children, every file's outcome is the same (documents, their shapes, or the error naming the file and line);
 a second parse reads every file it can from the cache; what JSON cannot carry exactly (dates, binary, sets,
 non-string keys, anchors) and broken files are never cached; a child that dies costs only time.
@@ -16,8 +16,8 @@ import yaml
 from renderer.core import parallel
 from renderer.core.cache import Cache, blob_id
 from renderer.errors import DevlaneError
-from renderer.render import parsing
-from renderer.render.parsing import parse_files
+from renderer.render.inputs import parsing
+from renderer.render.inputs.parsing import parse_files
 
 OBJECT = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n"
 FILES = {

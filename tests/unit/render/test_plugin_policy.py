@@ -1,4 +1,4 @@
-"""The output policy for plugins (`renderer.render.plugin_policy`) as functions: names for the flow (with a
+"""The output policy for plugins (`renderer.render.plugins.output_policy`) as functions: names for the flow (with a
 property test over flow ids), kinds, each content rule, only-what-was-introduced for changes, the allow
 switches of `.devlane.yaml`, identity for lifecycle hooks, owners, and the invariants run again on the final
 object set (`invariants.after_plugins`)."""
@@ -16,18 +16,18 @@ from renderer.errors import DevlaneError, Diagnostics, PluginError
 from renderer.host.choose import Choice
 from renderer.host.manifest import DEFAULT_EMITS, Manifest
 from renderer.host.resolve import PluginSource
-from renderer.render import invariants
-from renderer.render.clone import DevSet
-from renderer.render.config import PluginAllow, parse_config
-from renderer.render.load import Document
-from renderer.render.model import build_model
-from renderer.render.plugin_policy import (
+from renderer.render.checks import invariants
+from renderer.render.copies.clone import DevSet
+from renderer.render.inputs.document import Document
+from renderer.render.model.topology import build_model
+from renderer.render.plugins.output_policy import (
     OutputPolicy,
     content_findings,
     emitted,
     name_findings,
     pod_spec_findings,
 )
+from renderer.render.settings.repo_config import PluginAllow, parse_config
 
 FLOW = "pr-7"
 LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?", re.ASCII)

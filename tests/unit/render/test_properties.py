@@ -10,15 +10,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from renderer.errors import Diagnostics
-from renderer.render import clone, mesh, route_proof
-from renderer.render.clone import isolate_labels
-from renderer.render.flow import build_flow, substitute
-from renderer.render.lane import Lane
-from renderer.render.load import Document
-from renderer.render.model import build_model, parse_dependency_item
-from renderer.render.plan import make_plan
-from renderer.render.protocols import routed_by_header
-from renderer.render.routing import flow_host, route_entries
+from renderer.render.checks import route_proof
+from renderer.render.copies import clone
+from renderer.render.copies.clone import isolate_labels
+from renderer.render.inputs.document import Document
+from renderer.render.model.annotations import parse_dependency_item
+from renderer.render.model.port_protocols import routed_by_header
+from renderer.render.model.topology import build_model
+from renderer.render.plan.flow_spec import build_flow, substitute
+from renderer.render.plan.planner import make_plan
+from renderer.render.routing import mesh
+from renderer.render.routing.entries import flow_host, route_entries
+from renderer.render.settings.isolation import Lane
 
 label = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?", fullmatch=True)
 flow_id = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?", fullmatch=True)

@@ -18,8 +18,10 @@ from support.demos import DEMOS
 
 from renderer.core.k8s import outline
 from renderer.core.source import WorktreeSource
-from renderer.render import clone, invariants, load, model_store
-from renderer.render.model import build_model
+from renderer.render.inputs import document, load
+from renderer.render.model.repo_index import SelectorIndex, pod_items
+from renderer.render.model.topology import build_model
+from renderer.render.stored import model_codec
 
 ODD = """\
 apiVersion: batch/v1
@@ -78,7 +80,7 @@ def corpora() -> list[tuple[str, Path | str]]:
 
 
 @pytest.fixture(params=corpora(), ids=lambda c: c[0])
-def documents(request, tmp_path) -> list[load.Document]:
+def documents(request, tmp_path) -> list[document.Document]:
     """The corpus's documents, as loading reads them (config annotations applied)."""
     name, src = request.param
     repo = tmp_path / "repo"
@@ -96,76 +98,77 @@ def documents(request, tmp_path) -> list[load.Document]:
     return load.read(WorktreeSource(repo)).documents
 
 
-def bodiless(documents: list[load.Document]) -> list[load.Document]:
+def bodiless(documents: list[document.Document]) -> list[document.Document]:
     """The documents with their outlines only: reading a body raises."""
     def body() -> dict:
         raise AssertionError("a pass over the whole repository read a body")
     out = []
     for d in documents:  # a Document whose fields come from its outline, and whose object raises
-        doc = object.__new__(load.Document)
-        doc.__dict__.update(load.head(outline(d.obj)), outline=outline(d.obj), file=d.file, index=d.index,
+        doc = object.__new__(document.Document)
+        doc.__dict__.update(document.head(outline(d.obj)), outline=outline(d.obj), file=d.file, index=d.index,
                             _body=body)
         out.append(doc)
     return out
 
 
-def outlineless(documents: list[load.Document]) -> list[load.Document]:
+def outlineless(documents: list[document.Document]) -> list[document.Document]:
     """The documents as a reused model makes them (`Document.lean`), whose bodies (and so outlines) raise."""
     def nothing() -> dict:
         raise AssertionError("a stored pass read a document")
-    return [load.Document.lean((d.kind, d.api_version, d.name, d.namespace), d.file, d.index, nothing)
+    return [document.Document.lean((d.kind, d.api_version, d.name, d.namespace), d.file, d.index, nothing)
             for d in documents]
 
 
 def test_the_passes_over_the_whole_repository_read_outlines_only(documents):
     real, outlined = build_model(documents), build_model(bodiless(documents))
     assert real.services, "a corpus without services tests nothing"
-    assert model_store.encode(outlined) == model_store.encode(real) is not None
-    assert clone.selector_keys(outlined) == clone.selector_keys(real)
+    assert model_codec.encode(outlined) == model_codec.encode(real) is not None
+    assert outlined.index.selector_keys == real.index.selector_keys
 
     def selectors(model):
-        return [(d.file, d.index, ns, sel, plain) for d, ns, sel, plain in invariants.baseline_selectors(model)]
+        return [(d.file, d.index, ns, sel, plain) for d, ns, sel, plain in model.index.selectors]
     assert selectors(outlined) == selectors(real) and selectors(real)
-    assert invariants.baseline_claims(outlined) == invariants.baseline_claims(real)
+    assert outlined.index.claims == real.index.claims and outlined.index.names == real.index.names
+    assert outlined.index.services == real.index.services
 
 
 def test_a_stored_model_reads_back_as_the_same_model(documents):
     model = build_model(documents, "shop")
-    stored = model_store.encode(model)
-    back = model_store.decode(stored, documents, "shop")
-    assert back is not None and model_store.encode(back) == stored
+    stored = model_codec.encode(model)
+    back = model_codec.decode(stored, documents, "shop")
+    assert back is not None and model_codec.encode(back) == stored
     assert back.services == model.services and back.entries == model.entries and back.problems == model.problems
     assert back.plugin_defs == model.plugin_defs and back.externals == model.externals
     assert back.objects == model.objects and back.service_keys == model.service_keys
     assert {k: [n.key for n in v] for k, v in back.selecting.items()} == \
         {k: [n.key for n in v] for k, v in model.selecting.items()}
-    assert model_store.decode(stored, documents[:-1], "shop") is None  # other documents
-    assert model_store.decode(stored, documents, None) is None  # another default namespace
+    assert model_codec.decode(stored, documents[:-1], "shop") is None  # other documents
+    assert model_codec.decode(stored, documents, None) is None  # another default namespace
 
 
 def test_the_passes_stored_with_the_model_read_back_as_they_run(documents):
     """Selector keys, baseline selectors and pods, and Services' selectors: the stored rows, decoded, are what
     the passes find on the documents (by place, in order), and a stored model answers from them alone."""
     model = build_model(documents, "shop")
-    stored = model_store.encode(model)
+    stored = model_codec.encode(model)
     assert stored is not None
     assert set(stored["tables"]) == {"selector_keys", "selectors", "services", "pods", "selector_index"}
-    back = model_store.decode(stored, outlineless(documents), "shop")  # the passes never ask a document
-    assert back is not None and back.tables is not None
+    back = model_codec.decode(stored, outlineless(documents), "shop")  # the passes never ask a document
+    assert back is not None and isinstance(back.index, model_codec.StoredIndex)
 
     def places(rows):
-        return [tuple((d.file, d.index) if isinstance(d, load.Document) else d for d in row) for row in rows]
-    assert clone.selector_keys(back) == clone.selector_keys(model)
-    assert places(invariants.baseline_selectors(back)) == places(invariants.baseline_selectors(model))
-    assert places(clone.service_selectors(back)) == places(clone.service_selectors(model))
-    assert places(invariants.baseline_pods(back)) == places(invariants.baseline_pods(model))
+        return [tuple((d.file, d.index) if isinstance(d, document.Document) else d for d in row) for row in rows]
+    assert back.index.selector_keys == model.index.selector_keys
+    assert places(back.index.selectors) == places(model.index.selectors)
+    assert places(back.index.service_selectors) == places(model.index.service_selectors)
+    assert places(back.index.pods) == places(model.index.pods)
     assert "selector_index" in stored["tables"]  # the corpora's selectors are strings: the index is stored
-    items = invariants.pod_items([d.outline for d in documents], "shop")
+    items = pod_items([d.outline for d in documents], "shop")
     items += [(ns, {**labels, "extra": "x"}, obj) for ns, labels, obj in items]  # pods with more labels match too
     hits = [((d.file, d.index), item.get("metadata", {}).get("name")) for d, item in
-            invariants.SelectorIndex.of(back).hits(items)]
+            back.index.selector_index.hits(items)]
     assert hits == [((d.file, d.index), item.get("metadata", {}).get("name")) for d, item in
-                    invariants.SelectorIndex(invariants.baseline_selectors(model)).hits(items)]
+                    SelectorIndex(model.index.selectors).hits(items)]
 
 
 def test_an_outline_keeps_what_the_passes_read_where_they_read_it():
@@ -194,7 +197,7 @@ def test_a_deferred_body_is_decoded_once_whichever_thread_reads_it_first():
         started.wait(1)  # hold the decode open while the other threads ask too
         return {"kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}
 
-    doc = load.Document.lean(("ConfigMap", "v1", "c", None), "c.yaml", 0, body)
+    doc = document.Document.lean(("ConfigMap", "v1", "c", None), "c.yaml", 0, body)
     assert doc.name == "c" and calls == []  # the head needs no body
     with ThreadPoolExecutor(4) as pool:
         seen = [pool.submit(lambda: doc.obj) for _ in range(4)]

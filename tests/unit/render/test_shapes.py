@@ -1,11 +1,11 @@
-"""`renderer.render.shapes`: the fields devlane reads must have their Kubernetes types; the first wrong one is
-named by its path, nulls count as absent, fields devlane does not read are left alone."""
+"""`renderer.render.inputs.field_types`: the fields devlane reads must have their Kubernetes types; the first wrong
+one is named by its path, nulls count as absent, fields devlane does not read are left alone."""
 
 from __future__ import annotations
 
 import pytest
 
-from renderer.render.shapes import shape_problem
+from renderer.render.inputs.field_types import shape_problem
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "labels": {"app": "api"}},
               "spec": {"selector": {"matchLabels": {"app": "api"}}, "template": {

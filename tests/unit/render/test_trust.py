@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from renderer.host.confine import Limits
-from renderer.render.config import PluginAllow, parse_config
-from renderer.render.trust import Trusted, confine
+from renderer.render.settings.repo_config import PluginAllow, parse_config
+from renderer.render.settings.trust import Trusted, confine
 
 SWITCHES = st.frozensets(st.sampled_from(["clusterScoped", "rbac", "privileged", "secrets"]))
 

@@ -8,9 +8,9 @@ import json
 
 from renderer.host.invoke import Invocation, request_document
 from renderer.protocol.krm import annotations
-from renderer.render.apply_plugins import _service_object
-from renderer.render.load import Document
-from renderer.render.model import build_model
+from renderer.render.inputs.document import Document
+from renderer.render.model.topology import build_model
+from renderer.render.plugins.calls import _service_object
 from renderer.sdk.kardinal import kardinal
 
 

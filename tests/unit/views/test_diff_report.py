@@ -9,7 +9,7 @@ import pytest
 from support.repos import bookshop_builtins
 
 from renderer.errors import Problem
-from renderer.render import mesh
+from renderer.render.routing import mesh
 from renderer.views import diff, markdown
 from renderer.views.markdown import MAX_COMMENT
 

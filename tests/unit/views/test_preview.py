@@ -12,7 +12,7 @@ import re
 import pytest
 from support import EXAMPLE, plugin_definition
 
-from renderer.render import mesh
+from renderer.render.routing import mesh
 from renderer.views.preview import View, build_view, console, print_terminal, render_html
 
 ENTRY_URL = "http://pr-7.preview.bookshop.example.com/"

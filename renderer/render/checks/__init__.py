@@ -1,0 +1,1 @@
+"""Checks: the isolation invariants and the routing proof, computed from the objects."""

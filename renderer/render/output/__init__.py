@@ -1,0 +1,1 @@
+"""Output: the flow's files, written atomically."""

@@ -1,0 +1,1 @@
+"""Routing: flow entry points and mesh routes to the dev copies."""
