@@ -1,10 +1,12 @@
-"""Library API: each command is a short script of typed steps (kustomize's `Kustomizer.Run` style).
+"""Library API: each command is a short script of typed stages (kustomize's `Kustomizer.Run` style).
 
-    load -> pre-render steps -> model -> plan -> choose implementations -> dev copies -> plugins
-         -> routing -> collect -> post-render steps -> emit
+    load -> (--services auto) -> template, pre-render steps -> model -> plan -> choose implementations
+         -> dev copies -> plugins -> routing -> collect, post-render steps -> checks -> emit
 
-Every step is a function of a stage module in `renderer/render/` returning a frozen record; the
-`Session` holds what the steps share. The CLI and the front doors (`renderer/views/`) call these
+Each stage is a function of a stage package of `renderer/render/` (in that order) that takes the records the
+stages before it made and its settings record, and returns a record and the problems it found; the script keeps
+the problems and stops where an error would mislead the next stage. The `Session` holds what every stage shares
+(the source, the plugin host, the settings). The CLI and the front doors (`renderer/views/`) call these
 functions; tests call them in-process.
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DevlaneError, Diagnostics, Problem, UsageError
+from .errors import DevlaneError, Problem, UsageError
 from .host import process
 from .host.choose import Choice, RunMode
 from .host.resolve import git_specs, plugin_digest
@@ -37,6 +39,7 @@ from .host.supply.venvs import Target
 from .render.checks import invariants, route_proof
 from .render.checks.mesh_lint import mesh_problems
 from .render.copies import clone, flow_namespace
+from .render.copies.dev_set import DevSet
 from .render.inputs.load import Loaded, read_back
 from .render.model.plugin_definitions import changed_args, used_plugin_names
 from .render.model.records import Model
@@ -44,18 +47,23 @@ from .render.model.topology import build_model
 from .render.output import emit
 from .render.output.emit import RenderedFlow
 from .render.output.write import Output, read_rendered, remove_dir
+from .render.plan import targets
 from .render.plan.flow_spec import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
 from .render.plan.planner import Plan, make_plan
+from .render.plan.targets import AutoFlow, Change, Targeted
 from .render.plugins import calls, output_policy, pipeline_steps
 from .render.plugins.calls import PluginResults
 from .render.routing import mesh
 from .render.routing.entries import Entries, route_entries
+from .render.settings.render_settings import RenderSettings, RouteSettings, lane_of
 from .render.stored.memo import model_for
-from .session import FlowInput, Options, Session, flow_of, retain_until_exit
+from .session import Options, Session, retain_until_exit
 
-__all__ = ["FlowRequest", "Options", "RenderResult", "Session", "check_changes", "delete", "fetch", "lint", "lock",
-           "open_session", "plan", "prepare_targets", "provision", "read", "render", "render_and_write", "render_in",
-           "resolve", "retain_until_exit", "write"]
+FlowInput = FlowSpec | AutoFlow  # a flow as given, or `--services auto`: data either way, resolved once loaded
+
+__all__ = ["AutoFlow", "FlowInput", "FlowRequest", "Options", "RenderResult", "Session", "check_changes", "delete",
+           "fetch", "lint", "lock", "open_session", "plan", "prepare_targets", "provision", "read", "render",
+           "render_and_write", "render_in", "resolve", "retain_until_exit", "targeted", "write"]
 
 
 @dataclass(frozen=True)
@@ -70,8 +78,9 @@ class RenderResult:
     plugins: PluginResults
     flows: list[RenderedFlow]
     messages: list[Problem]  # warnings, and `info` messages such as plugin stderr (shown with --debug)
-    dev: clone.DevSet = field(default_factory=clone.DevSet)  # the dev copies after plugins (namespaces, aliases)
+    dev: DevSet = field(default_factory=DevSet)  # the dev copies after plugins (namespaces, aliases)
     mesh: RenderedFlow | None = None  # istio: `flows/_mesh/` as this flow alone needs it (writing merges every flow)
+    targets: list[Change] = field(default_factory=list)  # `--services auto`: each target and why
 
     @property
     def warnings(self) -> list[Problem]:
@@ -94,6 +103,7 @@ class PlanReport:
     isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
     copies: dict[str, int] = field(default_factory=dict)  # routing mode -> dev copies the flow needs in it
     proof: dict | None = None  # mesh modes: the routing proof (header, paths walked, violations, routes)
+    targets: list[Change] = field(default_factory=list)  # `--services auto`: each target and why
 
     def as_dict(self) -> dict:
         out = self.plan.as_dict()
@@ -138,12 +148,14 @@ def render_and_write(options: Options, flow: FlowInput, out: Path | None = None,
     """Render a flow and write it (`check` may refuse the result first), holding the output directory's lock
     from before any plugin runs until the flow is in place: a `delete` of the flow waits for this render,
     or this render for the delete, and neither undoes the other unseen."""
-    with open_session(options) as s, _output(s, out) as output:
-        result = render_in(s, flow)
-        refuse_read_back(result, out)
-        if check is not None:
-            check(result)
-        return result, output.write(result.flows)
+    with open_session(options) as s:
+        s.load()  # a repository that does not load stops before the output directory is touched
+        with _output(s, out) as output:
+            result = render_in(s, flow)
+            refuse_read_back(result, out)
+            if check is not None:
+                check(result)
+            return result, output.write(result.flows)
 
 
 def _output(s: Session, out: Path | None, create: bool = True) -> Output:
@@ -152,123 +164,142 @@ def _output(s: Session, out: Path | None, create: bool = True) -> Output:
     return Output(output_root(s.root, s.config.output, out), wait, create)
 
 
-def _planned(s: Session, flow: FlowSpec) -> tuple[Loaded, Model, Plan]:
-    """Load (with the flow's template), pre-render steps, model and plan; stops on any error."""
-    loaded = s.loaded.with_documents(apply_template(s.loaded.documents, flow.template_file, flow.template_args))
-    loaded, messages = pipeline_steps.pre_render(s.host, s.config.pipeline, loaded, flow.id)
-    model = model_for(s.memo, s.loaded, loaded.documents, s.config.namespace)
-    s.report(messages + model.problems)
-    the_plan = make_plan(model, flow, s.routing, s.diagnostics)
-    s.finish()
-    return loaded, model, the_plan
+def targeted(s: Session, flow: FlowInput) -> Targeted:
+    """The flow as data: as given, or (`--services auto`) with the services changed since the base."""
+    return targets.targeted(flow, s.load(), s.root, s.options.ref, s.options.top, s.cache)
 
 
 def render_in(s: Session, flow: FlowInput) -> RenderResult:
-    """Render a flow with an open session (the front doors that already loaded the repository):
-    load -> pre-render -> model -> plan -> choose -> dev copies -> plugins -> routing -> collect -> post-render
-    -> emit."""
-    flow = flow_of(flow, s)
-    loaded, model, the_plan = _planned(s, flow)
+    """Render a flow with an open session (the front doors that already loaded the repository)."""
+    settings = s.settings
+    loaded = s.load()
+    flow, changes = targeted(s, flow)
+    loaded, model, the_plan, problems = _planned(s, loaded, flow)
     choices = calls.choose_all(s.host, model, the_plan)
-    dev = flow_namespace.complete(model, clone.make(model, the_plan, s.config.replicas, s.diagnostics, s.strict, s.lane,
-                                                _by_header(s, model, the_plan)), s.diagnostics, s.strict)
+    dev, found = clone.make(model, the_plan, settings.copies, _by_header(settings.routes, model, the_plan))
+    problems += found
     with calls.Calls(s.host, model, the_plan, dev, choices,
-                             pipeline_steps.per_flow_work(s.host, s.config.pipeline, the_plan, dev)) as running:
-        if not s.diagnostics.errors:  # the copies are made: the plugins start while the render checks them
+                     pipeline_steps.per_flow_work(s.host, settings.plugins.pipeline, the_plan, dev)) as running:
+        if not errors(problems):  # the copies are made: the plugins start while the render checks them
             running.start()
-        policy = output_policy.OutputPolicy(model, dev, flow.id, s.config.plugin_policy)
+        policy = output_policy.OutputPolicy(model, dev, the_plan.flow_id, settings.plugins.policy)
         # rewriting is done: what a plugin returns is final, once the output policy accepts it. The invariants check
         # devlane's own work: after an error in making the copies (its root cause) they would only repeat it
-        if not s.diagnostics.errors:
-            invariants.before_plugins(model, dev, s.diagnostics, s.strict)
-        s.finish()
+        if not errors(problems):
+            problems += invariants.before_plugins(model, dev, settings.strict)
+        s.stop_on_errors(problems)
         plugins = running.results(policy)
-    s.report(plugins.messages)
+    problems += plugins.messages
     cloned, dev = dev, clone.patch(dev, plugins.pod_specs)
-    dev = flow_namespace.provide_secrets(model, dev, [o for r in plugins.results for o in r.resources], s.diagnostics,
-                                     s.strict)
-    entries = route_entries(model, dev, flow.id, s.config.domain, s.diagnostics, s.routing, s.config.baggage_key,
-                            s.config.mesh_gateway)
-    objects = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace), flow.id,
-                             plugins, policy)
-    invariants.after_plugins(model, cloned, objects.all(), policy.owners, s.diagnostics)
-    invariants.external_addresses(model, dev, [(r.servicename, r.dependents) for r in plugins.results],
-                                  s.diagnostics, s.strict)
-    shared = emit.mesh_flow({flow.id: entries.mesh}) if entries.mesh and s.routing == "istio" else None
-    if s.routing != "none" and not s.diagnostics.errors:  # istio: with the rules shared with other flows
-        route_proof.check(model, dev, [*objects.all(), *(shared.objects if shared else [])], flow.id,
-                          s.config.baggage_key, s.diagnostics)
-    s.finish()
-    flows = emit.render(objects, flow.id, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins,
-                                                                         choices))
+    dev, found = flow_namespace.provide_secrets(model, dev, plugins.resources, settings.strict)
+    problems += found
+    entries, found = route_entries(model, dev, the_plan.flow_id, settings.routes)
+    problems += found
+    objects, found = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace),
+                                    the_plan, plugins, policy)
+    problems += found
+    problems += invariants.after_plugins(model, cloned, objects.all(), policy.owners)
+    problems += invariants.external_addresses(model, dev, plugins.instances, settings.strict)
+    shared = _shared_mesh(settings.routes, the_plan, entries)
+    if settings.routes.mode != "none" and not errors(problems):  # istio: with the rules shared with other flows
+        problems += route_proof.check(model, dev, [*objects.all(), *(shared.objects if shared else [])],
+                                      the_plan.flow_id, settings.routes.baggage_key)
+    s.stop_on_errors(problems)
+    flows = emit.render(objects, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins, choices,
+                                                                problems))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
-                        [p for p in s.diagnostics.problems if p.severity != "error"], dev, shared)
+                        [p for p in problems if p.severity != "error"], dev, shared, changes)
 
 
-def _by_header(s: Session, model: Model, the_plan: Plan) -> frozenset[str]:
+def errors(problems: list[Problem]) -> bool:
+    return any(p.severity == "error" for p in problems)
+
+
+def _planned(s: Session, loaded: Loaded, flow: FlowSpec) -> tuple[Loaded, Model, Plan, list[Problem]]:
+    """The flow's template and the pre-render steps, the model, the plan, with what loading found; stops on any
+    error."""
+    problems = s.loading_problems()
+    loaded = loaded.with_documents(apply_template(loaded.documents, flow.template_file, flow.template_args))
+    loaded, messages = pipeline_steps.pre_render(s.host, s.settings.plugins.pipeline, loaded, flow.id)
+    model = model_for(s.memo, s.loaded, loaded.documents, s.settings.namespace)
+    the_plan, found = make_plan(model, flow, s.settings.routes.mode)
+    problems += messages + model.problems + found
+    s.stop_on_errors(problems)
+    return loaded, model, the_plan, problems
+
+
+def _by_header(routes: RouteSettings, model: Model, the_plan: Plan) -> frozenset[str]:
     """On a mesh, the dev services requests reach by the flow header (HTTP and gRPC ports)."""
-    if s.routing == "none":
+    if routes.mode == "none":
         return frozenset()
     return frozenset(k for k in the_plan.dev_services() if mesh.routed_by_header(model, k))
 
 
-def _post_rendered(s: Session, objects: emit.FlowObjects, flow_id: str, plugins: PluginResults,
-                   policy: output_policy.OutputPolicy) -> emit.FlowObjects:
+def _shared_mesh(routes: RouteSettings, the_plan: Plan, entries: Entries) -> RenderedFlow | None:
+    """istio: `flows/_mesh/` as this flow alone needs it."""
+    return emit.mesh_flow({the_plan.flow_id: entries.mesh}) if entries.mesh and routes.mode == "istio" else None
+
+
+def _post_rendered(s: Session, objects: emit.FlowObjects, the_plan: Plan, plugins: PluginResults,
+                   policy: output_policy.OutputPolicy) -> tuple[emit.FlowObjects, list[Problem]]:
     """The flow's objects after the lifecycle hooks of the plugins it used and the `post-render` steps."""
-    group, messages = pipeline_steps.post_render(s.host, s.config.pipeline, objects.groups[flow_id], flow_id,
-                                        plugins.used(flow_id), policy)
-    s.report(messages)
-    return objects.with_group(flow_id, group)
+    flow_id = the_plan.flow_id
+    group, messages = pipeline_steps.post_render(s.host, s.settings.plugins.pipeline, objects.groups[flow_id],
+                                                 flow_id, plugins.used(flow_id), policy)
+    return objects.with_group(flow_id, group), messages
 
 
-def _provenance(s: Session, loaded: Loaded, flow: FlowSpec, entries: Entries, dev: clone.DevSet,
-                plugins: PluginResults, choices: dict[str, Choice]) -> emit.Provenance:
+def _provenance(s: Session, loaded: Loaded, flow: FlowSpec, entries: Entries, dev: DevSet, plugins: PluginResults,
+                choices: dict[str, Choice], problems: list[Problem]) -> emit.Provenance:
     chosen = sorted([*choices.values(), *(r.choice for r in plugins.results if r.choice)], key=lambda c: c.name)
     digests = {c.name: plugin_digest(c.source.path) for c in chosen}
-    return emit.provenance(loaded, flow, s.routing, s.options.ref, digests, entries, dev, plugins,
-                           flow_namespace.summary(dev, s.diagnostics.problems))
+    return emit.provenance(loaded, flow, s.settings.routes.mode, s.options.ref, digests, entries, dev, plugins,
+                           flow_namespace.summary(dev, problems))
 
 
 def plan(options: Options, flow: FlowInput) -> PlanReport:
     """Which services get a dev version and why, which implementation each plugin uses, the pipeline."""
     with open_session(options) as s:
-        flow = flow_of(flow, s)
-        _, model, the_plan = _planned(s, flow)
+        settings = s.settings
+        loaded = s.load()
+        flow, changes = targeted(s, flow)
+        _, model, the_plan, problems = _planned(s, loaded, flow)
         choices = calls.choose_all(s.host, model, the_plan)
         other = "gateway-api" if the_plan.routing == "none" else "none"
-        copies = {the_plan.routing: len(the_plan.dev_services()),
-                  other: len(make_plan(model, flow, other, Diagnostics()).dev_services())}  # what the other would need
-        proof = _proof(s, model, the_plan) if s.routing != "none" else None
-        return PlanReport(the_plan, choices, pipeline_steps.plan_steps(s.host, s.config.pipeline, flow.id),
-                          s.diagnostics.warnings, _lane(s, model, the_plan), copies, proof)
+        copies = {the_plan.routing: len(the_plan.dev_services()),  # and what the other mode would need
+                  other: len(make_plan(model, flow, other)[0].dev_services())}
+        proof = None
+        if settings.routes.mode != "none":
+            proof, found = _proof(settings, model, the_plan)
+            problems += found
+            s.stop_on_errors(problems)  # an entry that cannot carry the header stops `plan` as it stops `render`
+        return PlanReport(the_plan, choices, pipeline_steps.plan_steps(s.host, settings.plugins.pipeline, flow.id),
+                          [p for p in problems if p.severity == "warning"], _lane(settings, model, the_plan), copies,
+                          proof, changes)
 
 
-def _proof(s: Session, model: Model, the_plan: Plan) -> dict:
+def _proof(settings: RenderSettings, model: Model, the_plan: Plan) -> tuple[dict, list[Problem]]:
     """The routing proof `plan` shows, on the routes of the dev copies as the manifests make them (no plugin runs;
-    `render` proves the final objects again)."""
-    diags = Diagnostics()
-    dev = flow_namespace.complete(model, clone.make(model, the_plan, s.config.replicas, diags, s.strict, s.lane,
-                                                _by_header(s, model, the_plan)), diags)
-    entries = route_entries(model, dev, the_plan.flow_id, s.config.domain, s.diagnostics, s.routing,
-                            s.config.baggage_key, s.config.mesh_gateway)
-    s.finish()  # an entry that cannot carry the header stops `plan` as it stops `render`
-    shared = mesh.virtual_services({the_plan.flow_id: entries.mesh}) if s.routing == "istio" and entries.mesh else []
-    routes = [*(o for o in entries.objects if o["kind"] != "Ingress"), *shared]
-    proof = route_proof.prove(model, dev, [*(d.obj for d in dev.services), *routes], the_plan.flow_id,
-                              s.config.baggage_key)
-    return {"header": mesh.BAGGAGE, "member": mesh.member(the_plan.flow_id, s.config.baggage_key),
+    `render` proves the final objects again), and the problems of making the entries."""
+    routes = settings.routes
+    dev, _ = clone.make(model, the_plan, settings.copies, _by_header(routes, model, the_plan))
+    entries, problems = route_entries(model, dev, the_plan.flow_id, routes)
+    shared = mesh.virtual_services({the_plan.flow_id: entries.mesh}) if routes.mode == "istio" and entries.mesh else []
+    found = [*(o for o in entries.objects if o["kind"] != "Ingress"), *shared]
+    proof = route_proof.prove(model, dev, [*(d.obj for d in dev.services), *found], the_plan.flow_id,
+                              routes.baggage_key)
+    return {"header": mesh.BAGGAGE, "member": mesh.member(the_plan.flow_id, routes.baggage_key),
             "paths": proof.paths, "violations": proof.violations,
-            "routes": sorted(f"{o['kind']}/{o['metadata']['name']}" for o in routes)}
+            "routes": sorted(f"{o['kind']}/{o['metadata']['name']}" for o in found)}, problems
 
 
-def _lane(s: Session, model: Model, the_plan: Plan) -> dict | None:
+def _lane(settings: RenderSettings, model: Model, the_plan: Plan) -> dict | None:
     """The isolation summary `plan` shows: the dev copies are made (no plugin runs) to see what the lane needs."""
-    if not s.lane.by_namespace:
+    if not settings.copies.lane.by_namespace:
         return None
-    diags = Diagnostics()
-    dev = flow_namespace.complete(model, clone.make(model, the_plan, s.config.replicas, diags, s.strict, s.lane), diags)
-    dev = flow_namespace.provide_secrets(model, dev, [], diags)  # as the manifests say: plugins may change it
-    return flow_namespace.summary(dev, diags.problems)
+    dev, problems = clone.make(model, the_plan, settings.copies)
+    dev, found = flow_namespace.provide_secrets(model, dev, [], settings.strict)  # as the manifests say
+    return flow_namespace.summary(dev, problems + found)
 
 
 @dataclass(frozen=True)
@@ -295,7 +326,8 @@ def lint(options: Options) -> list[Problem]:
     with open_session(options, collect=True) as s:
         model = build_model(s.loaded.documents, s.config.namespace)
         on_mesh = (s.options.routing or s.config.routing) != "none"
-        wiring = [] if s.lane.by_namespace else invariants.unwirable_edges(model, on_mesh)
+        wiring = [] if lane_of(s.config, s.options.isolation).by_namespace else \
+            invariants.unwirable_edges(model, on_mesh)
         return (s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model) + wiring
                 + mesh_problems(model, s.config, s.options.routing, s.options.isolation))
 

@@ -1,5 +1,6 @@
-"""One command's context, built once from `Options`: the opened source, the repository as loaded, the
-plugin host, and the problems found so far.
+"""One command's context, built once from `Options`: the opened source, `.devlane.yaml` as the operator's policy
+confines it, every stage's settings, the plugin host, the cache and the stored model, and the repository once
+a command loads it (its first stage).
 
 Like kustomize's `KustTarget`, everything a command's stages share goes in here once, so no stage
 receives the command-line options; display flags (`--debug`, output formats) never get this far.
@@ -7,26 +8,25 @@ receives the command-line options; display flags (`--debug`, output formats) nev
 
 from __future__ import annotations
 
+import functools
 import gc
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core.cache import open_cache
 from .core.fence import operator_dirs
 from .core.source import open_source
-from .errors import DevlaneError, Diagnostics, Problem, Where, as_errors
+from .errors import DevlaneError, Problem, Where, as_errors
 from .host.budget import Budget
 from .host.choose import RunMode
 from .host.confine import Limits, SandboxPolicy, probe_soon
 from .host.plugin_host import PluginHost
 from .render.inputs import load
-from .render.plan.flow_spec import FlowSpec
-from .render.routing.entries import check_mode
+from .render.inputs.load import Loaded
 from .render.settings import trust
-from .render.settings.isolation import Lane
-from .render.settings.repo_config import Isolation, Routing
+from .render.settings.render_settings import RenderSettings, render_settings
+from .render.settings.repo_config import Isolation, Routing, read_config
 from .render.stored.memo import ModelMemo
 
 
@@ -83,26 +83,44 @@ class Session:
     def _open(self, options: Options, mode: RunMode, collect: bool) -> None:
         if not collect:  # a command that may run plugins (lint and inspection run none): probe the sandbox meanwhile
             probe_soon()
+        self.collect = collect
         self.source = open_source(self.root, options.ref)
         self.cache = open_cache(options.cache)
-        self.allowed = operator_dirs(options.allow_paths)
-        deadline = self.started + options.timeout if options.timeout is not None else None
         self.memo = ModelMemo(self.cache) if self.cache is not None else None  # the early cutoff
-        self.loaded = load.read(self.source, collect, options.top, self.cache, self.allowed, deadline, self.memo)
-        if self.cache is not None and self.cache.counters.writes:
-            self.cache.evict()
+        self.allowed = operator_dirs(options.allow_paths)
+        self.deadline = self.started + options.timeout if options.timeout is not None else None
+        self.config_file = read_config(self.source, collect)
         trusted = trust.read_trusted(options.policy_file, open_source(self.root, options.trusted_ref)
                                      if options.trusted_ref else None)
-        self.config, ignored = trust.confine(self.loaded.config, trusted, options.strict or self.loaded.config.strict)
-        self.diagnostics = Diagnostics([*self.loaded.problems, *ignored])
-        if self.cache is not None:  # shown with --debug
-            self.diagnostics.problems.append(Problem(self.cache.counters.summary(), Where(file=str(self.cache.root)),
-                                                     severity="info", code="cache"))
+        self.config, self.ignored = trust.confine(self.config_file.config, trusted,
+                                                  options.strict or self.config_file.config.strict)
         budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started)
         self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
                                mode, budget, options.jobs,
                                SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox,
                                              options.allow_weak_sandbox), self.allowed)
+        self._loaded: Loaded | None = None
+        self.said: list[Problem] = list(self.ignored)  # besides the loaded files' problems
+
+    def load(self) -> Loaded:
+        """The repository's inputs, read once per command (the first stage of every command that reads them)."""
+        if self._loaded is None:
+            self._loaded = load.read(self.source, self.collect, self.options.top, self.cache, self.allowed,
+                                     self.deadline, self.memo, self.config_file)
+            if self.cache is not None and self.cache.counters.writes:
+                self.cache.evict()
+            if self.cache is not None:  # shown with --debug
+                self.said.append(Problem(self.cache.counters.summary(), Where(file=str(self.cache.root)),
+                                         severity="info", code="cache"))
+        return self._loaded
+
+    def loading_problems(self) -> list[Problem]:
+        """What loading found, what the trusted policy took out of the config, and the cache's counters."""
+        return [*self.load().problems, *self.said]
+
+    @property
+    def loaded(self) -> Loaded:
+        return self.load()
 
     def __enter__(self) -> Session:
         return self
@@ -126,32 +144,15 @@ class Session:
                 gc.freeze()
             gc.enable()
 
-    @property
-    def strict(self) -> bool:
-        return self.options.strict or self.config.strict
+    @functools.cached_property
+    def settings(self) -> RenderSettings:
+        """Every stage's settings, built once (a routing mode the isolation mode cannot work with raises here)."""
+        return render_settings(self.config, self.options.routing, self.options.isolation, self.options.strict)
 
-    @property
-    def routing(self) -> Routing:
-        return check_mode(self.options.routing or self.config.routing, self.lane.isolation)
-
-    @property
-    def lane(self) -> Lane:
-        """The isolation mode and its settings: where dev copies live and what they are called."""
-        return Lane(self.options.isolation or self.config.isolation, self.config.namespace_template,
-                    self.config.cluster_domain, self.config.secrets_mirror)
-
-    def report(self, problems: list[Problem]) -> None:
-        self.diagnostics.extend(problems)
-
-    def finish(self) -> None:
-        """Stop on any error so far (on any warning too, under `policy.warningsAsErrors`)."""
-        if self.config.warnings_as_errors and self.diagnostics.warnings:
-            raise DevlaneError(as_errors([p for p in self.diagnostics.problems if p.severity != "info"]))
-        self.diagnostics.raise_if_errors()
-
-
-FlowInput = FlowSpec | Callable[[Session], FlowSpec]  # a flow, or how to make it once the repository is open
-
-
-def flow_of(flow: FlowInput, session: Session) -> FlowSpec:
-    return flow(session) if callable(flow) else flow
+    def stop_on_errors(self, problems: list[Problem]) -> None:
+        """Stop on any error in `problems` (on any warning too, under `policy.warningsAsErrors`)."""
+        if self.config.warnings_as_errors and any(p.severity == "warning" for p in problems):
+            raise DevlaneError(as_errors([p for p in problems if p.severity != "info"]))
+        errors = [p for p in problems if p.severity == "error"]
+        if errors:
+            raise DevlaneError(errors)

@@ -6,7 +6,7 @@ the last ones in the file's own indentation. A key already set to another value 
 overwritten), the same value is nothing to do. A plugin definition may carry a `"#comment"` (comment lines
 written above it: what the user must fill in), and `{"#commented": text}` is an entry that is only comment
 lines (a store the built-in catalogue has no plugin for yet). The result must read as the old config plus
-the additions and pass the config's schema (`render.config`), else nothing is planned and every edit is
+the additions and pass the config's schema (`render.settings.repo_config`), else nothing is planned and every edit is
 `skipped` with the reason.
 """
 

@@ -1,11 +1,10 @@
 """Dependency edges for `devlane init`: every reference a workload makes to a Service, with the port it uses.
 
-References are found where the isolation code looks for them (`render.reads`: env values, `command`/`args`,
-init containers, the ConfigMaps and Secrets a pod reads) by the one reference finder (`core.references`); the
-port is the one the address names after the host (`svc:8080`, `svc.ns.svc:http`), else the scheme's
-(`http://svc` is 80), else the Service's `http*` port or its first, said in a note. An edge sits on the
-Service that selects the workload (of several, the one named like it) or on the workload no Service selects.
-"""
+References are found where the isolation code looks for them (`render.model.address_reads`: env values,
+`command`/`args`, init containers, the ConfigMaps and Secrets a pod reads) by the one reference finder
+(`core.references`); the port is the one the address names after the host (`svc:8080`, `svc.ns.svc:http`), else the
+scheme's (`http://svc` is 80), else the Service's `http*` port or its first, said in a note. An edge sits on the
+Service that selects the workload (of several, the one named like it) or on the workload no Service selects."""
 
 from __future__ import annotations
 

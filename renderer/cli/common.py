@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ..errors import DevlaneError, Problem, UsageError
+from ..errors import Problem, UsageError
 
 if TYPE_CHECKING:
     from .. import api
-    from ..render.plan.flow_spec import FlowSpec
-    from ..session import FlowInput, Session
+    from ..render.plan.targets import Change
 
 
 def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
@@ -157,10 +156,12 @@ def options(args: argparse.Namespace) -> api.Options:
                        policy_file=getattr(args, "policy", None), trusted_ref=getattr(args, "trusted_ref", None))
 
 
-def flow_input(args: argparse.Namespace) -> FlowInput:
-    """The flow the command line asks for; with `--services auto`, resolved once the repository is open."""
+def flow_input(args: argparse.Namespace) -> api.FlowInput:
+    """The flow the command line asks for, as data: with `--services auto`, what the library resolves once the
+    repository is loaded (the base, the image template), else the flow itself."""
     from .. import api
     from ..render.plan.flow_spec import FlowRequest, validate_flow_id
+    from ..render.plan.targets import AutoFlow
 
     if args.flow_id is None and args.flow_file is None:
         raise UsageError("a flow is required: pass --flow ID --service NAME=IMAGE, or --flow-file FILE")
@@ -174,23 +175,13 @@ def flow_input(args: argparse.Namespace) -> FlowInput:
         return api.resolve(request)
     if not args.base or not args.image_template:
         raise UsageError("--services auto needs --base REF and --image-template T")
+    return AutoFlow(request, args.base, args.image_template, args.pr)
 
-    def auto(session: Session) -> FlowSpec:
-        """The services changed between --base and the rendered ref, with templated images."""
-        from ..views.changes import changed_services, image_for, template_fields
 
-        changes = changed_services(session, args.base)
-        if not changes:
-            raise DevlaneError(Problem(f"--services auto: no service changed between {args.base} and "
-                                           f"{session.options.ref or 'HEAD'}",
-                                           hint="a flow must change at least one service; pass --service NAME=IMAGE"))
-        fields = template_fields(session.root, session.options.ref, args.pr)
-        for c in changes:
-            say(f"target {c.service}: {c.reason}")
-        images = {c.service: image_for(args.image_template, c.service, fields) for c in changes}
-        return api.resolve(FlowRequest(**{**vars(request), "images": {**images, **request.images}}))
-
-    return auto
+def say_targets(targets: list[Change]) -> None:
+    """`--services auto`: each service it targets, and why."""
+    for change in targets:
+        say(f"target {change.service}: {change.reason}")
 
 
 def say(line: str) -> None:

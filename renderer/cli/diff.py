@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from .common import add_common, flow_input, options
+from .common import add_common, flow_input, options, say_targets
 
 if TYPE_CHECKING:
     from ..views import diff
@@ -38,6 +38,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise UsageError("devlane diff needs --base REF (and --head REF, default HEAD)")
     flow = flow_input(args)
     report = diff.run(options(args), flow, args.base, args.head)
+    say_targets(report.targets)
     if args.json_out:
         args.json_out.write_text(json.dumps(report.as_dict(), indent=2, sort_keys=True) + "\n")
     if args.output == "json":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import add_common, flow_input, options, show
+from .common import add_common, flow_input, options, say_targets, show
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -13,6 +13,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     flow = flow_input(args)
     report = api.plan(options(args), flow)
+    say_targets(report.targets)
     show(report.warnings, args.debug)
     if args.output == "json":
         print(json.dumps(report.as_dict(), indent=2, sort_keys=True))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_common, flow_input, options, say, show
+from .common import add_common, flow_input, options, say, say_targets, show
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
@@ -14,6 +14,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
     flow = flow_input(args)
     result = api.render(options(args), flow)
+    say_targets(result.targets)
     show(result.messages, args.debug)
     view = build_view(result)
     if args.html is not None:

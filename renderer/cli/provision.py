@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_common, add_plugin_source, add_weak_sandbox, flow_input, options, say, show
+from .common import add_common, add_plugin_source, add_weak_sandbox, flow_input, options, say, say_targets, show
 
 
 def cmd_provision(args: argparse.Namespace) -> int:
@@ -13,6 +13,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
     flow = flow_input(args)
     result, paths = api.provision(options(args), flow)
+    say_targets(result.targets)
     show(result.messages, args.debug)
     for path in paths:
         say(f"recorded {path}")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DevlaneError, Problem
 from ..views.validate import DEFAULT_KUBE_VERSION
-from .common import add_common, flow_input, options, say, show
+from .common import add_common, flow_input, options, say, say_targets, show
 
 if TYPE_CHECKING:
     from .. import api
@@ -37,7 +37,8 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace, result: api.RenderResult) -> None:
-    """Show the render's warnings; with `--validate strict`, refuse it before anything is written."""
+    """Show the render's targets and warnings; with `--validate strict`, refuse it before anything is written."""
+    say_targets(result.targets)
     show(result.messages, args.debug)
     if args.validate == "strict":
         from ..views.validate import validate

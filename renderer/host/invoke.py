@@ -5,7 +5,7 @@ comes back, from any runtime, is read by `ReplyReader`: the one validator of the
 within the limits of `reply_bounds`), the one parser of `results`, and (`outcome_from_reply`) the
 mutation policy: a CreateFlow may change only the pod specs of the workloads it received and may add
 objects; anything else is an error that names the plugin, the object and the field path. What those
-pod specs and objects may hold is the output policy's business (`render.plugin_policy`).
+pod specs and objects may hold is the output policy's business (`render.plugins.output_policy`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ..core.images import image_problem, shown
 from ..core.yamlio import parse_documents
 from ..errors import DevlaneError, Problem, Where
 from ..host.confine import confinement
-from ..render.plan.flow_spec import FlowRequest, FlowSpec
+from ..render.plan.flow_spec import FlowRequest
 
 DEFAULT_EXEC_TIMEOUT = 90.0  # Argo CD's default ARGOCD_EXEC_TIMEOUT
 MARGIN = 5.0  # finish before the cmp-server's SIGTERM (at most a tenth of a short budget)
@@ -161,19 +161,17 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
         f"flow {req.flow_id}, targets {', '.join(sorted(req.images))}, budget {req.timeout:g}s")
     spec = api.resolve(FlowRequest(flow_id=req.flow_id, images=req.images))
 
-    def flow(session: api.Session) -> FlowSpec:
-        if session.routing == "istio":  # before anything runs
-            raise DevlaneError(Problem(
-                "routing istio cannot be rendered by the Config Management Plugin: Istio sidecars need one "
-                "VirtualService per host listing every flow (flows/_mesh/), and the plugin renders one flow at a "
-                "time without seeing the others", Where(file=".devlane.yaml"),
-                hint="use routing: gateway-api (Istio implements Gateway API for the mesh, and each flow then owns "
-                     "its routes), or publish with `devlane render` in CI and point Argo CD at flows/"))
-        return spec
-
     try:
-        result = api.render(api.Options(repo=app_dir, timeout=req.timeout, top=repository_dir(app_dir, env),
-                                        cache=cache), flow)
+        with api.open_session(api.Options(repo=app_dir, timeout=req.timeout, top=repository_dir(app_dir, env),
+                                          cache=cache)) as s:
+            if s.settings.routes.mode == "istio":  # before anything is read or run
+                raise DevlaneError(Problem(
+                    "routing istio cannot be rendered by the Config Management Plugin: Istio sidecars need one "
+                    "VirtualService per host listing every flow (flows/_mesh/), and the plugin renders one flow at "
+                    "a time without seeing the others", Where(file=".devlane.yaml"),
+                    hint="use routing: gateway-api (Istio implements Gateway API for the mesh, and each flow then "
+                         "owns its routes), or publish with `devlane render` in CI and point Argo CD at flows/"))
+            result = api.render_in(s, spec)
     finally:  # what confined this render's plugins, in the repo-server's log: nobody runs `plugins describe` there
         log(f"cmp: {confinement().summary()}")
     stream = result.stream()

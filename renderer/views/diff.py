@@ -20,8 +20,9 @@ from .. import api
 from ..core.k8s import pod_spec
 from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
+from ..render.plan.targets import Change
 from ..render.settings.isolation import Lane
-from ..session import FlowInput, Options, flow_of
+from ..session import Options
 
 FLOW_ROW = "(flow)"
 STATUSES = ("added", "changed", "removed")
@@ -62,6 +63,7 @@ class Report:
     mesh: dict | None = None  # mesh routing at head: flow.metadata's record (mode, header, member, match, hosts)
     by_header: list[str] = field(default_factory=list)  # mesh: dev services the mesh reaches by the flow header
     entry_backends: list[str] = field(default_factory=list)  # services the entries send to, for the picture
+    targets: list[Change] = field(default_factory=list)  # `--services auto`: each target and why
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for c in self.changes if c.status == s) for s in STATUSES}
@@ -200,14 +202,18 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
                   head.main.metadata.get("mesh"), sorted(head.dev.by_header), backends)
 
 
-def run(options: Options, flow: FlowInput, base_ref: str, head_ref: str) -> Report:
+def run(options: Options, flow: api.FlowInput, base_ref: str, head_ref: str) -> Report:
     """Render at both refs (each loaded once) and compare; a flow that cannot render at base is reported as all new."""
     try:
         at_head = api.open_session(replace(options, ref=head_ref))
     except DevlaneError as exc:
         raise _at_head(exc, head_ref) from exc
     with at_head:
-        flow = flow_of(flow, at_head)
+        try:
+            at_head.load()
+        except DevlaneError as exc:
+            raise _at_head(exc, head_ref) from exc
+        flow, targets = api.targeted(at_head, flow)
         try:
             head = api.render_in(at_head, flow)
         except DevlaneError as exc:
@@ -215,7 +221,7 @@ def run(options: Options, flow: FlowInput, base_ref: str, head_ref: str) -> Repo
         try:
             at_base = api.open_session(replace(options, ref=base_ref), collect=True)
         except DevlaneError as exc:  # no such ref: nothing to compare with, nor to validate a change against
-            return compare(flow.id, base_ref, head_ref, None, head, exc.problems[0].message)
+            return replace(compare(flow.id, base_ref, head_ref, None, head, exc.problems[0].message), targets=targets)
         with at_base:
             try:
                 base, base_error = api.render_in(at_base, flow), ""
@@ -227,7 +233,7 @@ def run(options: Options, flow: FlowInput, base_ref: str, head_ref: str) -> Repo
                 if base is not None:
                     raise
                 problems = []  # with no model at base there are no old args to validate a change against
-    return compare(flow.id, base_ref, head_ref, base, head, base_error, problems)
+    return replace(compare(flow.id, base_ref, head_ref, base, head, base_error, problems), targets=targets)
 
 
 def _at_head(exc: DevlaneError, head_ref: str) -> DevlaneError:

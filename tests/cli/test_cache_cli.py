@@ -51,7 +51,7 @@ def test_stats_and_clear_on_a_cache_a_render_filled(harness, cache_root, monkeyp
     assert as_json.returncode == 0, as_json.stderr
     found = json.loads(as_json.stdout)
     assert (found["directory"], found["bytes"], found["limit"]) == (str(cache_root), size, 500 * 1024 ** 2)
-    kinds = found["kinds"]  # the parses, and the repository's model (`reuse`)
+    kinds = found["kinds"]  # the parses, and the repository's model (`render.stored`)
     assert sorted(kinds) == sorted([parsing.cache_kind(), model_entry.cache_kind()])
     assert kinds[parsing.cache_kind()]["bytes"] + kinds[model_entry.cache_kind()]["bytes"] == size
     assert kinds[model_entry.cache_kind()]["entries"] == 1

@@ -116,7 +116,7 @@ def test_lint_reports_broken_config_and_every_broken_file(harness):
     assert render.stderr.count("devlane: error: .devlane.yaml") == 2
 
 
-# --- routing gateway-api / istio: what a mesh flow needs that no render can see (renderer/render/mesh_lint.py) ---
+# --- routing gateway-api / istio: what a mesh flow needs that no render can see (render/checks/mesh_lint.py) ---
 
 K = "kardinal.dev.service/"
 

@@ -42,7 +42,7 @@ print(json.dumps(seen))
 """
 OPTIONAL = ["grpc", "google.protobuf", "jsonschema", "git", "kubernetes_validate", "ruamel", "rich"]
 OTHER_COMMANDS = ["renderer.views.inspect", "renderer.views.diff", "renderer.views.markdown", "renderer.views.preview",
-                  "renderer.views.changes", "renderer.authoring", "renderer.protocol.grpc", "renderer.host.grpc_client",
+                  "renderer.authoring", "renderer.protocol.grpc", "renderer.host.grpc_client",
                   "renderer.sdk.grpc_server"]
 LIBRARY = ["renderer.api", "renderer.session", "renderer.render", "renderer.host", "renderer.sdk",
            "renderer.core.cache", "yaml", "concurrent"]

@@ -1,7 +1,7 @@
-"""Helm builds are pure functions of their inputs (`renderer/render/build.py`): a chart at the repository's top is
-released under its Chart.yaml name in the work tree, at `--ref` (built in a temporary directory) and from any
-directory name; a chart below the top under its directory's name; and the build cache never serves one name's
-build for another (a property test over directory names, cached against `--no-cache`)."""
+"""Helm builds are pure functions of their inputs (`renderer/render/inputs/kustomize_helm.py`): a chart at the
+repository's top is released under its Chart.yaml name in the work tree, at `--ref` (built in a temporary directory)
+and from any directory name; a chart below the top under its directory's name; and the build cache never serves one
+name's build for another (a property test over directory names, cached against `--no-cache`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Kustomize and Helm inputs built by the real tools (`renderer/render/build.py`): devlane models exactly the
-objects `kubectl kustomize` builds (names with prefixes and suffixes, namespaces, generated ConfigMap names),
-a flow renders from them and its dev pods read the generated names that exist in the build; detection at
-the root, `inputs:` in .devlane.yaml, remote bases refused, missing tools named, nested apps and their
-`.devlane.yaml` left out of plain scans, and `--ref` building the tree at the ref.
+"""Kustomize and Helm inputs built by the real tools (`renderer/render/inputs/kustomize_helm.py`): devlane models
+exactly the objects `kubectl kustomize` builds (names with prefixes and suffixes, namespaces, generated ConfigMap
+names), a flow renders from them and its dev pods read the generated names that exist in the build; detection at the
+root, `inputs:` in .devlane.yaml, remote bases refused, missing tools named, nested apps and their `.devlane.yaml`
+left out of plain scans, and `--ref` building the tree at the ref.
 
 Every real-world kustomize directory and chart is in test_realworld_inputs.py.
 """

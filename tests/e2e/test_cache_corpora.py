@@ -37,8 +37,7 @@ from support.realworld import (
 from renderer import api
 from renderer.core import yamlio
 from renderer.errors import DevlaneError
-from renderer.render.plan.flow_spec import FlowRequest, build_flow, resolve
-from renderer.session import FlowInput, Session, flow_of
+from renderer.render.plan.flow_spec import FlowRequest, FlowSpec, build_flow, resolve
 
 MODES = ("no-cache", "cold", "warm")
 # Charts that generate a random password unless given one: two `helm template` runs differ there, cached or not,
@@ -47,23 +46,22 @@ PINNED = {"retail-store-sample-app/src/orders/chart": {"app.persistence.secret.p
           UMBRELLA: {"orders.app.persistence.secret.password": "pinned"}}
 
 
-def rendered(options: api.Options, flow: FlowInput, out: Path) -> dict[str, bytes]:
+def rendered(options: api.Options, flow: api.FlowInput, out: Path) -> dict[str, bytes]:
     """What one render shows: the model it read, and every file it wrote (or its error)."""
     model: list[str] = []
 
-    def reading(s: Session):
-        model.extend(f"# {d.file} {d.index}\n{yamlio.dump(d.obj)}" for d in s.loaded.documents)
-        return flow_of(flow, s)
+    def reading(result: api.RenderResult) -> None:
+        model.extend(f"# {d.file} {d.index}\n{yamlio.dump(d.obj)}" for d in result.loaded.documents)
 
     try:
-        api.render_and_write(options, reading, out)
+        api.render_and_write(options, flow, out, reading)
         shown = tree(out)
     except DevlaneError as exc:
         shown = {"(error)": str(exc).encode()}
     return {"(model)": "".join(model).encode(), **shown}
 
 
-def same_three_ways(options: api.Options, flow: FlowInput, tmp_path: Path, monkeypatch) -> dict[str, bytes]:
+def same_three_ways(options: api.Options, flow: api.FlowInput, tmp_path: Path, monkeypatch) -> dict[str, bytes]:
     """Render with the cache off, cold and warm; every file the same bytes, and the warm render read the cache.
     Returns what the renders showed."""
     root = own_cache(monkeypatch, tmp_path / "cache")
@@ -96,7 +94,7 @@ def copied(src: Path, tmp_path: Path) -> Path:
 # --------------------------------------------------------------------------------------------------
 # The examples
 
-EXAMPLES: dict[str, tuple[Path, str, Callable[[Path], FlowInput]]] = {
+EXAMPLES: dict[str, tuple[Path, str, Callable[[Path], api.FlowInput]]] = {
     # name: (example directory, the directory rendered inside it, its flow)
     "bookshop": (EXAMPLE, ".", lambda repo: resolve(FlowRequest(flow_file=repo / "flows" / "pr-7.yaml"))),
     "cloudshop": (ROOT / "examples" / "cloudshop", ".",
@@ -146,10 +144,11 @@ def test_kardinal_templates_render_the_same_cached_or_not(template, args, demo_r
 # The real-world inputs
 
 
-def realworld_flow(s: Session):
-    """A one-service flow on the input's target (support.realworld), chosen from the model devlane read; a flow
-    with no service where nothing could change."""
-    service = target([d.obj for d in s.loaded.documents])
+def realworld_flow(options: api.Options) -> FlowSpec:
+    """A one-service flow on the input's target (support.realworld), chosen from the documents devlane reads
+    (uncached); a flow with no service where nothing could change."""
+    loaded = api.read(dataclasses.replace(options, cache=False)).loaded
+    service = target([d.obj for d in loaded.documents])
     return build_flow(FLOW, {service: IMAGE} if service else {}, [])
 
 
@@ -168,5 +167,6 @@ def test_realworld_inputs_render_the_same_cached_or_not(path: Path, kind: str, t
         (path / ".devlane.yaml").write_text(yaml.safe_dump({"inputs": [{"helm": ".", "set": PINNED[rel]}]}))
     elif kind == "helm":
         path = chart_input(path, tmp_path)[0]
-    shown = same_three_ways(api.Options(repo=path, top=app_top(path)), realworld_flow, tmp_path, monkeypatch)
+    options = api.Options(repo=path, top=app_top(path))
+    shown = same_three_ways(options, realworld_flow(options), tmp_path, monkeypatch)
     assert shown["(model)"].count(b"\napiVersion: ") > 0 or rel in EMPTY

@@ -1,6 +1,6 @@
 """An independent model of mesh routing, for tests: where a request to a Service goes, from rendered objects only.
 
-Written from the specifications, not from devlane's code (`renderer/render/route_proof.py` is what is checked):
+Written from the specifications, not from devlane's code (`renderer/render/checks/route_proof.py` is what is checked):
 - GAMMA (Gateway API mesh-overview, HTTPRoute/GRPCRoute CRDs): a Route attaches to a Service through a `parentRef`
   of kind Service (group "" or "core"). All Routes attached to one Service merge; of the rules that match, the one
   with the most header matches wins, then the Route `{namespace}/{name}` first in alphabetical order, then rule

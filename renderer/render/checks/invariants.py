@@ -3,7 +3,7 @@
 1. No baseline selector (Service, or workload matchLabels/matchExpressions) matches a dev pod.
 2. No reference a dev pod inherited (env, command, args, init containers, the ConfigMaps it reads)
    still names a baseline service that has a dev version (what counts as a reference is defined
-   once, in `core.references`, and where a pod reads one, in `reads`).
+   once, in `core.references`, and where a pod reads one, in `model.address_reads`).
 3. Dev objects never reuse a baseline object's name, and never collide with each other.
 4. No dev pod mounts a baseline PersistentVolumeClaim unless its Service says `devlane.dev/volume: shared`.
 5. Isolation `namespace` (`check_lane`): no rendered object in a baseline namespace; every dependency a dev pod
@@ -12,7 +12,7 @@
 
 All of them run on the dev copies before plugins (`before_plugins`); 1, 3 and 4 run again on the final
 object set, after plugins and post-render steps (`after_plugins`), naming the plugin that added or last
-changed an offending object (each plugin call was already checked by `plugin_policy`).
+changed an offending object (each plugin call was already checked by `plugins.output_policy`).
 
 And the wiring check: every dependency edge between two services with dev versions is wired (a
 reference in the dev caller points at the dev callee) or warned (an error under `policy.strict`).
@@ -29,7 +29,8 @@ from ...core.k8s import (
 from ...core.names import DEVLANE
 from ...core.references import Target, Targets
 from ...errors import Diagnostics, Problem, Where
-from ..copies.clone import VOLUME, DevSet, DevWorkload, volume_mode
+from ..copies.clone import VOLUME, volume_mode
+from ..copies.dev_set import DevSet, DevWorkload
 from ..model.address_reads import config_reads, data_refs, pod_slots
 from ..model.port_protocols import routed_by_header
 from ..model.records import Model
@@ -144,7 +145,7 @@ def check_names(model: Model, objects: list[dict], diags: Diagnostics, owners: d
         seen.add(key)
 
 
-def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, diags: Diagnostics) -> None:
+def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict) -> list[Problem]:
     """The invariants again, on the final object set (the dev copies as plugins and post-render steps left
     them, and what those added): no baseline selector matches a pod, no pod mounts a baseline claim that its
     dev copy did not mount on purpose (`devlane.dev/volume: shared`), no name is reused. A violation names
@@ -152,6 +153,7 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, 
 
     References are not checked again: rewriting happens before plugins, and what a plugin changes in a pod
     spec is final (a Redis write overlay reads the baseline Redis on purpose)."""
+    diags = Diagnostics()
     default = model.default_namespace
 
     def where(obj: dict) -> tuple[str, Where | None]:
@@ -179,6 +181,7 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict, 
                             code="isolation")
     check_names(model, objects, diags, owners)
     check_lane(model, dev, objects, diags, owners)
+    return diags.problems
 
 
 def _strings(spec: dict) -> dict[tuple[str, str], str]:
@@ -199,13 +202,14 @@ def _strings(spec: dict) -> dict[tuple[str, str], str]:
     return out
 
 
-def external_addresses(model: Model, dev: DevSet, instances: list[tuple[str, list[str]]], diags: Diagnostics,
-                       strict: bool = False) -> None:
+def external_addresses(model: Model, dev: DevSet, instances: list[tuple[str, list[str]]],
+                       strict: bool = False) -> list[Problem]:
     """After plugins: the plugin of an external service ran for a dependent, yet the dependent's dev version
     still carries, unchanged from its baseline, a value naming the external's own address (its ExternalName
     host), e.g. a DATABASE_URL the plugin did not set because it wrote another variable. That dev version
     would reach the baseline's database, queue or API: devlane cannot prove otherwise, so it says so.
     `instances`: (plugin instance, dependents) of the calls that ran."""
+    diags = Diagnostics()
     for instance, dependents in instances:
         node = model.services.get(instance)
         host = str((node.doc.obj.get("spec") or {}).get("externalName") or "").lower().rstrip(".") \
@@ -228,6 +232,7 @@ def external_addresses(model: Model, dev: DevSet, instances: list[tuple[str, lis
                         f"e.g. env_var or *_env), or stop passing {host} to the app here",
                         code="external-reached",
                     )
+    return diags.problems
 
 
 def check_lane(model: Model, dev: DevSet, objects: list[dict], diags: Diagnostics, owners: dict | None = None) -> None:
@@ -270,12 +275,14 @@ def check_lane(model: Model, dev: DevSet, objects: list[dict], diags: Diagnostic
                             hint="report this as a devlane bug", code="isolation")
 
 
-def before_plugins(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False) -> None:
+def before_plugins(model: Model, dev: DevSet, strict: bool = False) -> list[Problem]:
     """The invariants on the dev copies as cloned: what a plugin returns afterwards is final."""
+    diags = Diagnostics()
     check_references(model, dev, diags)
     check_selectors(model, dev, diags)
     check_volumes(model, dev, diags)
     check_wiring(model, dev, diags, strict)
+    return diags.problems
 
 
 def flow_risks(model: Model) -> list[Problem]:

@@ -23,7 +23,8 @@ from __future__ import annotations
 from ...errors import DevlaneError, Diagnostics, Problem
 from ..model.records import Entry, Model, ServiceNode
 from ..routing import mesh
-from ..routing.entries import check_mode, flow_host, headerless_entry
+from ..routing.entries import flow_host, headerless_entry
+from ..settings.render_settings import check_mode
 from ..settings.repo_config import RepoConfig
 
 Wanted = tuple[str, str, str | None, str]  # how entries name a Gateway (parentRefs, mesh.gateway), its group, ns, name

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...errors import Diagnostics, Where
-from ..copies.clone import DevSet
+from ...errors import Problem, Where
+from ..copies.dev_set import DevSet
 from ..model.records import Model
 from ..routing import mesh
 
@@ -192,11 +192,8 @@ def prove(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str
     return Proof(paths, sorted(set(violations)))
 
 
-def check(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str, diags: Diagnostics) -> Proof:
-    """The proof on the final objects of a mesh flow; a violation is an error."""
-    proof = prove(model, dev, objects, flow_id, key)
-    for v in proof.violations:
-        diags.error(f"routing proof: {v}", Where(object=f"flow {flow_id}"),
+def check(model: Model, dev: DevSet, objects: list[dict], flow_id: str, key: str) -> list[Problem]:
+    """The proof on the final objects of a mesh flow: each violation is an error."""
+    return [Problem(f"routing proof: {v}", Where(object=f"flow {flow_id}"),
                     hint="report this as a devlane bug, or check the routes a plugin or post-render step changed",
-                    code="routing-proof")
-    return proof
+                    code="routing-proof") for v in prove(model, dev, objects, flow_id, key).violations]

@@ -6,7 +6,7 @@
 - A dev Service is made for every Service that selects a dev workload, selecting the dev pods; a
   StatefulSet's governing Service becomes the dev one.
 - References to a service with a dev version are rewritten to the dev name wherever the dev pod
-  reads them (`reads`: env, command, args, init containers); a ConfigMap it reads that holds one
+  reads them (`model.address_reads`: env, command, args, init containers); a ConfigMap it reads that holds one
   gets a per-flow copy that the pod reads instead. Secrets are never copied: one holding such a
   reference is a warning.
 - A dev pod never mounts a baseline PersistentVolumeClaim: it gets a per-flow copy of the claim
@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ...core.k8s import (
     LabelIndex,
@@ -36,142 +36,21 @@ from ...core.k8s import (
     with_pod_spec,
 )
 from ...core.names import DEVLANE, FLOW_LABEL, KARDINAL, SHARED, dev_label_value, flow_labels
-from ...core.references import Targets, apply, apply_namespaces
-from ...errors import Diagnostics
+from ...core.references import apply, apply_namespaces
+from ...errors import Diagnostics, Problem
 from ..inputs.document import Document
 from ..model.address_reads import config_reads, data_refs, pod_slots, repoint
 from ..model.records import Model, ServiceNode, Workload
 from ..plan.flow_spec import ServiceOverride
-from ..plan.planner import Plan, service_targets
+from ..plan.planner import Plan
 from ..settings.isolation import Lane
+from ..settings.render_settings import CopySettings
+from . import flow_namespace
+from .dev_set import DevObject, DevService, DevSet, DevWorkload, Rewrite
 
 VOLUME = DEVLANE + "volume"
 VOLUME_MODES = ("copy", "emptyDir", "shared")
 REPLICATED = ("Deployment", "StatefulSet", "ReplicationController")  # what Services select; replicas set
-SUFFIX = Lane()  # the default isolation
-
-
-@dataclass(frozen=True)
-class DevWorkload:
-    """A dev copy of one workload and the service (node key) it was copied for."""
-
-    service: str
-    version: str  # flow id or "shared"
-    baseline: Document
-    obj: dict
-    container: str | None
-
-    @property
-    def pod_spec(self) -> dict:
-        return pod_spec(self.obj)
-
-    @property
-    def pod_labels(self) -> dict:
-        return pod_template(self.obj)["metadata"]["labels"]
-
-    @property
-    def name(self) -> str:
-        return self.obj["metadata"]["name"]
-
-    @property
-    def namespace(self) -> str | None:
-        return self.obj["metadata"].get("namespace")
-
-    @property
-    def key(self) -> tuple[str | None, str]:
-        """(namespace, name): unique among a flow's dev workloads."""
-        return self.namespace, self.name
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """One reference rewritten: in a dev workload's container (env, args, command) or a ConfigMap copy's key."""
-
-    object: str
-    container: str | None  # None: a ConfigMap key
-    field: str  # "env", "args", "command" or "key"
-    label: str
-    old: str
-    new: str
-
-    def as_dict(self) -> dict:
-        if self.container is None:
-            return {"configMap": self.object, "key": self.label, "old": self.old, "new": self.new}
-        return {"workload": self.object, "container": self.container, self.field: self.label, "old": self.old,
-                "new": self.new}
-
-
-@dataclass(frozen=True)
-class DevService:
-    baseline: Document
-    obj: dict
-    version: str
-
-
-@dataclass(frozen=True)
-class DevObject:
-    """Another per-flow copy: a ConfigMap, a PersistentVolumeClaim, a NetworkPolicy."""
-
-    baseline: Document
-    obj: dict
-    version: str
-
-
-@dataclass(frozen=True)
-class DevSet:
-    """Everything cloned for a flow: workloads (by service key), Services, other copies, rewrites done."""
-
-    workloads: dict[str, DevWorkload] = field(default_factory=dict)
-    services: list[DevService] = field(default_factory=list)
-    rewrites: list[Rewrite] = field(default_factory=list)
-    dev_names: dict[str, str] = field(default_factory=dict)  # service key -> dev name
-    versions: dict[str, str] = field(default_factory=dict)  # dev service key -> flow id or "shared"
-    objects: list[DevObject] = field(default_factory=list)
-    renamed: dict[tuple[str | None, str], str] = field(default_factory=dict)  # (ns, Service) -> dev Service
-    lane: Lane = field(default_factory=Lane)
-    namespaces: dict[str, str] = field(default_factory=dict)  # isolation namespace: baseline ns -> flow ns
-    by_header: frozenset[str] = frozenset()  # mesh routing: dev services the mesh reaches by the flow header
-
-    def rewrite_targets(self, version: str) -> list[str]:
-        """Services whose dev copies a workload of `version` may point at.
-
-        A shared copy serves every flow, so it may only point at other shared copies. On a mesh, a service
-        reached by the flow header keeps its baseline address (the mesh routes it); only the others are
-        rewritten (TCP cannot be routed by a header). Computed once per version: every dev workload asks.
-        """
-        cache = self._cache("_rewrite_targets")
-        if version not in cache:
-            cache[version] = sorted(n for n, v in self.versions.items()
-                                    if (version != SHARED or v == SHARED) and n not in self.by_header)
-        return cache[version]
-
-    def reference_targets(self, model: Model, version: str, home: str | None) -> Targets:
-        """`rewrite_targets(version)` as reference targets seen from namespace `home`: indexed once per version
-        (a wide flow has thousands of dev workloads, each reading the same few addresses)."""
-        cache = self._cache("_reference_targets")
-        if version not in cache:
-            cache[version] = Targets(service_targets(model, self.rewrite_targets(version)))
-        return cache[version].at(home)
-
-    def _cache(self, name: str) -> dict:
-        """A per-DevSet memo (the dataclass is frozen; `replace` makes a new DevSet with an empty one)."""
-        return self.__dict__.setdefault(name, {})
-
-    def unique_workloads(self) -> list[DevWorkload]:
-        """Each dev workload once, even when several services select it."""
-        return list({id(w): w for w in self.workloads.values()}.values())
-
-    def find(self, kind: str, namespace: str | None, name: str) -> dict | None:
-        """A per-flow copy (ConfigMap, PVC...) by kind and name."""
-        index = self._cache("_index")
-        if not index:
-            index.update({(o.obj["kind"], o.obj["metadata"].get("namespace"), o.obj["metadata"]["name"]): o.obj
-                          for o in self.objects})
-        return index.get((kind, namespace, name))
-
-    def service_name(self, name: str, namespace: str | None) -> str:
-        """The dev name of Service `name` seen from `namespace` (itself when it has no dev copy)."""
-        return self.renamed.get((namespace, name)) or self.renamed.get((None, name)) or name
 
 
 def isolate_labels(labels: dict, keys: set[str], version: str) -> dict:
@@ -181,8 +60,13 @@ def isolate_labels(labels: dict, keys: set[str], version: str) -> dict:
     return out
 
 
-def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, strict: bool = False,
-         lane: Lane = SUFFIX, by_header: frozenset[str] = frozenset()) -> DevSet:
+def make(model: Model, plan: Plan, settings: CopySettings,
+         by_header: frozenset[str] = frozenset()) -> tuple[DevSet, list[Problem]]:
+    """The plan's dev copies, with what a lane in its own namespace needs (`flow_namespace`), and the problems
+    found making them. `by_header`: on a mesh, the dev services the flow header reaches (kept at their baseline
+    address in every reference)."""
+    diags = Diagnostics()
+    lane, replicas, strict = settings.lane, settings.replicas, settings.strict
     versions = {n: (SHARED if plan.version_of(n) == SHARED else plan.flow_id) for n in plan.dev_services()}
     dev_names = {key: lane.name(model.services[key].name, version) for key, version in versions.items()}
     # in a flow namespace no baseline selector can reach a dev pod: labels stay as they are
@@ -210,8 +94,9 @@ def make(model: Model, plan: Plan, replicas: int | str, diags: Diagnostics, stri
         if key in workloads:
             _apply_override(workloads[key], override)
     objects = cloner.objects + _network_policies(model, list(copied.values()), keys, lane)
-    return DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed, lane, namespaces,
-                  by_header)
+    dev = DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed, lane, namespaces,
+                 by_header)
+    return flow_namespace.complete(model, dev, diags, strict), diags.problems
 
 
 def patch(dev: DevSet, pod_specs: dict[tuple[str | None, str], dict]) -> DevSet:

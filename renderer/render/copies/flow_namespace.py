@@ -22,12 +22,12 @@ from dataclasses import replace
 
 from ...core.k8s import LabelIndex, copy_tree, policy_selects, required_labels, strip_metadata
 from ...core.names import DEVLANE, KARDINAL, flow_labels
-from ...errors import Diagnostics
+from ...errors import Diagnostics, Problem
 from ..inputs.document import Document
 from ..model.address_reads import config_reads
 from ..model.records import Model
 from ..settings.isolation import Lane
-from .clone import DevObject, DevSet, DevWorkload
+from .dev_set import DevObject, DevSet, DevWorkload
 
 ALIAS_OF = DEVLANE + "alias-of"
 EXTERNAL_SECRETS = "external-secrets.io/"
@@ -69,11 +69,13 @@ def complete(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False
     return replace(dev, objects=[*dev.objects, *objects, *needs.objects])
 
 
-def provide_secrets(model: Model, dev: DevSet, made: list[dict], diags: Diagnostics, strict: bool = False) -> DevSet:
+def provide_secrets(model: Model, dev: DevSet, made: list[dict],
+                    strict: bool = False) -> tuple[DevSet, list[Problem]]:
     """The Secrets the dev pods read as plugins left them (a plugin may point a pod at a test-mode Secret, or make
     one: `made`), provided in their flow namespaces or reported."""
     if not dev.lane.by_namespace:
-        return dev
+        return dev, []
+    diags = Diagnostics()
     needs = _Needs(model, dev, diags.error if strict else diags.warn)
     for obj in made:
         meta = obj.get("metadata") or {}
@@ -87,7 +89,7 @@ def provide_secrets(model: Model, dev: DevSet, made: list[dict], diags: Diagnost
             needs.provided.add(("Secret", ns, name))
     for dw in dev.unique_workloads():
         needs.secrets(dw)
-    return replace(dev, objects=[*dev.objects, *needs.objects])
+    return replace(dev, objects=[*dev.objects, *needs.objects]), diags.problems
 
 
 def _flow_namespaces(model: Model, workloads: list[DevWorkload], lane: Lane, diags: Diagnostics) -> list[DevObject]:

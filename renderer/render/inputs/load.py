@@ -1,4 +1,5 @@
-"""Load: a source (work tree or git ref) -> `Loaded`: the repository's config and every parsed object.
+"""Load: a source (work tree or git ref) and its `.devlane.yaml` (`settings.repo_config`) -> `Loaded`: every
+parsed object of the repository, with the config that chose them.
 
 Every parsed Kubernetes object becomes a `Document` that remembers its file and index, so later
 errors can point at it. Broken config or YAML stops a render at once; with `collect` (lint,
@@ -21,7 +22,7 @@ from ...core.fence import Fence, operator_dirs
 from ...core.files import InputLimit
 from ...core.source import Source, listed
 from ...errors import DevlaneError, Diagnostics, Problem, Where
-from ..settings.repo_config import CONFIG_FILE, InputSpec, RepoConfig, parse_config
+from ..settings.repo_config import ConfigFile, InputSpec, RepoConfig, read_config
 from . import config_annotations, field_types, kustomize_helm
 from .document import Document, is_kubernetes_object
 from .parsing import Outcome, parse_files
@@ -67,20 +68,15 @@ class Loaded:
 
 
 def read(source: Source, collect: bool = False, top: Path | None = None, cache: Cache | None = None,
-         allowed: tuple[str, ...] | None = None, deadline: float | None = None, memo: Memo | None = None) -> Loaded:
-    """Read `.devlane.yaml` and every input of `source`: plain YAML parsed, kustomize and Helm inputs built, each
-    within the repository and the directories the operator `allowed` (default: `$DEVLANE_ALLOW_PATHS`), and by
-    the `deadline` (time.monotonic()). `memo`: the stored model's, asked when one listing makes the documents."""
+         allowed: tuple[str, ...] | None = None, deadline: float | None = None, memo: Memo | None = None,
+         config_file: ConfigFile | None = None) -> Loaded:
+    """Read every input of `source` as its `.devlane.yaml` (`config_file`, read here when not given) says: plain
+    YAML parsed, kustomize and Helm inputs built, each within the repository and the directories the operator
+    `allowed` (default: `$DEVLANE_ALLOW_PATHS`), and by the `deadline` (time.monotonic()). `memo`: the stored
+    model's, asked when one listing makes the documents."""
     allowed = operator_dirs() if allowed is None else allowed
-    config_bytes = source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None
-    problems: list[Problem] = []
-    try:
-        config = parse_config(config_bytes)
-    except DevlaneError as exc:
-        if not collect:
-            raise
-        problems += exc.problems
-        config = RepoConfig()
+    config_file = config_file or read_config(source, collect)
+    config, config_bytes, problems = config_file.config, config_file.raw, list(config_file.problems)
     inputs = config.inputs or kustomize_helm.detect(source) or (InputSpec("path", globs=tuple(config.manifests)),)
     documents: list[Document] = []
     files: dict[str, str] = {}

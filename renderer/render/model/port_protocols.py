@@ -1,7 +1,7 @@
 """Which Service ports a mesh can route by a header: HTTP and gRPC, told by `appProtocol` or by the port's name.
 
 Everything else is TCP to the mesh, so a dev version behind it is reached by rewriting its callers' references,
-which the planner must then copy (`plan`), not by the flow header.
+which the planner must then copy (`plan.planner`), not by the flow header.
 """
 
 from __future__ import annotations

@@ -137,7 +137,7 @@ def assemble(documents: list[Document], services: dict[str, ServiceNode], plugin
              externals: dict[str, list[str]], entries: list[Entry], workloads: list[Workload],
              default_namespace: str | None, problems: list[Problem], index: RepoIndex | None = None) -> Model:
     """A Model with its lookup tables, which follow from its nodes and documents (built, or read back from the
-    cache by `model_store`, with the stored passes)."""
+    cache by `stored.model_entry`, with the stored passes)."""
     keys = {(n.namespace, n.name): n.key for n in services.values() if n.is_service}
     objects: dict[tuple[str, str | None, str], Document] = {}
     for doc in documents:

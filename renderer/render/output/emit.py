@@ -19,7 +19,7 @@ from ...core.names import SHARED, flow_labels, flow_uuid, suffixed
 from ...core.version import VERSION
 from ...core.yamlio import dump
 from ...protocol.krm import STATE_KEY
-from ..copies.clone import DevSet
+from ..copies.dev_set import DevSet
 from ..inputs.load import Loaded
 from ..plan.flow_spec import FlowSpec
 from ..plan.planner import Plan
@@ -215,13 +215,12 @@ def render_files(objects: list[dict]) -> tuple[dict[str, str], list[dict]]:
     return files, written
 
 
-def render(objects: FlowObjects, flow_id: str, plan: Plan, plugins: PluginResults,
-           provenance: Provenance) -> list[RenderedFlow]:
+def render(objects: FlowObjects, plan: Plan, plugins: PluginResults, provenance: Provenance) -> list[RenderedFlow]:
     """The flow's directory first, then `shared` when the flow has shared copies."""
     flows = []
-    for group in sorted(objects.groups, key=lambda g: (g != flow_id, g)):
+    for group in sorted(objects.groups, key=lambda g: (g != plan.flow_id, g)):
         files, written = render_files(objects.groups[group])
-        meta = build_metadata(flow_id, plan, provenance, plugins, files, group)
+        meta = build_metadata(plan.flow_id, plan, provenance, plugins, files, group)
         flows.append(RenderedFlow(group, files, meta, build_readme(meta), written))
     return flows
 

@@ -21,7 +21,7 @@ from typing import Literal
 from ...core.k8s import map_matches, pod_template
 from ...core.names import SHARED, flow_uuid
 from ...core.references import Target, Targets
-from ...errors import Diagnostics, Where
+from ...errors import Diagnostics, Problem, Where
 from ..inputs.document import Document
 from ..model.address_reads import config_reads, data_refs, pod_slots
 from ..model.port_protocols import routed_by_header
@@ -139,7 +139,9 @@ class _Graph:
         return seen
 
 
-def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics) -> Plan:
+def make_plan(model: Model, flow: FlowSpec, routing: Routing) -> tuple[Plan, list[Problem]]:
+    """The plan of `flow` on `model`, and the problems found making it (an error: the flow cannot render)."""
+    diags = Diagnostics()
     graph = _Graph(model)
     decisions: dict[str, _Draft] = {}
 
@@ -201,7 +203,7 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing, diags: Diagnostics
     for ext in model.externals:
         decisions.setdefault(ext, _Draft("external", "baseline", ["no dev dependent"]))
     final = {n: Decision(n, d.kind, d.version, tuple(d.reasons)) for n, d in decisions.items()}
-    return Plan(flow.id, routing, final, instances, overrides)
+    return Plan(flow.id, routing, final, instances, overrides), diags.problems
 
 
 def _targets(model: Model, flow: FlowSpec, diags: Diagnostics) -> dict[str, ServiceOverride]:

@@ -7,7 +7,7 @@
   drops that plugin's changes.
 - Kardinal plugins edit `containers[0]`, so the target container (`devlane.dev/container`) is
   moved to the front for the call and put back afterwards. What a plugin returns is final, once the
-  output policy (`plugin_policy`) has accepted it; a refusal fails the call like any plugin failure.
+  output policy (`output_policy`) has accepted it; a refusal fails the call like any plugin failure.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ...host.invoke import Invocation, Outcome
 from ...host.plugin_host import Created, PluginHost
 from ...host.resolve import PluginSource
 from ...host.state import FlowState, Record
-from ..copies.clone import DevSet, DevWorkload
+from ..copies.dev_set import DevSet, DevWorkload
 from ..model.plugin_definitions import PluginDef
 from ..model.records import Model
 from ..plan.planner import Plan, PluginInstance
@@ -65,6 +65,16 @@ class PluginResults:
     bypassed: list[dict] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)  # provision mode: what to write
     pod_specs: dict[WorkKey, dict] = field(default_factory=dict)  # dev workload -> its pod spec after plugins
+
+    @property
+    def resources(self) -> list[dict]:
+        """Every object the plugin calls made (their `resources`), in call order."""
+        return [o for r in self.results for o in r.resources]
+
+    @property
+    def instances(self) -> list[tuple[str, list[str]]]:
+        """(plugin instance, dependents) of each call that ran."""
+        return [(r.servicename, r.dependents) for r in self.results]
 
     def used(self, flow_id: str) -> list[Choice]:
         """The implementations that ran for `flow_id`."""

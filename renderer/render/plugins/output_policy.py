@@ -41,7 +41,7 @@ from ...core.names import SHARED
 from ...errors import PluginError, Problem, Where
 from ...host.choose import Choice
 from ...host.invoke import malformed
-from ..copies.clone import DevSet
+from ..copies.dev_set import DevSet
 from ..model.records import Model
 from ..model.repo_index import claim_mounts, pod_items
 from ..plan.flow_spec import FLOW_ID, MAX_FLOW_ID

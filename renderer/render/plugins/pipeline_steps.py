@@ -6,7 +6,7 @@
 - `per-flow`: a plugin instance whose dependents are all of the flow's dev services (see
   `per_flow_work`), run with the definitions' instances.
 - `post-render`: the items are the flow's rendered objects; what comes back is rendered, once the output
-  policy (`plugin_policy`) accepts what the step added or changed (lifecycle hooks too). What a
+  policy (`output_policy`) accepts what the step added or changed (lifecycle hooks too). What a
   `pre-render` step returns is the repository itself: it meets the model and the invariants, not the
   output policy.
 - Lifecycle hooks (CNPG-I): a plugin whose `plugin.yaml` lists `spec.lifecycle.kinds` patches every
@@ -25,7 +25,7 @@ from ...errors import DevlaneError, Problem, Where, fail
 from ...host.choose import Candidate, Choice, PluginUse
 from ...host.invoke import Invocation
 from ...host.plugin_host import PluginHost
-from ..copies.clone import DevSet
+from ..copies.dev_set import DevSet
 from ..inputs import field_types
 from ..inputs.document import Document, is_kubernetes_object
 from ..inputs.load import Loaded

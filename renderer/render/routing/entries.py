@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import get_args
 
 from ...core.k8s import strip_metadata
 from ...core.names import KARDINAL, flow_labels
-from ...errors import Diagnostics, Where, fail
-from ..copies.clone import DevSet
+from ...errors import Diagnostics, Problem, Where, fail
+from ..copies.dev_set import DevSet
 from ..model.records import Entry, Model
+from ..settings.render_settings import RouteSettings
 from ..settings.repo_config import Routing
 from . import mesh
-
-MODES: tuple[str, ...] = get_args(Routing)
 
 
 @dataclass(frozen=True)
@@ -31,17 +29,6 @@ class Entries:
     objects: list[dict]
     summary: list[dict]
     mesh: dict | None = None  # mesh modes: the header, and (istio) the hosts the shared VirtualServices route
-
-
-def check_mode(mode: str, isolation: str = "suffix") -> Routing:
-    if mode not in MODES:
-        raise fail(f"unknown routing mode {mode!r}", hint=f"use one of: {', '.join(MODES)}", code="routing")
-    if mode != "none" and isolation == "namespace":
-        raise fail(f"routing {mode} cannot be combined with isolation namespace: a flow namespace is reached by DNS "
-                   "alone and holds a copy of every service on the path, so there is nothing for the mesh to route",
-                   hint="use --isolation namespace with --routing none, or a mesh with --isolation suffix",
-                   code="routing")
-    return mode  # type: ignore[return-value]
 
 
 def flow_host(host: str | None, flow_id: str, domain: str | None) -> str | None:
@@ -84,10 +71,11 @@ class HostMap:
         return new
 
 
-def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, diags: Diagnostics,
-                  routing: Routing = "none", baggage_key: str = mesh.DEFAULT_KEY,
-                  gateway: str | None = None) -> Entries:
-    """Per-flow entry objects and a summary of them (kind, name, host); on a mesh, the flow's routes too."""
+def route_entries(model: Model, dev: DevSet, flow_id: str, settings: RouteSettings) -> tuple[Entries, list[Problem]]:
+    """Per-flow entry objects and a summary of them (kind, name, host); on a mesh, the flow's routes too; and the
+    problems found making them."""
+    diags = Diagnostics()
+    routing, domain, baggage_key, gateway = settings.mode, settings.domain, settings.baggage_key, settings.mesh_gateway
     hosts = HostMap(flow_id, domain)
     objects: list[dict] = []
     summary: list[dict] = []
@@ -129,7 +117,7 @@ def route_entries(model: Model, dev: DevSet, flow_id: str, domain: str | None, d
                         "too; Istio sidecars do not merge two VirtualServices of one host (IST0109), so one is ignored",
                         doc.where(), hint="move its rules into a Gateway-bound VirtualService, or use --routing "
                        "gateway-api (routes attached to a Service merge)", code="mesh-conflict")
-    return Entries(objects, summary, record)
+    return Entries(objects, summary, record), diags.problems
 
 
 def headerless_entry(entry: Entry, entries: list[Entry], routing: str, diags: Diagnostics) -> None:

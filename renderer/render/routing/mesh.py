@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 
 from ...core.names import flow_labels
-from ..copies.clone import DevSet
+from ..copies.dev_set import DevSet
 from ..inputs.document import Document
 from ..model.port_protocols import port_protocol, routed_by_header
 from ..model.records import Model

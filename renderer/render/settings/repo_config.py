@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ...core.schemas import schema_problems
+from ...core.source import Source
 from ...core.yamlio import load_one
 from ...errors import DevlaneError, Problem, Where
 
@@ -24,7 +25,7 @@ Switch = Literal["clusterScoped", "rbac", "privileged", "secrets"]
 @dataclass(frozen=True)
 class PluginAllow:
     """`policy.plugins.<name>`: what the repository trusts one plugin (or instance, or step) with beyond the
-    default output policy (`render.plugin_policy`)."""
+    default output policy (`render.plugins.output_policy`)."""
 
     allow: frozenset[Switch] = frozenset()
     kinds: tuple[str, ...] = ()  # besides plugin.yaml `spec.emits`
@@ -80,7 +81,7 @@ def _set_text(value: object) -> str:
 
 @dataclass(frozen=True)
 class RepoConfig:
-    inputs: tuple[InputSpec, ...] = ()  # empty: detected at the root (`render.build.detect`)
+    inputs: tuple[InputSpec, ...] = ()  # empty: detected at the root (`render.inputs.kustomize_helm.detect`)
     services: dict[str, dict] = field(default_factory=dict)  # Kardinal's annotations kept in config, by Service
     plugin_definitions: list[dict] = field(default_factory=list)  # plugins.definitions
     manifests: list[str] = field(default_factory=lambda: list(DEFAULT_MANIFESTS))
@@ -116,6 +117,27 @@ class PipelineStep:
     stage: Stage
     args: dict[str, str]
     behavior: Behavior = "enforce"
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """`.devlane.yaml` as read from a source: its settings, its bytes (for the input hash), and what is wrong
+    with it (with `collect`, lint and inspection go on with the defaults)."""
+
+    config: RepoConfig
+    raw: bytes | None
+    problems: list[Problem] = field(default_factory=list)
+
+
+def read_config(source: Source, collect: bool = False) -> ConfigFile:
+    """The repository's `.devlane.yaml` (none: the defaults); a broken one raises unless `collect`."""
+    raw = source.read(CONFIG_FILE) if source.exists(CONFIG_FILE) else None
+    try:
+        return ConfigFile(parse_config(raw), raw)
+    except DevlaneError as exc:
+        if not collect:
+            raise
+        return ConfigFile(RepoConfig(), raw, exc.problems)
 
 
 def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:

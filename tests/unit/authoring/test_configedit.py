@@ -1,6 +1,6 @@
-"""`.devlane.yaml` edits (`renderer.authoring.configedit`): created when absent, existing keys, comments and
-layout kept byte for byte, new services and plugin definitions (with their comments) appended, the result a
-valid config that `render.config` reads as the additions; idempotent; disagreements listed, never written."""
+"""`.devlane.yaml` edits (`renderer.authoring.configedit`): created when absent, existing keys, comments and layout
+kept byte for byte, new services and plugin definitions (with their comments) appended, the result a valid config
+that `render.settings.repo_config` reads as the additions; idempotent; disagreements listed, never written."""
 
 from __future__ import annotations
 

@@ -381,13 +381,11 @@ def test_network_policies_are_copied_and_a_blocking_one_is_named(harness):
 
 def test_a_secret_a_plugin_makes_is_not_reported(harness):
     """`provide_secrets` runs on the pods as plugins left them, with what plugins added."""
-    from renderer.errors import Diagnostics
     from renderer.render.copies import flow_namespace
 
     result = with_secret(harness, "")
     assert [p.code for p in result.warnings if p.code == "namespace-missing"] == ["namespace-missing"]
     made = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "api-db"}, "stringData": {"password": "t"}}
     for objects, reported in (([made], 0), ([], 1)):
-        diags = Diagnostics()
-        flow_namespace.provide_secrets(result.model, result.dev, objects, diags)
-        assert len([p for p in diags.problems if p.code == "namespace-missing"]) == reported
+        _, problems = flow_namespace.provide_secrets(result.model, result.dev, objects)
+        assert len([p for p in problems if p.code == "namespace-missing"]) == reported

@@ -9,7 +9,6 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from renderer.errors import Diagnostics
 from renderer.render.checks import route_proof
 from renderer.render.copies import clone
 from renderer.render.copies.clone import isolate_labels
@@ -22,6 +21,7 @@ from renderer.render.plan.planner import make_plan
 from renderer.render.routing import mesh
 from renderer.render.routing.entries import flow_host, route_entries
 from renderer.render.settings.isolation import Lane
+from renderer.render.settings.render_settings import CopySettings, RouteSettings
 
 label = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?", fullmatch=True)
 flow_id = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?", fullmatch=True)
@@ -128,7 +128,7 @@ def test_plan_follows_kardinal_rules_and_is_deterministic(topo, rnd: random.Rand
     flow = build_flow("pr-1", {f"s{t}": "new" for t in targets}, [])
     model = build_model(docs)
     assert model.problems == []
-    plan = make_plan(model, flow, "istio-like", Diagnostics())  # no routing expansion
+    plan = make_plan(model, flow, "istio-like")[0]  # no routing expansion
     dev = {int(s[1:]) for s in plan.dev_services()}
     must = set(targets)
     for t in targets:
@@ -139,9 +139,9 @@ def test_plan_follows_kardinal_rules_and_is_deterministic(topo, rnd: random.Rand
     assert dev == must
     shuffled = list(docs)
     rnd.shuffle(shuffled)
-    again = make_plan(build_model(shuffled), flow, "istio-like", Diagnostics())
+    again = make_plan(build_model(shuffled), flow, "istio-like")[0]
     assert again.as_dict() == plan.as_dict()  # document order never changes the plan
-    routed = make_plan(build_model(docs), flow, "none", Diagnostics())
+    routed = make_plan(build_model(docs), flow, "none")[0]
     assert dev <= {int(s[1:]) for s in routed.dev_services()}
 
 
@@ -159,13 +159,13 @@ def test_on_a_mesh_the_routing_proof_holds_and_needs_no_more_copies_than_none(to
     n, edges, stateful, http, targets = topo
     model = build_model([*_repo(n, edges, stateful, http), ENTRY])
     flow = build_flow("pr-1", {f"s{t}": "new" for t in targets}, [])
-    none = set(make_plan(model, flow, "none", Diagnostics()).dev_services())
+    none = set(make_plan(model, flow, "none")[0].dev_services())
     for routing in ("gateway-api", "istio"):
-        plan = make_plan(model, flow, routing, Diagnostics())
+        plan = make_plan(model, flow, routing)[0]
         assert set(plan.dev_services()) <= none
         by_header = frozenset(k for k in plan.dev_services() if routed_by_header(model, k))
-        dev = clone.make(model, plan, 1, Diagnostics(), False, Lane(), by_header)
-        entries = route_entries(model, dev, "pr-1", "example.com", Diagnostics(), routing)
+        dev = clone.make(model, plan, CopySettings(Lane(), 1, False), by_header)[0]
+        entries = route_entries(model, dev, "pr-1", RouteSettings(routing, "example.com", "devlane-flow", None))[0]
         shared = mesh.virtual_services({"pr-1": entries.mesh}) if routing == "istio" else []
         objects = [*(s.obj for s in dev.services), *entries.objects, *shared]
         assert route_proof.prove(model, dev, objects, "pr-1").violations == []

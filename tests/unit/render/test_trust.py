@@ -1,4 +1,4 @@
-"""Trusted and untrusted configuration (`renderer/render/trust.py`): the head's `.devlane.yaml` keeps what a
+"""Trusted and untrusted configuration (`renderer/render/settings/trust.py`): the head's `.devlane.yaml` keeps what a
 trusted source grants and loses the rest (one problem per setting, a warning, an error under strict); a plugin's
 own plugin.yaml limits may only tighten unless its code is pinned."""
 

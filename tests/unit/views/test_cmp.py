@@ -59,10 +59,10 @@ def test_kube_api_versions_and_the_gate():
 def test_an_empty_result_is_an_error(harness, monkeypatch):
     """A render that yields no objects must never reach Argo CD as an empty stream (prune would delete all)."""
     harness.app("orders")
-    real = api.render
+    real = api.render_in
 
-    def empty(options, flow):
-        result = real(options, flow)
+    def empty(session, flow):
+        result = real(session, flow)
         for f in result.flows:
             f.files.clear()
         return result
@@ -70,6 +70,6 @@ def test_an_empty_result_is_an_error(harness, monkeypatch):
     env = {"ARGOCD_ENV_FLOW_ID": "pr-7", "PARAM_SERVICES_0": "orders=ghcr.io/acme/orders:pr-7"}
     stream, _ = cmp.generate(harness.root, env)
     assert "name: orders-pr-7" in stream  # the real render is not empty
-    monkeypatch.setattr(api, "render", empty)
+    monkeypatch.setattr(api, "render_in", empty)
     with pytest.raises(DevlaneError, match="refusing an empty result"):
         cmp.generate(harness.root, env)

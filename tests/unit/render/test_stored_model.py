@@ -1,7 +1,7 @@
-"""What makes the stored model (`reuse`) safe to reuse, on every plain-YAML corpus (the examples, Kardinal's demos)
-and on a repository of odd shapes: the passes over the whole repository read only the outlines (a model built
-from documents whose bodies raise on access is the model of the real documents), and a stored model reads back
-as the same model."""
+"""What makes the stored model (`render.stored`) safe to reuse, on every plain-YAML corpus (the examples, Kardinal's
+demos) and on a repository of odd shapes: the passes over the whole repository read only the outlines (a model built
+from documents whose bodies raise on access is the model of the real documents), and a stored model reads back as
+the same model."""
 
 from __future__ import annotations
 

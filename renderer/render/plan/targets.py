@@ -1,4 +1,6 @@
-"""`--services auto`: the flow's targets are the services a pull request changed, read from git.
+"""`--services auto`: the flow's targets are the services a pull request changed, read from git, each with the
+image `--image-template` names. Resolved before the render, from the repository as the session loaded it: the
+flow comes out as data (`Targeted`), like any other.
 
 A service changed when, between base and head,
 - an object it consists of changed: its Service, or a workload its selector matches (objects are
@@ -14,15 +16,18 @@ import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from ..core.source import GitRefSource
-from ..core.yamlio import parse_documents
-from ..errors import DevlaneError, Problem, UsageError
-from ..render.inputs import kustomize_helm, load
-from ..render.inputs.document import Document
-from ..render.model.records import Model
-from ..render.model.topology import build_model
-from ..session import Session
+from ...core.cache import Cache
+from ...core.source import GitRefSource
+from ...core.yamlio import parse_documents
+from ...errors import DevlaneError, Problem, UsageError
+from ..inputs import kustomize_helm, load
+from ..inputs.document import Document
+from ..inputs.load import Loaded
+from ..model.records import Model
+from ..model.topology import build_model
+from .flow_spec import FlowRequest, FlowSpec, resolve
 
 TEMPLATE_FIELDS = ("service", "sha", "short_sha", "pr", "branch")
 
@@ -31,6 +36,39 @@ TEMPLATE_FIELDS = ("service", "sha", "short_sha", "pr", "branch")
 class Change:
     service: str
     reason: str
+
+
+@dataclass(frozen=True)
+class AutoFlow:
+    """The flow `--services auto` asks for: the rest of the request, and where its targets come from."""
+
+    request: FlowRequest
+    base: str  # the pull request's base ref
+    image_template: str  # e.g. `ghcr.io/acme/{service}:{short_sha}`
+    pr: str | None = None
+
+
+class Targeted(NamedTuple):
+    """The flow to render, and why each of its targets is one (`--services auto`; empty for a flow as given)."""
+
+    flow: FlowSpec
+    targets: list[Change]
+
+
+def targeted(flow: FlowSpec | AutoFlow, loaded: Loaded, root: Path, ref: str | None, top: Path | None = None,
+             cache: Cache | None = None) -> Targeted:
+    """The flow as data: as given, or with the services changed between the base and the rendered ref (`ref`,
+    else the work tree's HEAD) of the repository at `root` as loaded, each with its templated image."""
+    if isinstance(flow, FlowSpec):
+        return Targeted(flow, [])
+    changes = changed_services(loaded, root, ref, flow.base, top, cache)
+    if not changes:
+        raise DevlaneError(Problem(f"--services auto: no service changed between {flow.base} and {ref or 'HEAD'}",
+                                   hint="a flow must change at least one service; pass --service NAME=IMAGE"))
+    fields = template_fields(root, ref, flow.pr)
+    images = {c.service: image_for(flow.image_template, c.service, fields) for c in changes}
+    return Targeted(resolve(FlowRequest(**{**vars(flow.request), "images": {**images, **flow.request.images}})),
+                    changes)
 
 
 def _objects(source: GitRefSource, path: str) -> dict[tuple, dict]:
@@ -48,20 +86,20 @@ def _objects(source: GitRefSource, path: str) -> dict[tuple, dict]:
     return out
 
 
-def changed_services(session: Session, base: str) -> list[Change]:
+def changed_services(loaded: Loaded, root: Path, ref: str | None, base: str, top: Path | None = None,
+                     cache: Cache | None = None) -> list[Change]:
     """Services changed between `base` and the rendered ref (the work tree: HEAD), each with the reason."""
-    repo = session.root
-    base_src = GitRefSource(repo, base)
-    head_src = session.source if isinstance(session.source, GitRefSource) else GitRefSource(repo, "HEAD")
-    model = build_model(session.loaded.documents, session.config.namespace)
+    base_src = GitRefSource(root, base)
+    head_src = loaded.source if isinstance(loaded.source, GitRefSource) else GitRefSource(root, ref or "HEAD")
+    model = build_model(loaded.documents, loaded.config.namespace)
     manifests = {d.file for d in model.documents}
     diff = base_src.commit.diff(head_src.commit)
     prefix = f"{base_src.prefix}/" if base_src.prefix else ""
     paths = sorted({p[len(prefix):] for d in diff for p in (d.a_path, d.b_path) if p and p.startswith(prefix)})
     found: dict[str, str] = {}
-    built = any(spec.kind != "path" for spec in session.config.inputs or kustomize_helm.detect(head_src))
+    built = any(spec.kind != "path" for spec in loaded.config.inputs or kustomize_helm.detect(head_src))
     if built and paths:  # a base, a patch or a values file changes objects elsewhere: compare what was built
-        _built_changes(session, base_src, head_src, model, found)
+        _built_changes(base_src, head_src, model, found, top, cache)
     for path in paths:
         if not built and (path in manifests or path.endswith((".yaml", ".yml"))):
             before, after = _objects(base_src, path), _objects(head_src, path)
@@ -78,11 +116,11 @@ def changed_services(session: Session, base: str) -> list[Change]:
     return [Change(s, found[s]) for s in sorted(found)]
 
 
-def _built_changes(session: Session, base_src: GitRefSource, head_src: GitRefSource, model: Model,
-                   found: dict[str, str]) -> None:
+def _built_changes(base_src: GitRefSource, head_src: GitRefSource, model: Model, found: dict[str, str],
+                   top: Path | None, cache: Cache | None) -> None:
     """Services whose objects differ between the builds of base and head (kustomize and Helm inputs)."""
     def objects(source: GitRefSource) -> dict[tuple, Document]:
-        loaded = load.read(source, top=session.options.top, cache=session.cache)
+        loaded = load.read(source, top=top, cache=cache)
         return {(d.kind, d.namespace, d.name): d for d in loaded.documents}
 
     before, after = objects(base_src), objects(head_src)

@@ -1,7 +1,7 @@
-"""The stored model (`reuse`, the early cutoff), from the command line, in-process: a change no outline sees (an env
-value, an image) reuses it and decodes only the files the flow reads; a change an outline holds (a dependency,
-a selector label, a container's name) is a miss; an entry of another form, a parse the cache lost since, and a
-file JSON cannot carry exactly are handled. Every render writes what a `--no-cache` render of the same files
+"""The stored model (`render.stored`, the early cutoff), from the command line, in-process: a change no outline sees
+(an env value, an image) reuses it and decodes only the files the flow reads; a change an outline holds (a
+dependency, a selector label, a container's name) is a miss; an entry of another form, a parse the cache lost since,
+and a file JSON cannot carry exactly are handled. Every render writes what a `--no-cache` render of the same files
 writes."""
 
 from __future__ import annotations

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from renderer.errors import DevlaneError, Diagnostics, PluginError
+from renderer.errors import DevlaneError, PluginError
 from renderer.host.choose import Choice
 from renderer.host.manifest import DEFAULT_EMITS, Manifest
 from renderer.host.resolve import PluginSource
 from renderer.render.checks import invariants
-from renderer.render.copies.clone import DevSet
+from renderer.render.copies.dev_set import DevSet
 from renderer.render.inputs.document import Document
 from renderer.render.model.topology import build_model
 from renderer.render.plugins.output_policy import (
@@ -248,10 +248,9 @@ def test_the_final_object_set_names_the_plugin_that_broke_an_invariant():
     pol = policy()
     spy = deployment("spy-pr-7", {"app": "db"}, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}])
     reuse = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "shop"}}
-    diags = Diagnostics()
     owners = {("Deployment", "shop", "spy-pr-7"): "stamp", ("ConfigMap", "shop", "cfg"): "stamp"}
-    invariants.after_plugins(pol.model, DevSet(), [spy, reuse], owners, diags)
-    text = [p.format() for p in diags.errors]
+    problems = invariants.after_plugins(pol.model, DevSet(), [spy, reuse], owners)
+    text = [p.format() for p in problems if p.severity == "error"]
     assert text == [
         "Deployment/spy-pr-7, plugin stamp: isolation violated: the selector of baseline Service/db matches the pods "
         "of Deployment/spy-pr-7 (added or changed by plugin stamp)\n  hint: give the pods labels no baseline "
@@ -263,9 +262,8 @@ def test_the_final_object_set_names_the_plugin_that_broke_an_invariant():
         "stamp) mounts the baseline PersistentVolumeClaim data\n  hint: give the pods a claim of their own",
         "ConfigMap/cfg, plugin stamp: isolation violated: dev ConfigMap/cfg (added or changed by plugin stamp) "
         "reuses the name of a baseline object\n  hint: rename the object for the flow (<name>-<flowId>)"]
-    unowned = Diagnostics()
-    invariants.after_plugins(pol.model, DevSet(), [spy], {}, unowned)
-    assert "report this as a devlane bug" in unowned.errors[0].format()
+    unowned = invariants.after_plugins(pol.model, DevSet(), [spy], {})
+    assert "report this as a devlane bug" in unowned[0].format()
 
 
 # -- .devlane.yaml ------------------------------------------------------------------------------------------
