@@ -13,7 +13,8 @@ functions; tests call them in-process.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,7 +64,7 @@ FlowInput = FlowSpec | AutoFlow  # a flow as given, or `--services auto`: data e
 
 __all__ = ["AutoFlow", "FlowInput", "FlowRequest", "Options", "RenderResult", "Session", "check_changes", "delete",
            "fetch", "lint", "lock", "open_session", "plan", "prepare_targets", "provision", "read", "render",
-           "render_and_write", "render_in", "resolve", "retain_until_exit", "targeted", "write"]
+           "render_and_write", "render_in", "rendering", "resolve", "retain_until_exit", "targeted", "write"]
 
 
 @dataclass(frozen=True)
@@ -143,19 +144,40 @@ def render(options: Options, flow: FlowInput) -> RenderResult:
         return render_in(s, flow)
 
 
-def render_and_write(options: Options, flow: FlowInput, out: Path | None = None,
-                     check: Callable[[RenderResult], None] | None = None) -> tuple[RenderResult, list[Path]]:
-    """Render a flow and write it (`check` may refuse the result first), holding the output directory's lock
-    from before any plugin runs until the flow is in place: a `delete` of the flow waits for this render,
-    or this render for the delete, and neither undoes the other unseen."""
+def render_and_write(options: Options, flow: FlowInput, out: Path | None = None) -> tuple[RenderResult, list[Path]]:
+    """Render a flow and write it: `rendering` with nothing to look at in between."""
+    with rendering(options, out) as run:
+        result = run.render(flow)
+        return result, run.write(result)
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """A render that will be written, holding the output directory's lock: the caller looks at the result (shows
+    it, validates it, refuses it by raising) between `render` and `write`, and the library calls nothing back."""
+
+    session: Session
+    output: Output
+    out: Path | None
+
+    def render(self, flow: FlowInput) -> RenderResult:
+        result = render_in(self.session, flow)
+        refuse_read_back(result, self.out)
+        return result
+
+    def write(self, result: RenderResult) -> list[Path]:
+        return self.output.write(result.flows)
+
+
+@contextmanager
+def rendering(options: Options, out: Path | None = None) -> Iterator[Rendering]:
+    """An open session with the repository loaded and the output directory's lock, held from before any plugin
+    runs until the flow is in place: a `delete` of the flow waits for this render, or this render for the delete,
+    and neither undoes the other unseen."""
     with open_session(options) as s:
         s.load()  # a repository that does not load stops before the output directory is touched
         with _output(s, out) as output:
-            result = render_in(s, flow)
-            refuse_read_back(result, out)
-            if check is not None:
-                check(result)
-            return result, output.write(result.flows)
+            yield Rendering(s, output, out)
 
 
 def _output(s: Session, out: Path | None, create: bool = True) -> Output:

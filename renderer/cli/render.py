@@ -28,7 +28,10 @@ def cmd_render(args: argparse.Namespace) -> int:
                           hint="render into an output directory (--out DIR): its flows/_mesh/ lists every flow")])
         sys.stdout.write(result.stream())
         return 0
-    result, paths = api.render_and_write(options(args), flow, args.out, lambda r: _check(args, r))
+    with api.rendering(options(args), args.out) as run:
+        result = run.render(flow)
+        _check(args, result)  # before anything is written
+        paths = run.write(result)
     for rendered, path in zip(result.flows, paths, strict=False):
         say(f"rendered flow {rendered.flow_id}: {len(rendered.files)} objects in {path}")
     for path in paths[len(result.flows):]:

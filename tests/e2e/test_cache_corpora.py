@@ -2,7 +2,7 @@
 and cloudshop with their plugins, the inventory kustomize overlay), Kardinal's demos (../shared/seeds-data), and
 every real-world kustomize directory and Helm chart (../shared/realworld), each skipped when absent.
 
-Each corpus is rendered three times with the CLI's own `render_and_write`, in-process: with the cache off (which
+Each corpus is rendered three times as the CLI renders (`api.rendering`), in-process: with the cache off (which
 must leave `$DEVLANE_CACHE` untouched), into an empty cache (cold: parses are written) and again (warm: they are
 read back). Every written file, and the model the render read (each object, in order) or its error, must be the
 same bytes all three times.
@@ -49,12 +49,11 @@ PINNED = {"retail-store-sample-app/src/orders/chart": {"app.persistence.secret.p
 def rendered(options: api.Options, flow: api.FlowInput, out: Path) -> dict[str, bytes]:
     """What one render shows: the model it read, and every file it wrote (or its error)."""
     model: list[str] = []
-
-    def reading(result: api.RenderResult) -> None:
-        model.extend(f"# {d.file} {d.index}\n{yamlio.dump(d.obj)}" for d in result.loaded.documents)
-
     try:
-        api.render_and_write(options, flow, out, reading)
+        with api.rendering(options, out) as run:
+            result = run.render(flow)
+            model.extend(f"# {d.file} {d.index}\n{yamlio.dump(d.obj)}" for d in result.loaded.documents)
+            run.write(result)
         shown = tree(out)
     except DevlaneError as exc:
         shown = {"(error)": str(exc).encode()}
