@@ -50,10 +50,9 @@ def rendered(options: api.Options, flow: api.FlowInput, out: Path) -> dict[str, 
     """What one render shows: the model it read, and every file it wrote (or its error)."""
     model: list[str] = []
     try:
-        with api.rendering(options, out) as run:
-            result = run.render(flow)
-            model.extend(f"# {d.file} {d.index}\n{yamlio.dump(d.obj)}" for d in result.loaded.documents)
-            run.write(result)
+        with api.rendering(options, out) as run:  # loaded: what the model is built from, even if the render fails
+            model.extend(f"# {d.file} {d.index}\n{yamlio.dump(d.obj)}" for d in run.session.loaded.documents)
+            run.write(run.render(flow))
         shown = tree(out)
     except DevlaneError as exc:
         shown = {"(error)": str(exc).encode()}
