@@ -37,7 +37,7 @@ from .host.supply.lock import (
     stale_pins,
 )
 from .host.supply.venvs import Target
-from .render.checks import invariants, route_proof
+from .render.checks import invariants, reach, route_proof
 from .render.checks.mesh_lint import mesh_problems
 from .render.copies import clone, flow_namespace
 from .render.copies.dev_set import DevSet
@@ -82,6 +82,7 @@ class RenderResult:
     dev: DevSet = field(default_factory=DevSet)  # the dev copies after plugins (namespaces, aliases)
     mesh: RenderedFlow | None = None  # istio: `flows/_mesh/` as this flow alone needs it (writing merges every flow)
     targets: list[Change] = field(default_factory=list)  # `--services auto`: each target and why
+    reach: list[reach.Reached] = field(default_factory=list)  # the state outside the lane its dev pods can use
 
     @property
     def warnings(self) -> list[Problem]:
@@ -222,6 +223,8 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     problems += found
     problems += invariants.after_plugins(model, cloned, objects.all(), policy.owners)
     problems += invariants.external_addresses(model, dev, plugins.instances, settings.strict)
+    lane_reach = reach.lane_reach(model, dev)
+    problems += reach.problems(lane_reach, settings.strict)
     shared = _shared_mesh(settings.routes, the_plan, entries)
     if settings.routes.mode != "none" and not errors(problems):  # istio: with the rules shared with other flows
         problems += route_proof.check(model, dev, [*objects.all(), *(shared.objects if shared else [])],
@@ -230,7 +233,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     flows = emit.render(objects, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins, choices,
                                                                 problems))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
-                        [p for p in problems if p.severity != "error"], dev, shared, changes)
+                        [p for p in problems if p.severity != "error"], dev, shared, changes, lane_reach)
 
 
 def errors(problems: list[Problem]) -> bool:

@@ -1,0 +1,191 @@
+"""What state looks like from outside: the signs that a host, an image or a port is a datastore or a service
+registry, and every datastore or registry address in a value, whether or not the repository defines its host.
+
+A lane's reach (which baseline state its dev pods can use) is computed from these signs and nothing else, so
+`render`, `plan`, `lint` and `init` agree on what a store is. Two roles: a *store* holds state a dev pod could
+write (a database, a cache, a queue); a *registry* hands out addresses (Consul, Eureka, ZooKeeper, etcd, Nacos),
+so a dev pod that registers with a baseline registry is reached by baseline callers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Role = Literal["store", "registry"]
+
+# kind -> role; a kind is what the user would call the thing ("mysql", "kafka", "eureka")
+ROLES: dict[str, Role] = {
+    **dict.fromkeys(("mysql", "postgres", "mongodb", "redis", "memcached", "kafka", "rabbitmq", "cassandra",
+                     "elasticsearch", "sqlserver", "oracle", "couchdb", "neo4j", "influxdb", "dynamodb", "nats",
+                     "minio", "cockroachdb", "clickhouse", "database"), "store"),
+    **dict.fromkeys(("consul", "eureka", "zookeeper", "etcd", "nacos", "registry"), "registry"),
+}
+
+# well-known ports: what a host on this port most likely is
+PORTS: dict[int, str] = {
+    3306: "mysql", 5432: "postgres", 27017: "mongodb", 6379: "redis", 11211: "memcached", 9092: "kafka",
+    29092: "kafka", 5672: "rabbitmq", 5671: "rabbitmq", 9042: "cassandra", 9200: "elasticsearch",
+    1433: "sqlserver", 1521: "oracle", 5984: "couchdb", 7687: "neo4j", 8086: "influxdb", 4222: "nats",
+    26257: "cockroachdb", 9000: "clickhouse", 8000: "dynamodb",
+    8500: "consul", 8761: "eureka", 2181: "zookeeper", 2379: "etcd", 8848: "nacos",
+}
+_AMBIGUOUS_PORTS = frozenset({9000, 8000})  # also every other web server's: a sign only beside another one
+
+# URL schemes (the last part of `jdbc:mysql`, `r2dbc:postgresql`, `mongodb+srv`)
+SCHEMES: dict[str, str] = {
+    "mysql": "mysql", "mysql2": "mysql", "mariadb": "mysql", "postgres": "postgres", "postgresql": "postgres",
+    "pgsql": "postgres", "mongodb": "mongodb", "mongodb+srv": "mongodb", "redis": "redis", "rediss": "redis",
+    "memcached": "memcached", "kafka": "kafka", "amqp": "rabbitmq", "amqps": "rabbitmq", "cassandra": "cassandra",
+    "sqlserver": "sqlserver", "mssql": "sqlserver", "oracle": "oracle", "couchdb": "couchdb", "bolt": "neo4j",
+    "neo4j": "neo4j", "nats": "nats", "cockroachdb": "cockroachdb", "clickhouse": "clickhouse",
+    "consul": "consul", "zk": "zookeeper", "zookeeper": "zookeeper", "etcd": "etcd", "nacos": "nacos",
+}
+
+# image names: the last path segment, without tag or digest (`bitnami/postgresql:16` -> postgresql)
+_IMAGE_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), k) for p, k in (
+    (r"mysql|mariadb|percona", "mysql"), (r"postgres|postgis|timescaledb|pgvector", "postgres"),
+    (r"mongo", "mongodb"), (r"redis|valkey|keydb|dragonfly", "redis"), (r"memcache", "memcached"),
+    (r"kafka|redpanda", "kafka"), (r"rabbitmq", "rabbitmq"), (r"cassandra|scylla", "cassandra"),
+    (r"elasticsearch|opensearch", "elasticsearch"), (r"mssql|sqlserver|azure-sql-edge", "sqlserver"),
+    (r"oracle.*db|oracle-xe", "oracle"), (r"couchdb|couchbase", "couchdb"), (r"neo4j", "neo4j"),
+    (r"influxdb", "influxdb"), (r"dynamodb", "dynamodb"), (r"^nats", "nats"), (r"minio", "minio"),
+    (r"cockroach", "cockroachdb"), (r"clickhouse", "clickhouse"),
+    (r"consul", "consul"), (r"eureka|jhipster-registry|service-registry|discovery-server", "eureka"),
+    (r"zookeeper", "zookeeper"), (r"^etcd", "etcd"), (r"nacos", "nacos"), (r"[-_]registry$", "registry"),
+    (r"(?:^|[-_])(?:db|database)(?:$|[-_])", "database"),  # orders-db, teastore-db, ...
+))
+
+# words of a key (env name, config key, flag) that name a store or a registry: `SPRING_DATASOURCE_URL`,
+# `spring.redis.host`, `EUREKA_CLIENT_SERVICE_URL_DEFAULTZONE`, `bootstrap.servers`
+_KEY_KINDS: dict[str, str] = {
+    "MYSQL": "mysql", "MARIADB": "mysql", "POSTGRES": "postgres", "POSTGRESQL": "postgres", "PG": "postgres",
+    "MONGO": "mongodb", "MONGODB": "mongodb", "REDIS": "redis", "MEMCACHE": "memcached", "MEMCACHED": "memcached",
+    "KAFKA": "kafka", "BOOTSTRAP": "kafka", "RABBIT": "rabbitmq", "RABBITMQ": "rabbitmq", "AMQP": "rabbitmq",
+    "CASSANDRA": "cassandra", "ELASTICSEARCH": "elasticsearch", "ELASTIC": "elasticsearch", "MSSQL": "sqlserver",
+    "DATASOURCE": "database", "DB": "database", "DATABASE": "database", "JDBC": "database", "SQL": "database",
+    "DYNAMODB": "dynamodb", "NATS": "nats",
+    "CONSUL": "consul", "EUREKA": "eureka", "ZOOKEEPER": "zookeeper", "ZK": "zookeeper", "ETCD": "etcd",
+    "NACOS": "nacos", "REGISTRY": "registry", "DISCOVERY": "registry",
+}
+_KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def image_kind(image: str) -> str | None:
+    """The store or registry an image runs, from its name (`docker.io/library/mongo:7` -> mongodb)."""
+    name = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0].lower()
+    return next((kind for pattern, kind in _IMAGE_KINDS if pattern.search(name)), None)
+
+
+def port_kind(port: object, beside: bool = False) -> str | None:
+    """The store or registry a well-known port says (`beside`: another sign agrees, so an ambiguous port counts)."""
+    try:
+        number = int(str(port))
+    except ValueError:
+        return None
+    if number in _AMBIGUOUS_PORTS and not beside:
+        return None
+    return PORTS.get(number)
+
+
+def key_kind(key: str) -> str | None:
+    """The store or registry a key names, its last word that names one winning (`SPRING_REDIS_HOST` -> redis)."""
+    words = [w.upper() for w in _KEY_WORD.findall(key.replace(".", "_").replace("-", "_"))]
+    return next((_KEY_KINDS[w] for w in reversed(words) if w in _KEY_KINDS), None)
+
+
+def role_of(kind: str) -> Role:
+    return ROLES.get(kind, "store")
+
+
+@dataclass(frozen=True)
+class Address:
+    """A datastore or registry address found in a value: where in the value, the host, and what it is."""
+
+    start: int  # span of the host inside the value
+    end: int
+    host: str
+    port: str | None
+    kind: str
+    evidence: str  # what said so: "scheme jdbc:mysql", "port 3306", "key REDIS_HOST"
+
+    @property
+    def role(self) -> Role:
+        return role_of(self.kind)
+
+
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*(?::[A-Za-z][A-Za-z0-9+.\-]*)*)://([^/?#\s;'\"<>]*)([^\s'\"<>]*)")
+_HOSTPORT = re.compile(r"(?<![\w.\-@/:])([A-Za-z0-9][A-Za-z0-9.\-]*[A-Za-z0-9]|[A-Za-z0-9]):([0-9]{2,5})\b")
+_ADO = re.compile(r"(?i)(?:^|;)\s*(?:server|host|data source|address|addr)\s*=\s*(?:tcp:)?([A-Za-z0-9][A-Za-z0-9.\-]*)"
+                  r"(?:\s*[,:]\s*([0-9]{2,5}))?")
+_BARE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9.\-]*)\s*$")
+_HOST_WORDS = frozenset({"HOST", "HOSTS", "HOSTNAME", "ADDR", "ADDRESS", "SERVER", "SERVERS", "ENDPOINT",
+                         "ENDPOINTS", "URL", "URI", "URLS", "DEFAULTZONE", "CONNECT", "NODES", "BROKERS"})
+
+
+def _host_ok(host: str) -> bool:
+    """A host, not a version (`1.2.3`), a time (`10:30`) or a word that cannot be a DNS name."""
+    if not host or host.startswith(("-", ".")) or host.endswith("-"):
+        return False
+    return not host.replace(".", "").isdigit() or host.count(".") == 3  # an IPv4 address counts
+
+
+def find_addresses(value: str, key: str = "") -> list[Address]:
+    """Every datastore or registry address in `value` (found under `key`, which may name the kind):
+    URLs (`jdbc:mysql://h:3306/db`, `mongodb+srv://u:p@a,b/db`, `amqp://h`, `http://h:8761/eureka`),
+    ADO.NET pairs (`Server=h,1433;...`), `host:port` on a well-known port (lists too: Kafka bootstrap servers),
+    and a bare host under a key that names a store (`REDIS_HOST=cache`). Each host once, first sign wins."""
+    out: dict[tuple[int, int], Address] = {}
+    by_key = key_kind(key) if key else None
+
+    def add(start: int, host: str, port: str | None, kind: str | None, evidence: str) -> None:
+        if kind is None or not _host_ok(host) or (start, start + len(host)) in out:
+            return
+        out[start, start + len(host)] = Address(start, start + len(host), host.lower(), port, kind, evidence)
+
+    covered: list[tuple[int, int]] = []
+    for m in _URL.finditer(value):
+        covered.append(m.span())
+        scheme = m.group(1).lower()
+        last = scheme.rsplit(":", 1)[-1]
+        authority, base = m.group(2), m.start(2)
+        if "@" in authority:
+            at = authority.rindex("@") + 1
+            authority, base = authority[at:], base + at
+        offset = 0
+        for part in authority.split(","):
+            host, _, port = part.partition(":")
+            start = base + offset
+            offset += len(part) + 1
+            port = port or None
+            kind = SCHEMES.get(last)
+            evidence = f"scheme {scheme}"
+            if kind is None and "/eureka" in m.group(3).lower():
+                kind, evidence = "eureka", "path /eureka"
+            if kind is None and port:
+                kind, evidence = port_kind(port, beside=by_key is not None), f"port {port}"
+            if kind is None and last in ("http", "https", "tcp", "grpc") and by_key is not None and \
+                    role_of(by_key) == "registry":
+                kind, evidence = by_key, f"key {key}"
+            add(start, host, port, kind, evidence)
+    for m in _ADO.finditer(value):
+        if not any(a <= m.start(1) < b for a, b in covered):
+            kind = by_key or ("sqlserver" if m.group(2) == "1433" else port_kind(m.group(2) or "") or "database")
+            add(m.start(1), m.group(1), m.group(2), kind, "connection string")
+            covered.append(m.span())
+    for m in _HOSTPORT.finditer(value):
+        if any(a <= m.start() < b for a, b in covered):
+            continue
+        kind = port_kind(m.group(2), beside=by_key is not None)
+        add(m.start(1), m.group(1), m.group(2), kind, f"port {m.group(2)}")
+    if not out and by_key is not None and _names_a_host(key):
+        bare = _BARE.match(value)
+        if bare:
+            add(bare.start(1), bare.group(1), None, by_key, f"key {key}")
+    return [out[k] for k in sorted(out)]
+
+
+def _names_a_host(key: str) -> bool:
+    words = {w.upper() for w in _KEY_WORD.findall(key.replace(".", "_").replace("-", "_"))}
+    return bool(words & _HOST_WORDS)

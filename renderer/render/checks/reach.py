@@ -1,0 +1,259 @@
+"""The lane's reach: which state outside the lane its dev pods can use, computed from the dev copies as rendered.
+
+Every address a dev pod can use (env values, `command` and `args`, the ConfigMaps and Secrets it reads, whole
+files included) is resolved to one of: the lane's own copy (not reported); a baseline service that holds no
+state (shared by design, not reported); a **baseline store** (a repository Service `model.store_signs` finds
+stateful, annotated or not); a **registry** (service discovery, in the repository or outside it); or a **store
+outside the repository** (a datastore address whose host no object of the repository defines). Kardinal trusts
+its annotations; this reads the addresses, so a store the annotations miss is still named, with the evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ...core.k8s import all_containers, pod_spec
+from ...core.references import Targets
+from ...core.stores import find_addresses, image_kind
+from ...errors import Diagnostics, Problem, Where
+from ..copies.dev_set import DevSet, DevWorkload
+from ..model.address_reads import ConfigRead, config_reads, data_of, data_refs, pod_slots
+from ..model.records import Model
+from ..model.store_signs import store_sign
+from ..plan.planner import service_targets
+
+Class = Literal["baseline-store", "registry", "outside-store"]
+_LOCAL = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
+_NOT_HOSTS = frozenset({"tcp", "udp", "unix", "http", "https", "grpc"})  # `=tcp:3306`: a listener, not a host
+_WORD = re.compile(r"[A-Za-z0-9-]+")
+_SECRET_IN_URL = re.compile(r"(//[^:/@\s]+:)[^@/\s]+@")
+
+
+@dataclass(frozen=True, order=True)
+class Evidence:
+    """Where a dev pod names the address: the object, the container (None: a ConfigMap or Secret entry), the
+    field (`env X`, `args[2]`, `key application.yml`) and the value, with passwords masked."""
+
+    object: str
+    container: str | None
+    field: str
+    value: str
+
+    def as_dict(self) -> dict:
+        return {"object": self.object, **({"container": self.container} if self.container else {}),
+                "field": self.field, "value": self.value}
+
+
+@dataclass(frozen=True)
+class Reached:
+    """One piece of state outside the lane that a dev pod can reach."""
+
+    cls: Class
+    target: str  # the Service (`ns/name`) or, outside the repository, `host[:port]`
+    kind: str  # mysql, kafka, eureka, volume, database, ...
+    sign: str  # why it is a store or a registry
+    evidence: tuple[Evidence, ...] = field(default=())
+
+    @property
+    def fix(self) -> str:
+        if self.cls == "baseline-store":
+            return (f"annotate {self.target} kardinal.dev.service/stateful: \"true\" and add it to the callers' "
+                    "dependencies (a dev copy, or a plugin that gives one), or render with --isolation namespace")
+        if self.cls == "registry":
+            return (f"copy the registry into the lane (annotate {self.target} stateful and a dependency of its "
+                    "clients), or render with --isolation namespace")
+        return (f"declare {self.target} as an external service with a plugin that gives the lane its own copy "
+                "(kardinal.dev.service/external), or point the dev pods at a store of their own")
+
+    def as_dict(self) -> dict:
+        return {"class": self.cls, "target": self.target, "kind": self.kind, "sign": self.sign,
+                "evidence": [e.as_dict() for e in self.evidence], "fix": self.fix}
+
+
+def lane_reach(model: Model, dev: DevSet) -> list[Reached]:
+    """Every baseline store, registry and outside store the lane's dev pods can reach, with the evidence."""
+    found: dict[tuple[Class, str], tuple[str, str, set[Evidence]]] = {}
+    workloads = sorted(dev.unique_workloads(), key=lambda w: (w.namespace or "", w.name))
+    # only the Services a dev pod mentions become targets: a target's ports come from its object, which a warm
+    # render has not decoded (the stored model holds its passes), and most of a repository is never named here
+    words = {w for dw in workloads for text in _texts(model, dev, dw) for w in _WORD.findall(text)}
+    repo = Targets(service_targets(model, sorted(k for k, n in model.services.items() if n.name in words)))
+    for dw in workloads:
+        for cls, target, kind, sign, evidence in _reached_by(model, dev, dw, repo):
+            entry = found.setdefault((cls, target), (kind, sign, set()))
+            entry[2].add(evidence)
+    return [Reached(cls, target, kind, sign, tuple(sorted(evidence)))
+            for (cls, target), (kind, sign, evidence) in sorted(found.items())]
+
+
+def problems(reach: list[Reached], strict: bool = False) -> list[Problem]:
+    """One warning per piece of state reached (an error under --strict): the lane could touch it."""
+    diags = Diagnostics()
+    what = {"baseline-store": "the baseline store", "registry": "the registry", "outside-store": "the store"}
+    for r in reach:
+        first = r.evidence[0]
+        where = f"{first.object}" + (f" container {first.container}" if first.container else "") + f" {first.field}"
+        more = f" (and {len(r.evidence) - 1} more place(s))" if len(r.evidence) > 1 else ""
+        outside = " outside the repository" if r.cls == "outside-store" else ""
+        (diags.error if strict else diags.warn)(
+            f"the lane reaches {what[r.cls]} {r.target}{outside} ({r.kind}: {r.sign}): {where} = {first.value}"
+            f"{more}; a dev pod could read or write the baseline's state",
+            Where(object=first.object), hint=r.fix, code=f"reach-{r.cls}")
+    return diags.problems
+
+
+def _texts(model: Model, dev: DevSet, dw: DevWorkload) -> Iterator[str]:
+    """Every value the dev pod reads: env values, `command`/`args`, the entries of its ConfigMaps and Secrets."""
+    yield from (value for *_, value in _values(dw.pod_spec))
+    home = _home(model, dw)
+    for read, doc in _reads(model, dev, dw, home):
+        yield from (v for k, v in data_of(doc).items() if read.keys is None or k in read.keys)
+
+
+def _home(model: Model, dw: DevWorkload) -> str | None:
+    """The baseline namespace of the dev pod: where its short names resolve (a flow namespace aliases them)."""
+    return dw.baseline.obj.get("metadata", {}).get("namespace") or model.default_namespace
+
+
+def _reads(model: Model, dev: DevSet, dw: DevWorkload, home: str | None) -> Iterator[tuple[ConfigRead, dict]]:
+    """The ConfigMaps and Secrets the dev pod reads: the lane's copies, else the baseline's."""
+    for read in config_reads(dw.pod_spec):
+        doc = dev.find(read.kind, dw.namespace, read.name) or _baseline_doc(model, read.kind, home, read.name)
+        if doc is not None:
+            yield read, doc
+
+
+def _reached_by(model: Model, dev: DevSet, dw: DevWorkload, repo: Targets
+                ) -> Iterator[tuple[Class, str, str, str, Evidence]]:
+    obj = f"{dw.obj.get('kind')}/{dw.name}"
+    home = _home(model, dw)
+    targets = repo.at(home)
+    own_kinds = {image_kind(str(c.get("image") or "")) for c in all_containers(dw.pod_spec)}
+    for slot in pod_slots(dw.pod_spec, targets):
+        for ref in slot.refs:
+            hit = _baseline(model, dev, dw, ref.target.key, slot.value[ref.start:ref.end], slot.value, ref.namespace)
+            if hit is not None:
+                field_ = f"env {slot.label}" if slot.field == "env" else f"{slot.field}[{slot.label}]"
+                yield (*hit, Evidence(obj, slot.container, field_, _excerpt(slot.value, ref.start)))
+    # a value devlane or a plugin set is the lane's own (a plugin's dev database URL); an address of the same
+    # kind left beside it is the app's fallback, which the given one overrides (`POSTGRES` over `DB_HOST`)
+    before = {(c, f): v for c, f, _, v in _values(pod_spec(dw.baseline.obj))}
+    kept = [(c, f, k, v) for c, f, k, v in _values(dw.pod_spec) if before.get((c, f)) == v]
+    given = {a.kind for c, f, k, v in _values(dw.pod_spec) if before.get((c, f)) != v
+             for line_key, line in _lines(k, v) for a in find_addresses(line, line_key)}
+    for container, field_, key, value in kept:
+        for line_key, line in _lines(key, value):
+            for hit in _outside(dev, targets, own_kinds, line_key, line, Evidence(obj, container, field_,
+                                                                                    _masked(line))):
+                if not _overridden(hit[2], given):
+                    yield hit
+    for read, doc in _reads(model, dev, dw, home):
+        source = f"{read.kind}/{read.name}"
+        secret = read.kind == "Secret"
+        for key, refs in data_refs(doc, targets, read.keys).items():
+            value = data_of(doc)[key]
+            for ref in refs:
+                hit = _baseline(model, dev, dw, ref.target.key, value[ref.start:ref.end], value, ref.namespace)
+                if hit is not None:
+                    shown = "(secret)" if secret else _excerpt(value, ref.start)
+                    yield (*hit, Evidence(source, None, f"key {key}", shown))
+        for key, value in data_of(doc).items():
+            if read.keys is not None and key not in read.keys:
+                continue
+            for line_key, line in _lines(key, value):
+                shown = Evidence(source, None, f"key {key}", "(secret)" if secret else _masked(line))
+                yield from _outside(dev, targets, own_kinds, line_key, line, shown)
+
+
+def _baseline(model: Model, dev: DevSet, dw: DevWorkload, key: str, host: str, value: str,
+              ns_span: tuple[int, int] | None) -> tuple[Class, str, str, str] | None:
+    """A reference to repository service `key` that reaches the baseline's copy of a store or registry."""
+    node = model.services.get(key)
+    if node is None or node.external or key in dev.by_header:
+        return None
+    if key in dev.versions and dev.lane.by_namespace:
+        named = value[ns_span[0]:ns_span[1]] if ns_span else None
+        if named is None or named == dw.namespace:
+            return None  # the short name resolves to the dev copy in the flow namespace
+    elif key in dev.versions and host != node.name:
+        return None
+    sign = store_sign(node)
+    if sign is None:
+        return None
+    return ("registry" if sign.role == "registry" else "baseline-store"), node.ref, sign.kind, sign.reason
+
+
+def _outside(dev: DevSet, targets: Targets, own_kinds: set[str | None], key: str, value: str, evidence: Evidence
+             ) -> Iterator[tuple[Class, str, str, str, Evidence]]:
+    """Datastore and registry addresses whose host no object of the repository (nor the lane) defines."""
+    lane_names = set(dev.dev_names.values())
+    for address in find_addresses(value, key):
+        first = address.host.split(".", 1)[0]
+        if address.host in _NOT_HOSTS or targets.resolve(address.host) is not None or first in lane_names:
+            continue
+        if address.host in _LOCAL and address.kind in own_kinds:
+            continue  # the pod's own container: copied with the pod
+        target = f"{address.host}:{address.port}" if address.port else address.host
+        cls: Class = "registry" if address.role == "registry" else "outside-store"
+        yield cls, target, address.kind, address.evidence, evidence
+
+
+_SQL = frozenset({"mysql", "postgres", "sqlserver", "oracle", "cockroachdb", "database"})
+
+
+def _overridden(kind: str, given: set[str]) -> bool:
+    """Whether the lane was given its own store of `kind` (`database`: any SQL database)."""
+    if kind in given:
+        return True
+    return kind in _SQL and bool(given & _SQL) and ("database" in given or kind == "database")
+
+
+def _values(spec: dict) -> Iterator[tuple[str, str, str, str]]:
+    """(container, field, key, value) of every env value and `command`/`args` element."""
+    for c in all_containers(spec):
+        name = str(c.get("name", ""))
+        for e in c.get("env") or []:
+            if isinstance(e, dict) and isinstance(e.get("value"), str):
+                yield name, f"env {e.get('name')}", str(e.get("name", "")), e["value"]
+        for f in ("command", "args"):
+            for i, arg in enumerate(c.get(f) or []):
+                if isinstance(arg, str):
+                    key, sep, value = arg.lstrip("-").partition("=")
+                    yield name, f"{f}[{i}]", key if sep else "", value if sep else arg
+
+
+def _lines(key: str, value: str) -> Iterator[tuple[str, str]]:
+    """A config entry as (key, value) pairs: itself, or each `k=v` / `k: v` line of a file."""
+    if "\n" not in value:
+        yield key, value
+        return
+    for line in value.splitlines():
+        text = line.strip()
+        if not text or text.startswith(("#", ";", "//")):
+            continue
+        k, sep, v = _split(text)
+        yield (k, v) if sep else ("", text)
+
+
+def _split(text: str) -> tuple[str, str, str]:
+    m = re.match(r"""["']?([\w.\-\[\]]+)["']?\s*(=|:\s)\s*(.*?)[,;]?$""", text)
+    return (m.group(1), m.group(2), m.group(3).strip("\"' ")) if m else ("", "", text)
+
+
+def _baseline_doc(model: Model, kind: str, home: str | None, name: str) -> dict | None:
+    doc = model.find(kind, home, name)
+    return doc.obj if doc is not None else None
+
+
+def _masked(value: str) -> str:
+    return _SECRET_IN_URL.sub(r"\1***@", value)
+
+
+def _excerpt(value: str, at: int, width: int = 120) -> str:
+    """The line of a (file) value that holds position `at`, masked."""
+    start = value.rfind("\n", 0, at) + 1
+    end = value.find("\n", at)
+    return _masked(value[start:end if end >= 0 else len(value)].strip())[:width]

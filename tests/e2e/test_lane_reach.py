@@ -1,0 +1,147 @@
+"""The lane's reach on real apps nobody here annotated (../shared/realworld, copied to a temporary directory and
+used as upstream wrote them): every baseline store, registry and outside store a dev pod can use is named, with
+no false alarm on the fully annotated examples and Kardinal's demos. The truth each test holds devlane's report
+against is computed here, from the rendered objects and the app's documented stores (its ORIGIN.md), not from
+what devlane says it did."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from support import ROOT
+from support.demos import DEMOS, demo_options
+from support.realworld import REALWORLD
+
+from renderer import api
+from renderer.errors import DevlaneError
+from renderer.render.plan.flow_spec import FlowRequest, build_flow, resolve
+
+FLOW = "pr-1"
+
+
+def needs(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    return path
+
+
+def ftgo(tmp_path: Path) -> Path:
+    """FTGO's service and stateful-service manifests in one directory; its `extensions/v1beta1` and
+    `apps/v1beta1` workloads moved to `apps/v1` (the one edit: Kubernetes serves no other)."""
+    repo = tmp_path / "ftgo"
+    repo.mkdir()
+    for f in sorted(needs(REALWORLD / "ftgo").rglob("*.yml")):
+        if "/kubernetes/" in f.as_posix() and "prometheus" not in f.as_posix() and "NodePort" not in f.name:
+            text = f.read_text().replace("extensions/v1beta1", "apps/v1").replace("apps/v1beta1", "apps/v1")
+            (repo / f.name).write_text(text)
+    return repo
+
+
+def only(tmp_path: Path, name: str, *files: str) -> Path:
+    repo = tmp_path / name
+    repo.mkdir()
+    for f in files:
+        shutil.copy(needs(REALWORLD / f), repo / Path(f).name)
+    return repo
+
+
+def dev_strings(result: api.RenderResult) -> list[str]:
+    """Every env value, command and args element of the rendered dev workloads (the flow's objects)."""
+    out = []
+    for obj in yaml.safe_load_all(result.stream()):
+        spec = ((obj or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+            out += [e["value"] for e in c.get("env") or [] if isinstance(e.get("value"), str)]
+            out += [a for f in ("command", "args") for a in c.get(f) or [] if isinstance(a, str)]
+    return out
+
+
+def named(strings: list[str], host: str) -> bool:
+    """`host` used as a host name in one of the strings (not as part of a longer name, e.g. a dev copy's)."""
+    return any(re.search(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", s) for s in strings)
+
+
+def reach_warnings(result: api.RenderResult) -> dict[str, str]:
+    """target -> class, as the render's warnings name them."""
+    out = {}
+    for p in result.warnings:
+        if p.code.startswith("reach-"):
+            m = re.search(r"the lane reaches the (?:baseline store|registry|store) (\S+)", p.message)
+            assert m, p.message
+            out[m.group(1)] = p.code.removeprefix("reach-")
+    return out
+
+
+# app -> (repository maker, the flow's target, {store or registry as devlane names it: class}) -- the stores are
+# those the app's ORIGIN.md documents for that service; each must also be named in the rendered dev pods
+APPS = {
+    "ftgo": (ftgo, "ftgo-order-service",
+             {"ftgo-mysql": "baseline-store", "ftgo-kafka": "baseline-store", "ftgo-zookeeper": "registry"}),
+    "booksapp-mysql-app": (lambda t: only(t, "books", "booksapp/k8s/mysql-app.yml"), "books",
+                           {"mysql:3306": "outside-store"}),
+    "wordpress-cloudsql": (lambda t: only(t, "wp", *(
+        f"gke-wordpress-cloudsql/cost-optimization/gke-shift-left-cost/samples/k8s-cost-estimator-github/wordpress/{n}"
+        for n in ("wordpress_deployment.yaml", "wordpress_service.yaml", "mysql-statefulset.yaml",
+                  "wordpress_volumeclaim.yaml"))), "wordpress", {"127.0.0.1:3306": "outside-store"}),
+}
+
+
+@pytest.mark.parametrize("app", sorted(APPS))
+def test_every_store_a_dev_pod_names_is_reported(app, tmp_path):
+    make, service, stores = APPS[app]
+    repo = make(tmp_path)
+    result = api.render(api.Options(repo=repo), build_flow(FLOW, {service: "ghcr.io/example/dev:pr-1"}, []))
+    strings = dev_strings(result)
+    for target in stores:  # the truth, from the rendered objects: each documented store is still named there
+        assert named(strings, target.split("/")[-1].split(":")[0]), (target, strings)
+    assert reach_warnings(result) == stores
+    with pytest.raises(DevlaneError) as refused:  # --strict: the same reach is an error
+        api.render(api.Options(repo=repo, strict=True), build_flow(FLOW, {service: "ghcr.io/example/dev:pr-1"}, []))
+    assert {p.code for p in refused.value.problems} >= {f"reach-{c}" for c in stores.values()}
+
+
+def test_a_store_annotated_and_copied_is_no_longer_reached(tmp_path):
+    """The fix the warning gives, applied: ftgo-mysql stateful and a dependency of the order service -> the lane
+    has its own MySQL, the dev pod names the copy, and only Kafka and ZooKeeper are still reached."""
+    repo = ftgo(tmp_path)
+    mysql = repo / "ftgo-mysql-deployment.yml"
+    mysql.write_text(mysql.read_text().replace("name: ftgo-mysql\n", "name: ftgo-mysql\n  annotations:\n"
+                                               "    kardinal.dev.service/stateful: \"true\"\n", 1))
+    order = repo / "ftgo-order-service.yml"
+    order.write_text(order.read_text().replace("name: ftgo-order-service\n", "name: ftgo-order-service\n"
+                                               "  annotations:\n    kardinal.dev.service/dependencies: "
+                                               "\"ftgo-mysql:3306\"\n", 1))
+    result = api.render(api.Options(repo=repo), build_flow(FLOW, {"ftgo-order-service": "x/dev:1"}, []))
+    assert "ftgo-mysql" in result.plan.dev_services()
+    strings = dev_strings(result)
+    assert named(strings, "ftgo-mysql-pr-1") and not named(strings, "ftgo-mysql")
+    assert reach_warnings(result) == {"ftgo-kafka": "baseline-store", "ftgo-zookeeper": "registry"}
+
+
+def test_the_reach_is_in_the_result_with_masked_evidence(tmp_path):
+    result = api.render(api.Options(repo=APPS["booksapp-mysql-app"][0](tmp_path)),
+                        build_flow(FLOW, {"books": "x/dev:1"}, []))
+    [reached] = result.reach
+    assert reached.as_dict()["evidence"] == [{"object": "Deployment/books-pr-1", "container": "service",
+                                              "field": "env DATABASE_URL",
+                                              "value": "mysql2://booksapp:***@mysql:3306/booksapp_production"}]
+    assert "booksapp@" not in str(result.warnings)  # the password never shows
+
+
+@pytest.mark.parametrize("example,flow_file", [("bookshop", "flows/pr-7.yaml"), ("cloudshop", "flows/pr-12.yaml")])
+@pytest.mark.parametrize("isolation", ["suffix", "namespace"])
+def test_no_false_alarm_on_the_annotated_examples(example, flow_file, isolation):
+    repo = ROOT / "examples" / example
+    result = api.render(api.Options(repo=repo, isolation=isolation), resolve(FlowRequest(flow_file=repo / flow_file)))
+    assert result.reach == [] and reach_warnings(result) == {}
+
+
+@pytest.mark.parametrize("demo", sorted(DEMOS))
+def test_no_false_alarm_on_kardinals_demos(demo, demo_repo):
+    file, images = DEMOS[demo]
+    result = api.render(demo_options(demo_repo(file)), build_flow("dev-1", images, []))
+    assert result.reach == [] and reach_warnings(result) == {}

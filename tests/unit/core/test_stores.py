@@ -1,0 +1,85 @@
+"""`core.stores`: datastore and registry addresses found in values as real apps write them (the strings are from
+../shared/realworld: ftgo, booksapp, jhipster-eureka, eShop, wordpress+Cloud SQL), whatever defines the host;
+and what an image or a port says."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from renderer.core.stores import SCHEMES, find_addresses, image_kind, key_kind, port_kind
+
+CASES = [
+    ("SPRING_DATASOURCE_URL", "jdbc:mysql://customers-db-mysql.ns.svc.cluster.local:3306/petclinic?useSSL=false",
+     [("customers-db-mysql.ns.svc.cluster.local", "3306", "mysql")]),
+    ("SPRING_DATASOURCE_URL", "jdbc:mysql://ftgo-mysql/eventuate", [("ftgo-mysql", None, "mysql")]),
+    ("DATABASE_URL", "mysql2://booksapp:booksapp@mysql:3306/booksapp_production", [("mysql", "3306", "mysql")]),
+    ("MONGO_URL", "mongodb+srv://u:p@a.example.com,b.example.com/db",
+     [("a.example.com", None, "mongodb"), ("b.example.com", None, "mongodb")]),
+    ("ConnectionString", "Server=sql-data;Database=CatalogDb;User Id=sa;Password=Pass@word",
+     [("sql-data", None, "database")]),
+    ("EUREKA_CLIENT_SERVICE_URL_DEFAULTZONE",
+     "http://admin:${jhipster.registry.password}@jhipster-registry.jhipster.svc.cluster.local:8761/eureka",
+     [("jhipster-registry.jhipster.svc.cluster.local", "8761", "eureka")]),
+    ("EVENTUATELOCAL_KAFKA_BOOTSTRAP_SERVERS", "ftgo-kafka:9092,other:9092",
+     [("ftgo-kafka", "9092", "kafka"), ("other", "9092", "kafka")]),
+    ("EVENTUATELOCAL_ZOOKEEPER_CONNECTION_STRING", "ftgo-zookeeper:2181", [("ftgo-zookeeper", "2181", "zookeeper")]),
+    ("REDIS_HOST", "cache", [("cache", None, "redis")]),
+    ("REGISTRY_HOST", "teastore-registry", [("teastore-registry", None, "registry")]),
+    ("WORDPRESS_DB_HOST", "127.0.0.1:3306", [("127.0.0.1", "3306", "mysql")]),
+    ("X", "amqp://guest:guest@rabbitmq:5672/", [("rabbitmq", "5672", "rabbitmq")]),
+    # not a store: a web backend, a version, a time, a self-address, a bare word under a key naming no store
+    ("BACKEND", "http://backend:8080", []),
+    ("VERSION", "1.2.3", []),
+    ("TIME", "10:30", []),
+    ("HOST_NAME", "teastore-auth", []),
+    ("all__EventBusConnection", "rabbitmq", []),
+    ("REDIS_PASSWORD", "secret", []),
+]
+
+
+@pytest.mark.parametrize("key,value,expected", CASES)
+def test_addresses_as_real_apps_write_them(key, value, expected):
+    found = find_addresses(value, key)
+    assert [(a.host, a.port, a.kind) for a in found] == expected
+    for a in found:
+        assert value[a.start:a.end].lower() == a.host
+
+
+@pytest.mark.parametrize("image,kind", [
+    ("mysql:8", "mysql"), ("bitnami/postgresql:16", "postgres"), ("mongo", "mongodb"), ("redis:7-alpine", "redis"),
+    ("confluentinc/cp-kafka:5.2.4", "kafka"), ("confluentinc/cp-zookeeper:5.2.4", "zookeeper"),
+    ("jhipster/jhipster-registry:v7.3.0", "eureka"), ("descartesresearch/teastore-db", "database"),
+    ("descartesresearch/teastore-registry", "registry"), ("msapatterns/mysql:latest", "mysql"),
+    ("amazon/dynamodb-local", "dynamodb"), ("nginx", None), ("ghcr.io/acme/orders:pr-1", None), ("dbus", None),
+    ("registry:2", None),  # a container image registry holds images, not addresses
+])
+def test_images(image, kind):
+    assert image_kind(image) == kind
+
+
+def test_ports_and_keys():
+    assert port_kind(3306) == "mysql" and port_kind("8761") == "eureka" and port_kind(8080) is None
+    assert port_kind(9000) is None and port_kind(9000, beside=True) == "clickhouse"  # a web port, unless another sign
+    assert key_kind("spring.redis.host") == "redis" and key_kind("SPRING_DATASOURCE_URL") == "database"
+    assert key_kind("LOG_LEVEL") is None
+
+
+label = st.from_regex(r"[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True)
+
+
+@given(st.sampled_from(sorted(SCHEMES)), st.lists(label, min_size=1, max_size=3),
+       st.one_of(st.none(), st.integers(1, 65535)), st.booleans())
+def test_every_host_of_a_store_url_is_found_where_it_stands(scheme, labels, port, credentials):
+    host = ".".join(labels)
+    auth = "user:p%40ss@" if credentials else ""
+    value = f"{scheme}://{auth}{host}{f':{port}' if port else ''}/db?x=1"
+    [found] = find_addresses(value)
+    assert (found.host, found.port, found.kind) == (host, str(port) if port else None, SCHEMES[scheme])
+    assert value[found.start:found.end] == host
+
+
+@given(st.text(alphabet="abcdefghij0123456789 .-_/", max_size=40))
+def test_text_without_a_store_sign_has_no_address(text):
+    assert find_addresses(text, "MESSAGE") == []
