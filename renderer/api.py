@@ -106,6 +106,7 @@ class PlanReport:
     copies: dict[str, int] = field(default_factory=dict)  # routing mode -> dev copies the flow needs in it
     proof: dict | None = None  # mesh modes: the routing proof (header, paths walked, violations, routes)
     targets: list[Change] = field(default_factory=list)  # `--services auto`: each target and why
+    reach: list[reach.Reached] = field(default_factory=list)  # the state outside the lane, before plugins run
 
     def as_dict(self) -> dict:
         out = self.plan.as_dict()
@@ -113,7 +114,8 @@ class PlanReport:
             if p["instance"] in self.choices:
                 p["choice"] = self.choices[p["instance"]].as_dict()
         return {**out, "pipeline": self.steps, **({"isolation": self.isolation} if self.isolation else {}),
-                "copies": self.copies, **({"proof": self.proof} if self.proof else {})}
+                "copies": self.copies, **({"proof": self.proof} if self.proof else {}),
+                "reach": [r.as_dict() for r in self.reach]}
 
 
 @dataclass(frozen=True)
@@ -223,7 +225,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     problems += found
     problems += invariants.after_plugins(model, cloned, objects.all(), policy.owners)
     problems += invariants.external_addresses(model, dev, plugins.instances, settings.strict)
-    lane_reach = reach.lane_reach(model, dev)
+    lane_reach = reach.lane_reach(model, dev, settings.shared_stores)
     problems += reach.problems(lane_reach, settings.strict)
     shared = _shared_mesh(settings.routes, the_plan, entries)
     if settings.routes.mode != "none" and not errors(problems):  # istio: with the rules shared with other flows
@@ -231,7 +233,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
                                       the_plan.flow_id, settings.routes.baggage_key)
     s.stop_on_errors(problems)
     flows = emit.render(objects, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins, choices,
-                                                                problems))
+                                                                problems, lane_reach))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
                         [p for p in problems if p.severity != "error"], dev, shared, changes, lane_reach)
 
@@ -275,11 +277,11 @@ def _post_rendered(s: Session, objects: emit.FlowObjects, the_plan: Plan, plugin
 
 
 def _provenance(s: Session, loaded: Loaded, flow: FlowSpec, entries: Entries, dev: DevSet, plugins: PluginResults,
-                choices: dict[str, Choice], problems: list[Problem]) -> emit.Provenance:
+                choices: dict[str, Choice], problems: list[Problem], reached: list[reach.Reached]) -> emit.Provenance:
     chosen = sorted([*choices.values(), *(r.choice for r in plugins.results if r.choice)], key=lambda c: c.name)
     digests = {c.name: plugin_digest(c.source.path) for c in chosen}
     return emit.provenance(loaded, flow, s.settings.routes.mode, s.options.ref, digests, entries, dev, plugins,
-                           flow_namespace.summary(dev, problems))
+                           flow_namespace.summary(dev, problems), [r.as_dict() for r in reached])
 
 
 def plan(options: Options, flow: FlowInput) -> PlanReport:
@@ -298,9 +300,18 @@ def plan(options: Options, flow: FlowInput) -> PlanReport:
             proof, found = _proof(settings, model, the_plan)
             problems += found
             s.stop_on_errors(problems)  # an entry that cannot carry the header stops `plan` as it stops `render`
+        reached = _reach(settings, model, the_plan)
+        problems += reach.problems(reached)  # listed; `render --strict` refuses them
         return PlanReport(the_plan, choices, pipeline_steps.plan_steps(s.host, settings.plugins.pipeline, flow.id),
                           [p for p in problems if p.severity == "warning"], _lane(settings, model, the_plan), copies,
-                          proof, changes)
+                          proof, changes, reached)
+
+
+def _reach(settings: RenderSettings, model: Model, the_plan: Plan) -> list[reach.Reached]:
+    """The lane's reach `plan` shows, on the dev copies as the manifests make them (the plugins' rewiring is
+    `render`'s to check)."""
+    dev, _ = clone.make(model, the_plan, settings.copies, _by_header(settings.routes, model, the_plan))
+    return reach.lane_reach(model, dev, settings.shared_stores, before_plugins=True)
 
 
 def _proof(settings: RenderSettings, model: Model, the_plan: Plan) -> tuple[dict, list[Problem]]:

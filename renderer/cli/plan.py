@@ -48,6 +48,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print("  the lane still needs:")
             for need in lane["needs"]:
                 print(f"    {need}")
+    if report.reach:
+        print("reach beyond the lane (state the dev pods can still use; `render --strict` refuses all but shared):")
+        for r in report.reach:
+            e = r.evidence[0]
+            where = f"{e.object}{' ' + e.container if e.container else ''} {e.field}"
+            print(f"  {r.cls} {r.target} ({r.kind}: {r.sign}): {where} = {e.value}")
+            print(f"    fix: {r.fix}")
+    else:
+        print("reach beyond the lane: none (no baseline store, registry or outside store in the dev pods' addresses)")
     proof = report.proof
     if proof:
         header = f"{proof['header']} {proof['member']}"

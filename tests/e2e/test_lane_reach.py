@@ -145,3 +145,34 @@ def test_no_false_alarm_on_kardinals_demos(demo, demo_repo):
     file, images = DEMOS[demo]
     result = api.render(demo_options(demo_repo(file)), build_flow("dev-1", images, []))
     assert result.reach == [] and reach_warnings(result) == {}
+
+
+def test_a_store_marked_shared_is_listed_not_warned(tmp_path):
+    """`shared` on a repository Service (here through .devlane.yaml services:) and `sharedStores` for a host
+    outside the repository: accepted silently, listed as shared, and --strict renders."""
+    repo = ftgo(tmp_path)
+    (repo / ".devlane.yaml").write_text("services:\n  ftgo-kafka: {shared: true}\n  ftgo-zookeeper: {shared: true}\n"
+                                        "  ftgo-mysql: {shared: true}\n")
+    flow = build_flow(FLOW, {"ftgo-order-service": "x/dev:1"}, [])
+    result = api.render(api.Options(repo=repo, strict=True), flow)
+    assert reach_warnings(result) == {}
+    assert {(r.cls, r.target) for r in result.reach} == {("shared", "ftgo-kafka"), ("shared", "ftgo-mysql"),
+                                                         ("shared", "ftgo-zookeeper")}
+    books = only(tmp_path, "books", "booksapp/k8s/mysql-app.yml")
+    (books / ".devlane.yaml").write_text("sharedStores: [mysql]\n")
+    result = api.render(api.Options(repo=books, strict=True), build_flow(FLOW, {"books": "x/dev:1"}, []))
+    assert [(r.cls, r.target) for r in result.reach] == [("shared", "mysql:3306")]
+
+
+def test_the_reach_is_in_plan_flow_metadata_and_the_readme(tmp_path):
+    repo = ftgo(tmp_path)
+    flow = build_flow(FLOW, {"ftgo-order-service": "x/dev:1"}, [])
+    planned = api.plan(api.Options(repo=repo), flow).as_dict()["reach"]
+    assert [(r["class"], r["target"]) for r in planned] == [
+        ("baseline-store", "ftgo-kafka"), ("baseline-store", "ftgo-mysql"), ("registry", "ftgo-zookeeper")]
+    assert planned[1]["evidence"] == [{"object": "Deployment/ftgo-order-service-pr-1",
+                                       "container": "ftgo-order-service", "field": "env SPRING_DATASOURCE_URL",
+                                       "value": "jdbc:mysql://ftgo-mysql/eventuate"}]
+    rendered = api.render(api.Options(repo=repo), flow).main
+    assert rendered.metadata["reach"] == planned  # the plan says before any plugin runs what the render finds
+    assert "## Reach beyond the lane" in rendered.readme and "| registry | `ftgo-zookeeper` |" in rendered.readme

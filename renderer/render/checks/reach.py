@@ -25,7 +25,7 @@ from ..model.records import Model
 from ..model.store_signs import store_sign
 from ..plan.planner import service_targets
 
-Class = Literal["baseline-store", "registry", "outside-store"]
+Class = Literal["baseline-store", "registry", "outside-store", "shared"]
 _LOCAL = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
 _NOT_HOSTS = frozenset({"tcp", "udp", "unix", "http", "https", "grpc"})  # `=tcp:3306`: a listener, not a host
 _WORD = re.compile(r"[A-Za-z0-9-]+")
@@ -59,22 +59,30 @@ class Reached:
 
     @property
     def fix(self) -> str:
+        if self.cls == "shared":
+            return "none: marked shared (an intended shared read)"
         if self.cls == "baseline-store":
-            return (f"annotate {self.target} kardinal.dev.service/stateful: \"true\" and add it to the callers' "
-                    "dependencies (a dev copy, or a plugin that gives one), or render with --isolation namespace")
+            return (f"annotate {self.target} kardinal.dev.service/stateful: \"true\" and add it to its callers' "
+                    "kardinal.dev.service/dependencies (the lane then gets a dev copy, or a plugin's), or mark it "
+                    "kardinal.dev.service/shared: \"true\" if lanes may use the baseline's on purpose")
         if self.cls == "registry":
-            return (f"copy the registry into the lane (annotate {self.target} stateful and a dependency of its "
-                    "clients), or render with --isolation namespace")
-        return (f"declare {self.target} as an external service with a plugin that gives the lane its own copy "
-                "(kardinal.dev.service/external), or point the dev pods at a store of their own")
+            return (f"copy the registry into the lane (annotate {self.target} kardinal.dev.service/stateful: "
+                    "\"true\" and a dependency of its clients): a dev pod registered with the baseline's registry is "
+                    "handed to baseline callers, whatever the isolation mode")
+        return (f"declare {self.target} as a kardinal.dev.service/external Service with a plugin that gives the "
+                "lane its own copy, or list it in .devlane.yaml sharedStores if lanes may use it on purpose")
 
     def as_dict(self) -> dict:
         return {"class": self.cls, "target": self.target, "kind": self.kind, "sign": self.sign,
                 "evidence": [e.as_dict() for e in self.evidence], "fix": self.fix}
 
 
-def lane_reach(model: Model, dev: DevSet) -> list[Reached]:
-    """Every baseline store, registry and outside store the lane's dev pods can reach, with the evidence."""
+def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozenset(),
+               before_plugins: bool = False) -> list[Reached]:
+    """Every baseline store, registry and outside store the lane's dev pods can reach, with the evidence; those
+    marked shared (`kardinal.dev.service/shared` on the Service, `sharedStores` in .devlane.yaml for a host
+    outside the repository) in class `shared`. `before_plugins` (`plan`): the plugins bound to a dev service have
+    not run, so the addresses in its pods' own values, which they rewire, are left to `render`."""
     found: dict[tuple[Class, str], tuple[str, str, set[Evidence]]] = {}
     workloads = sorted(dev.unique_workloads(), key=lambda w: (w.namespace or "", w.name))
     # only the Services a dev pod mentions become targets: a target's ports come from its object, which a warm
@@ -82,7 +90,10 @@ def lane_reach(model: Model, dev: DevSet) -> list[Reached]:
     words = {w for dw in workloads for text in _texts(model, dev, dw) for w in _WORD.findall(text)}
     repo = Targets(service_targets(model, sorted(k for k, n in model.services.items() if n.name in words)))
     for dw in workloads:
-        for cls, target, kind, sign, evidence in _reached_by(model, dev, dw, repo):
+        pending = before_plugins and bool(model.services[dw.service].plugins)
+        for cls, target, kind, sign, evidence in _reached_by(model, dev, dw, repo, pending):
+            if cls in ("outside-store", "registry") and _listed(target, shared_stores):
+                cls = "shared"
             entry = found.setdefault((cls, target), (kind, sign, set()))
             entry[2].add(evidence)
     return [Reached(cls, target, kind, sign, tuple(sorted(evidence)))
@@ -94,6 +105,8 @@ def problems(reach: list[Reached], strict: bool = False) -> list[Problem]:
     diags = Diagnostics()
     what = {"baseline-store": "the baseline store", "registry": "the registry", "outside-store": "the store"}
     for r in reach:
+        if r.cls == "shared":
+            continue
         first = r.evidence[0]
         where = f"{first.object}" + (f" container {first.container}" if first.container else "") + f" {first.field}"
         more = f" (and {len(r.evidence) - 1} more place(s))" if len(r.evidence) > 1 else ""
@@ -126,7 +139,7 @@ def _reads(model: Model, dev: DevSet, dw: DevWorkload, home: str | None) -> Iter
             yield read, doc
 
 
-def _reached_by(model: Model, dev: DevSet, dw: DevWorkload, repo: Targets
+def _reached_by(model: Model, dev: DevSet, dw: DevWorkload, repo: Targets, pending: bool = False
                 ) -> Iterator[tuple[Class, str, str, str, Evidence]]:
     obj = f"{dw.obj.get('kind')}/{dw.name}"
     home = _home(model, dw)
@@ -141,7 +154,7 @@ def _reached_by(model: Model, dev: DevSet, dw: DevWorkload, repo: Targets
     # a value devlane or a plugin set is the lane's own (a plugin's dev database URL); an address of the same
     # kind left beside it is the app's fallback, which the given one overrides (`POSTGRES` over `DB_HOST`)
     before = {(c, f): v for c, f, _, v in _values(pod_spec(dw.baseline.obj))}
-    kept = [(c, f, k, v) for c, f, k, v in _values(dw.pod_spec) if before.get((c, f)) == v]
+    kept = [(c, f, k, v) for c, f, k, v in _values(dw.pod_spec) if before.get((c, f)) == v and not pending]
     given = {a.kind for c, f, k, v in _values(dw.pod_spec) if before.get((c, f)) != v
              for line_key, line in _lines(k, v) for a in find_addresses(line, line_key)}
     for container, field_, key, value in kept:
@@ -183,7 +196,8 @@ def _baseline(model: Model, dev: DevSet, dw: DevWorkload, key: str, host: str, v
     sign = store_sign(node)
     if sign is None:
         return None
-    return ("registry" if sign.role == "registry" else "baseline-store"), node.ref, sign.kind, sign.reason
+    cls: Class = "shared" if node.shared else "registry" if sign.role == "registry" else "baseline-store"
+    return cls, node.ref, sign.kind, sign.reason
 
 
 def _outside(dev: DevSet, targets: Targets, own_kinds: set[str | None], key: str, value: str, evidence: Evidence
@@ -199,6 +213,11 @@ def _outside(dev: DevSet, targets: Targets, own_kinds: set[str | None], key: str
         target = f"{address.host}:{address.port}" if address.port else address.host
         cls: Class = "registry" if address.role == "registry" else "outside-store"
         yield cls, target, address.kind, address.evidence, evidence
+
+
+def _listed(target: str, shared: frozenset[str]) -> bool:
+    """`host:port` or `host` listed in `sharedStores` (a host listed alone covers every port)."""
+    return target in shared or target.rsplit(":", 1)[0] in shared
 
 
 _SQL = frozenset({"mysql", "postgres", "sqlserver", "oracle", "cockroachdb", "database"})

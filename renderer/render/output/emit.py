@@ -58,6 +58,7 @@ class Provenance:
     bypassed: list[dict]
     isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
     mesh: dict | None = None  # mesh routing: the header the flow is matched by, and (istio) the hosts it routes
+    reach: list[dict] = field(default_factory=list)  # the state outside the lane its dev pods can use
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,12 @@ def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, 
 
 
 def provenance(loaded: Loaded, flow: FlowSpec, routing: str, ref: str | None, digests: dict[str, str],
-               entries: Entries, dev: DevSet, plugins: PluginResults, isolation: dict | None = None) -> Provenance:
+               entries: Entries, dev: DevSet, plugins: PluginResults, isolation: dict | None = None,
+               reach: list[dict] | None = None) -> Provenance:
     template = {"file": Path(flow.template_file).name, "args": flow.template_args} if flow.template_file else None
     return Provenance(loaded.revision, ref, input_hash(loaded, flow, routing, digests, dev.lane.isolation),
                       flow.as_dict()["services"], template, digests, entries.summary,
-                      [r.as_dict() for r in dev.rewrites], plugins.bypassed, isolation, entries.mesh)
+                      [r.as_dict() for r in dev.rewrites], plugins.bypassed, isolation, entries.mesh, reach or [])
 
 
 def state_configmap(servicename: str, flow_id: str, config_map, namespace: str | None, source_name: str,
@@ -262,10 +264,25 @@ def build_metadata(flow_id: str, plan: Plan, provenance: Provenance, plugins: Pl
         "bypassed": provenance.bypassed if flow_group else [],
         "entries": provenance.entries if flow_group else [],
         "rewrites": provenance.rewrites if flow_group else [],
+        "reach": provenance.reach if flow_group else [],
         "files": sorted(files),
         **({"isolation": provenance.isolation} if provenance.isolation and flow_group else {}),
         **({"mesh": provenance.mesh} if provenance.mesh and flow_group else {}),
     }
+
+
+def reach_section(reach: list[dict]) -> list[str]:
+    """The flow README's list of the state outside the lane that its dev pods can still use."""
+    if not reach:
+        return []
+    lines = ["", "## Reach beyond the lane", "", "State the dev pods can still use (a warning of the render; "
+             "an error under --strict):", "", "| What | Target | Kind | Where | Fix |", "|---|---|---|---|---|"]
+    for r in reach:
+        e = r["evidence"][0]
+        where = f"{e['object']}{' ' + e['container'] if e.get('container') else ''} {e['field']}"
+        more = f" (+{len(r['evidence']) - 1})" if len(r["evidence"]) > 1 else ""
+        lines.append(f"| {r['class']} | `{r['target']}` | {r['kind']} ({r['sign']}) | {where}{more} | {r['fix']} |")
+    return lines
 
 
 def build_readme(meta: dict) -> str:
@@ -292,6 +309,7 @@ def build_readme(meta: dict) -> str:
         if lane["needs"]:
             lines += ["", "The lane still needs:", ""] + [f"- {n}" for n in lane["needs"]]
     lines += mesh_section(meta.get("mesh"))
+    lines += reach_section(meta.get("reach") or [])
     if meta["entries"]:
         lines += ["", "## Entry points", ""]
         for e in meta["entries"]:

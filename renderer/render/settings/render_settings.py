@@ -50,6 +50,7 @@ class RenderSettings:
     plugins: PluginSettings
     strict: bool
     warnings_as_errors: bool
+    shared_stores: frozenset[str] = frozenset()  # outside stores every lane may use on purpose (`sharedStores`)
 
 
 def check_mode(mode: str, isolation: str = "suffix") -> Routing:
@@ -81,4 +82,4 @@ def render_settings(config: RepoConfig, routing: Routing | None = None, isolatio
         RouteSettings(check_mode(routing or config.routing, lane.isolation), config.domain, config.baggage_key,
                       config.mesh_gateway),
         PluginSettings(config.pipeline, config.plugin_policy),
-        strict, config.warnings_as_errors)
+        strict, config.warnings_as_errors, frozenset(config.shared_stores))

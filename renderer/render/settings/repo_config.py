@@ -83,6 +83,7 @@ def _set_text(value: object) -> str:
 class RepoConfig:
     inputs: tuple[InputSpec, ...] = ()  # empty: detected at the root (`render.inputs.kustomize_helm.detect`)
     services: dict[str, dict] = field(default_factory=dict)  # Kardinal's annotations kept in config, by Service
+    shared_stores: tuple[str, ...] = ()  # sharedStores: outside stores every lane may use on purpose
     plugin_definitions: list[dict] = field(default_factory=list)  # plugins.definitions
     manifests: list[str] = field(default_factory=lambda: list(DEFAULT_MANIFESTS))
     exclude: list[str] = field(default_factory=list)
@@ -154,6 +155,7 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
     plugins = raw.get("plugins") or {}
     policy = raw.get("policy") or {}
     return RepoConfig(inputs=_inputs(raw.get("inputs")), services=dict(raw.get("services") or {}),
+                      shared_stores=tuple(str(h).lower() for h in raw.get("sharedStores") or ()),
                       plugin_definitions=list(plugins.get("definitions") or []),
                       manifests=list(raw.get("manifests") or DEFAULT_MANIFESTS),
                       exclude=list(raw.get("exclude") or []),
