@@ -10,6 +10,7 @@ from .common import add_common, flow_input, options, say_targets, show
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from .. import api
+    from ..render.checks import reach
 
     flow = flow_input(args)
     report = api.plan(options(args), flow)
@@ -51,9 +52,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if report.reach:
         print("reach beyond the lane (state the dev pods can still use; `render --strict` refuses all but shared):")
         for r in report.reach:
-            e = r.evidence[0]
-            where = f"{e.object}{' ' + e.container if e.container else ''} {e.field}"
-            print(f"  {r.cls} {r.target} ({r.kind}: {r.sign}): {where} = {e.value}")
+            print(f"  {reach.line(r.as_dict())}")
             print(f"    fix: {r.fix}")
     else:
         print("reach beyond the lane: none (no baseline store, registry or outside store in the dev pods' addresses)")

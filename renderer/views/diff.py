@@ -64,6 +64,7 @@ class Report:
     by_header: list[str] = field(default_factory=list)  # mesh: dev services the mesh reaches by the flow header
     entry_backends: list[str] = field(default_factory=list)  # services the entries send to, for the picture
     targets: list[Change] = field(default_factory=list)  # `--services auto`: each target and why
+    reach: list[dict] = field(default_factory=list)  # at head: the state outside the lane its dev pods can use
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for c in self.changes if c.status == s) for s in STATUSES}
@@ -76,6 +77,7 @@ class Report:
             "objects": [c.as_dict() for c in self.changes],
             **({"isolation": self.isolation} if self.isolation else {}),
             **({"mesh": {**self.mesh, "byHeader": self.by_header}} if self.mesh else {}),
+            **({"reach": self.reach} if self.reach else {}),
         }
 
 
@@ -199,7 +201,8 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
     backends = sorted({b for e in head.model.entries for b in e.backends})
     return Report(flow_id, base_ref, head_ref, changes, rows, plugins, list(problems or []), notes, entries, images,
                   {n: decisions[n].version for n in services}, edges, head.main.metadata.get("isolation"),
-                  head.main.metadata.get("mesh"), sorted(head.dev.by_header), backends)
+                  head.main.metadata.get("mesh"), sorted(head.dev.by_header), backends,
+                  reach=head.main.metadata.get("reach") or [])
 
 
 def run(options: Options, flow: api.FlowInput, base_ref: str, head_ref: str) -> Report:

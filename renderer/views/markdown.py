@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..render.checks import reach
 from . import mesh_reach
 from .diff import FLOW_ROW, Report
 
@@ -121,6 +122,18 @@ def _cut(rows: list[str], limit: int | None, what: str) -> list[str]:
     return [*rows[:limit], f"| … {len(rows) - limit} more {what} in the artifact | | | |"]
 
 
+def _reach_block(records: list[dict]) -> list[str]:
+    """Isolation: each piece of state outside the lane its dev pods can still use, with the fix."""
+    if not records:
+        return []
+    out = ["", "**Isolation: the lane reaches state outside it**" if any(r["class"] != "shared" for r in records)
+           else "**Isolation:** the lane reaches only stores marked shared", ""]
+    for r in records:
+        fix = f" Fix: {_cell(r['fix'])}" if r["class"] != "shared" else ""
+        out.append(f"- {_cell(reach.line(r))}.{fix}")
+    return out
+
+
 def _tables(report: Report, limit: int | None = None) -> list[str]:
     counts = report.counts()
     out = [
@@ -138,6 +151,7 @@ def _tables(report: Report, limit: int | None = None) -> list[str]:
         if lane["needs"]:
             out += ["", "**The lane still needs:**", ""] + [f"- {_cell(n)}" for n in lane["needs"]]
     out += _mesh_line(report)
+    out += _reach_block(report.reach)
     if report.problems:
         out += ["", "**Plugins refuse these changes:**", ""] + [f"- {_cell(p.format())}" for p in report.problems]
     out += ["", "| service | change | objects +/~/- | plugins |", "|---|---|---|---|"]

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..api import RenderResult
+from ..render.checks import reach
 from ..render.model.records import Model
 from ..render.output.emit import RenderedFlow
 from ..render.plugins.calls import InstanceResult
@@ -36,6 +37,7 @@ class View:
     files: dict[str, str] = field(default_factory=dict)  # flows/<id>/<file> -> YAML
     isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
     mesh: dict | None = None  # mesh routing: flow.metadata's record (mode, header, member, match, istio hosts)
+    reach: list[dict] = field(default_factory=list)  # flow.metadata's reach: state outside the lane its pods use
 
     @property
     def urls(self) -> list[str]:
@@ -129,7 +131,8 @@ def build_view(result: RenderResult) -> View:
     shared = [result.mesh] if result.mesh else []  # istio: flows/_mesh/ with this flow's rules alone
     files = {f"flows/{f.flow_id}/{n}": t for f in [*result.flows, *shared] for n, t in sorted(f.files.items())}
     return View(plan.flow_id, plan.routing, services, edges, plugins,
-                _entries(model, main, result.dev.lane, record), files, main.metadata.get("isolation"), record)
+                _entries(model, main, result.dev.lane, record), files, main.metadata.get("isolation"), record,
+                main.metadata.get("reach") or [])
 
 
 def _entry_note(entry: dict) -> str:
@@ -199,6 +202,11 @@ def print_terminal(view: View, out) -> None:
             node.add(f"alias {escape(alias)}")
         for need in lane["needs"]:
             node.add(f"[yellow]needs[/] {escape(need)}")
+    if view.reach:
+        node = tree.add("[yellow]reach beyond the lane[/]")
+        for r in view.reach:
+            node.add(("" if r["class"] == "shared" else "[yellow]") + escape(reach.line(r))
+                     + ("" if r["class"] == "shared" else "[/]"))
     if view.mesh:
         node = tree.add(escape(mesh_reach.summary(view.mesh)))
         hosts = mesh_reach.hosts(view.mesh)
@@ -372,7 +380,7 @@ def render_html(view: View) -> str:
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>devlane flow {e(view.flow_id)}</title><style>{css}</style></head><body>\n"
             f"<h1>devlane flow <code>{e(view.flow_id)}</code></h1><p>routing {e(view.routing)}</p>\n"
-            f"{_mesh_html(view.mesh)}{_isolation_html(view.isolation)}"
+            f"{_mesh_html(view.mesh)}{_isolation_html(view.isolation)}{_reach_html(view.reach)}"
             f"<h2>Entry</h2><ul>{entries}</ul>\n<h2>Flow</h2>\n{legend}\n{svg(view)}\n"
             f"<h2>Plan</h2><table><tr><th>service</th><th>version</th><th>why</th></tr>{rows}</table>\n"
             f"<h2>Plugins</h2><table><tr><th>instance</th><th>plugin</th><th>runtime</th><th>for</th>"
@@ -398,6 +406,16 @@ def _mesh_html(record: dict | None) -> str:
                 "rules alone:</p>"
                 f"<ul class=\"hosts\">{''.join(f'<li>{e(h)}</li>' for h in hosts)}</ul>\n")
     return out
+
+
+def _reach_html(records: list[dict]) -> str:
+    """The state outside the lane its dev pods can still use, each with the fix."""
+    if not records:
+        return ""
+    e = html.escape
+    items = "".join(f"<li data-class=\"{e(r['class'])}\">{e(reach.line(r))}"
+                    + ("" if r["class"] == "shared" else f"<br>fix: {e(r['fix'])}") + "</li>" for r in records)
+    return f"<h2>Isolation: reach beyond the lane</h2><ul class=\"reach\">{items}</ul>\n"
 
 
 def _isolation_html(lane: dict | None) -> str:

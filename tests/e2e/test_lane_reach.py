@@ -6,6 +6,7 @@ what devlane says it did."""
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 from pathlib import Path
@@ -19,6 +20,7 @@ from support.realworld import REALWORLD
 from renderer import api
 from renderer.errors import DevlaneError
 from renderer.render.plan.flow_spec import FlowRequest, build_flow, resolve
+from renderer.views.preview import build_view, console, print_terminal, render_html
 
 FLOW = "pr-1"
 
@@ -70,7 +72,8 @@ def reach_warnings(result: api.RenderResult) -> dict[str, str]:
     out = {}
     for p in result.warnings:
         if p.code.startswith("reach-"):
-            m = re.search(r"the lane reaches the (?:baseline store|registry|store) (\S+)", p.message)
+            m = re.search(r"the lane reaches the (?:baseline store|registry|store outside the repository) (\S+)",
+                          p.message)
             assert m, p.message
             out[m.group(1)] = p.code.removeprefix("reach-")
     return out
@@ -175,4 +178,30 @@ def test_the_reach_is_in_plan_flow_metadata_and_the_readme(tmp_path):
                                        "value": "jdbc:mysql://ftgo-mysql/eventuate"}]
     rendered = api.render(api.Options(repo=repo), flow).main
     assert rendered.metadata["reach"] == planned  # the plan says before any plugin runs what the render finds
-    assert "## Reach beyond the lane" in rendered.readme and "| registry | `ftgo-zookeeper` |" in rendered.readme
+    assert "## Reach beyond the lane" in rendered.readme
+    assert ("- registry ftgo-zookeeper (zookeeper: image confluentinc/cp-zookeeper:5.2.4): Deployment/"
+            "ftgo-order-service-pr-1 container ftgo-order-service env EVENTUATELOCAL_ZOOKEEPER_CONNECTION_STRING = "
+            "ftgo-zookeeper:2181") in rendered.readme
+
+
+def test_the_pr_comment_and_preview_name_each_store(harness, tmp_path):
+    """The PR comment's Isolation block (diff at two commits) and preview (terminal tree and HTML page)."""
+    harness.copy(ftgo(tmp_path))
+    harness.commit("base")
+    order = harness.root / "ftgo-order-service.yml"
+    order.write_text(order.read_text().replace("image: msapatterns/ftgo-order-service", "image: example/order", 1))
+    harness.commit("head")
+    out = harness.cli("diff", "--base", "HEAD~1", "--head", "HEAD", "--flow", FLOW, "--service",
+                      "ftgo-order-service=x/dev:1", "-o", "markdown")
+    assert out.returncode == 0, out.stderr
+    block = out.stdout.split("**Isolation: the lane reaches state outside it**", 1)[1].split("\n\n", 2)[1]
+    assert [line.split(" (", 1)[0] for line in block.splitlines()] == [
+        "- baseline store ftgo-kafka", "- baseline store ftgo-mysql", "- registry ftgo-zookeeper"]
+    assert "Fix: annotate ftgo-mysql kardinal.dev.service/stateful" in block
+
+    view = build_view(api.render(api.Options(repo=harness.root), build_flow(FLOW, {"ftgo-order-service": "x"}, [])))
+    page = render_html(view)
+    assert page.count('<li data-class="baseline-store">') == 2 and page.count('<li data-class="registry">') == 1
+    text = io.StringIO()
+    print_terminal(view, console(text))
+    assert "reach beyond the lane" in text.getvalue() and "registry ftgo-zookeeper" in text.getvalue()

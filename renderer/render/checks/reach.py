@@ -100,21 +100,28 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
             for (cls, target), (kind, sign, evidence) in sorted(found.items())]
 
 
+WHAT = {"baseline-store": "baseline store", "registry": "registry", "outside-store": "store outside the repository",
+        "shared": "shared on purpose"}
+
+
+def line(record: dict) -> str:
+    """One reach entry (as `Reached.as_dict` writes it into flow.metadata) in one line, for every front door:
+    what, target, why it is one, and where the first dev pod names it."""
+    e = record["evidence"][0]
+    where = f"{e['object']}{' container ' + e['container'] if e.get('container') else ''} {e['field']}"
+    more = f" (and {len(record['evidence']) - 1} more)" if len(record["evidence"]) > 1 else ""
+    return (f"{WHAT[record['class']]} {record['target']} ({record['kind']}: {record['sign']}): {where} = "
+            f"{e['value']}{more}")
+
+
 def problems(reach: list[Reached], strict: bool = False) -> list[Problem]:
-    """One warning per piece of state reached (an error under --strict): the lane could touch it."""
+    """One warning per piece of state reached (an error under --strict), but for what is marked shared."""
     diags = Diagnostics()
-    what = {"baseline-store": "the baseline store", "registry": "the registry", "outside-store": "the store"}
     for r in reach:
-        if r.cls == "shared":
-            continue
-        first = r.evidence[0]
-        where = f"{first.object}" + (f" container {first.container}" if first.container else "") + f" {first.field}"
-        more = f" (and {len(r.evidence) - 1} more place(s))" if len(r.evidence) > 1 else ""
-        outside = " outside the repository" if r.cls == "outside-store" else ""
-        (diags.error if strict else diags.warn)(
-            f"the lane reaches {what[r.cls]} {r.target}{outside} ({r.kind}: {r.sign}): {where} = {first.value}"
-            f"{more}; a dev pod could read or write the baseline's state",
-            Where(object=first.object), hint=r.fix, code=f"reach-{r.cls}")
+        if r.cls != "shared":
+            (diags.error if strict else diags.warn)(
+                f"the lane reaches the {line(r.as_dict())}; a dev pod could read or write the baseline's state",
+                Where(object=r.evidence[0].object), hint=r.fix, code=f"reach-{r.cls}")
     return diags.problems
 
 

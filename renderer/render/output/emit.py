@@ -19,6 +19,7 @@ from ...core.names import SHARED, flow_labels, flow_uuid, suffixed
 from ...core.version import VERSION
 from ...core.yamlio import dump
 from ...protocol.krm import STATE_KEY
+from ..checks import reach
 from ..copies.dev_set import DevSet
 from ..inputs.load import Loaded
 from ..plan.flow_spec import FlowSpec
@@ -271,17 +272,14 @@ def build_metadata(flow_id: str, plan: Plan, provenance: Provenance, plugins: Pl
     }
 
 
-def reach_section(reach: list[dict]) -> list[str]:
+def reach_section(records: list[dict]) -> list[str]:
     """The flow README's list of the state outside the lane that its dev pods can still use."""
-    if not reach:
+    if not records:
         return []
-    lines = ["", "## Reach beyond the lane", "", "State the dev pods can still use (a warning of the render; "
-             "an error under --strict):", "", "| What | Target | Kind | Where | Fix |", "|---|---|---|---|---|"]
-    for r in reach:
-        e = r["evidence"][0]
-        where = f"{e['object']}{' ' + e['container'] if e.get('container') else ''} {e['field']}"
-        more = f" (+{len(r['evidence']) - 1})" if len(r["evidence"]) > 1 else ""
-        lines.append(f"| {r['class']} | `{r['target']}` | {r['kind']} ({r['sign']}) | {where}{more} | {r['fix']} |")
+    lines = ["", "## Reach beyond the lane", "", "State the dev pods can still use (a warning of the render; an error "
+             "under --strict, but for what is marked shared):", ""]
+    for r in records:
+        lines.append(f"- {reach.line(r)}" + ("" if r["class"] == "shared" else f"  \n  Fix: {r['fix']}"))
     return lines
 
 
