@@ -87,13 +87,14 @@ STORED = "renderer.render.stored"
 SEAM = {f"{STORED}.memo"}  # `ModelMemo` and `model_for`: what the session opens and the pipeline asks
 
 
-def _stored_imports(path, importer: str | None = None, seam: frozenset[str] | set[str] = SEAM) -> list[str]:
-    """The stored-model modules a module outside `render.stored` imports, other than `seam`."""
+def _stored_imports(path, importer: str | None = None) -> list[tuple[int, str]]:
+    """(line, module) of each stored-model module a module outside `render.stored` imports."""
     importer = importer or _module_name(path)
-    if importer == STORED or importer.startswith(f"{STORED}."):
+    text = path.read_text()
+    if importer == STORED or importer.startswith(f"{STORED}.") or "stored" not in text:
         return []
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(ast.parse(text, filename=str(path))):
         if isinstance(node, ast.ImportFrom):
             source = _resolve(importer, node, path.name == "__init__.py")
             names = [source] if source != STORED else [f"{STORED}.{a.name}" for a in node.names]
@@ -101,23 +102,23 @@ def _stored_imports(path, importer: str | None = None, seam: frozenset[str] | se
             names = [a.name for a in node.names]
         else:
             continue
-        found += [f"{path.name}:{node.lineno}: {n}" for n in names
-                  if (n == STORED or n.startswith(f"{STORED}.")) and n not in seam]
+        found += [(node.lineno, n) for n in names if n == STORED or n.startswith(f"{STORED}.")]
     return found
 
 
 def test_the_stored_model_has_one_seam():
     """No stage decodes stored tables: outside `render.stored`, only its `memo` is imported (by the session and the
     API), and no module but the stored package's own reads a stored entry."""
-    offenders = [use for path in sorted(RENDERER.rglob("*.py")) for use in _stored_imports(path)]
+    imports = {_module_name(p): (p.name, _stored_imports(p)) for p in sorted(RENDERER.rglob("*.py"))}
+    offenders = [f"{name}:{line}: {m}" for name, found in imports.values() for line, m in found if m not in SEAM]
     assert offenders == []
-    importers = sorted(_module_name(p) for p in RENDERER.rglob("*.py") if _stored_imports(p, seam=frozenset()))
-    assert importers == ["renderer.api", "renderer.session"]
+    assert sorted(module for module, (_, found) in imports.items() if found) == ["renderer.api", "renderer.session"]
 
 
 def test_the_seam_check_finds_what_it_looks_for(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text("from ..stored import model_codec\nfrom ..stored.memo import ModelMemo\n"
                      "import renderer.render.stored.lean_documents\n")
-    assert _stored_imports(probe, "renderer.render.copies.probe") == [
-        "probe.py:1: renderer.render.stored.model_codec", "probe.py:3: renderer.render.stored.lean_documents"]
+    found = _stored_imports(probe, "renderer.render.copies.probe")
+    assert [(line, m) for line, m in found if m not in SEAM] == [
+        (1, "renderer.render.stored.model_codec"), (3, "renderer.render.stored.lean_documents")]
