@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 Role = Literal["store", "registry"]
@@ -72,6 +73,7 @@ _KEY_KINDS: dict[str, str] = {
 _KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
+@lru_cache(maxsize=1 << 12)
 def image_kind(image: str) -> str | None:
     """The store or registry an image runs, from its name (`docker.io/library/mongo:7` -> mongodb)."""
     name = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0].lower()
@@ -89,6 +91,7 @@ def port_kind(port: object, beside: bool = False) -> str | None:
     return PORTS.get(number)
 
 
+@lru_cache(maxsize=1 << 12)
 def key_kind(key: str) -> str | None:
     """The store or registry a key names, its last word that names one winning (`SPRING_REDIS_HOST` -> redis)."""
     words = [w.upper() for w in _KEY_WORD.findall(key.replace(".", "_").replace("-", "_"))]
@@ -131,11 +134,13 @@ def _host_ok(host: str) -> bool:
     return not host.replace(".", "").isdigit() or host.count(".") == 3  # an IPv4 address counts
 
 
-def find_addresses(value: str, key: str = "") -> list[Address]:
+@lru_cache(maxsize=1 << 16)
+def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
     """Every datastore or registry address in `value` (found under `key`, which may name the kind):
     URLs (`jdbc:mysql://h:3306/db`, `mongodb+srv://u:p@a,b/db`, `amqp://h`, `http://h:8761/eureka`),
     ADO.NET pairs (`Server=h,1433;...`), `host:port` on a well-known port (lists too: Kafka bootstrap servers),
-    and a bare host under a key that names a store (`REDIS_HOST=cache`). Each host once, first sign wins."""
+    and a bare host under a key that names a store (`REDIS_HOST=cache`). Each host once, first sign wins.
+    Cached: a wide flow's dev pods hold the same values many times over."""
     out: dict[tuple[int, int], Address] = {}
     by_key = key_kind(key) if key else None
 
@@ -183,7 +188,7 @@ def find_addresses(value: str, key: str = "") -> list[Address]:
         bare = _BARE.match(value)
         if bare:
             add(bare.start(1), bare.group(1), None, by_key, f"key {key}")
-    return [out[k] for k in sorted(out)]
+    return tuple(out[k] for k in sorted(out))
 
 
 def _names_a_host(key: str) -> bool:

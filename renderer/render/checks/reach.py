@@ -87,11 +87,13 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
     workloads = sorted(dev.unique_workloads(), key=lambda w: (w.namespace or "", w.name))
     # only the Services a dev pod mentions become targets: a target's ports come from its object, which a warm
     # render has not decoded (the stored model holds its passes), and most of a repository is never named here
-    words = {w for dw in workloads for text in _texts(model, dev, dw) for w in _WORD.findall(text)}
+    pods = [_pod(model, dev, dw) for dw in workloads]
+    words = {w for pod in pods for text in pod.texts() for w in _WORD.findall(text)}
     repo = Targets(service_targets(model, sorted(k for k, n in model.services.items() if n.name in words)))
-    for dw in workloads:
-        pending = before_plugins and bool(model.services[dw.service].plugins)
-        for cls, target, kind, sign, evidence in _reached_by(model, dev, dw, repo, pending):
+    lane_names = frozenset(dev.dev_names.values())
+    for pod in pods:
+        pending = before_plugins and bool(model.services[pod.dw.service].plugins)
+        for cls, target, kind, sign, evidence in _reached_by(model, dev, pod, repo, lane_names, pending):
             if cls in ("outside-store", "registry") and _listed(target, shared_stores):
                 cls = "shared"
             entry = found.setdefault((cls, target), (kind, sign, set()))
@@ -125,12 +127,25 @@ def problems(reach: list[Reached], strict: bool = False) -> list[Problem]:
     return diags.problems
 
 
-def _texts(model: Model, dev: DevSet, dw: DevWorkload) -> Iterator[str]:
-    """Every value the dev pod reads: env values, `command`/`args`, the entries of its ConfigMaps and Secrets."""
-    yield from (value for *_, value in _values(dw.pod_spec))
+@dataclass(frozen=True)
+class _Pod:
+    """A dev pod as the reach reads it, walked once: its values, and the ConfigMaps and Secrets it reads."""
+
+    dw: DevWorkload
+    home: str | None  # the baseline namespace: where its short names resolve (a flow namespace aliases them)
+    values: list[tuple[str, str, str, str]]  # (container, field, key, value), see `_values`
+    reads: list[tuple[ConfigRead, dict, dict[str, str]]]  # (read, object, its entries as text)
+
+    def texts(self) -> Iterator[str]:
+        yield from (value for *_, value in self.values)
+        for read, _, data in self.reads:
+            yield from (v for k, v in data.items() if read.keys is None or k in read.keys)
+
+
+def _pod(model: Model, dev: DevSet, dw: DevWorkload) -> _Pod:
     home = _home(model, dw)
-    for read, doc in _reads(model, dev, dw, home):
-        yield from (v for k, v in data_of(doc).items() if read.keys is None or k in read.keys)
+    reads = [(read, doc, data_of(doc)) for read, doc in _reads(model, dev, dw, home)]
+    return _Pod(dw, home, list(_values(dw.pod_spec)), reads)
 
 
 def _home(model: Model, dw: DevWorkload) -> str | None:
@@ -146,11 +161,11 @@ def _reads(model: Model, dev: DevSet, dw: DevWorkload, home: str | None) -> Iter
             yield read, doc
 
 
-def _reached_by(model: Model, dev: DevSet, dw: DevWorkload, repo: Targets, pending: bool = False
-                ) -> Iterator[tuple[Class, str, str, str, Evidence]]:
+def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, lane_names: frozenset[str],
+                pending: bool = False) -> Iterator[tuple[Class, str, str, str, Evidence]]:
+    dw = pod.dw
     obj = f"{dw.obj.get('kind')}/{dw.name}"
-    home = _home(model, dw)
-    targets = repo.at(home)
+    targets = repo.at(pod.home)
     own_kinds = {image_kind(str(c.get("image") or "")) for c in all_containers(dw.pod_spec)}
     for slot in pod_slots(dw.pod_spec, targets):
         for ref in slot.refs:
@@ -161,31 +176,31 @@ def _reached_by(model: Model, dev: DevSet, dw: DevWorkload, repo: Targets, pendi
     # a value devlane or a plugin set is the lane's own (a plugin's dev database URL); an address of the same
     # kind left beside it is the app's fallback, which the given one overrides (`POSTGRES` over `DB_HOST`)
     before = {(c, f): v for c, f, _, v in _values(pod_spec(dw.baseline.obj))}
-    kept = [(c, f, k, v) for c, f, k, v in _values(dw.pod_spec) if before.get((c, f)) == v and not pending]
-    given = {a.kind for c, f, k, v in _values(dw.pod_spec) if before.get((c, f)) != v
+    kept = [(c, f, k, v) for c, f, k, v in pod.values if before.get((c, f)) == v and not pending]
+    given = {a.kind for c, f, k, v in pod.values if before.get((c, f)) != v
              for line_key, line in _lines(k, v) for a in find_addresses(line, line_key)}
     for container, field_, key, value in kept:
         for line_key, line in _lines(key, value):
-            for hit in _outside(dev, targets, own_kinds, line_key, line, Evidence(obj, container, field_,
+            for hit in _outside(lane_names, targets, own_kinds, line_key, line, Evidence(obj, container, field_,
                                                                                     _masked(line))):
                 if not _overridden(hit[2], given):
                     yield hit
-    for read, doc in _reads(model, dev, dw, home):
+    for read, doc, data in pod.reads:
         source = f"{read.kind}/{read.name}"
         secret = read.kind == "Secret"
         for key, refs in data_refs(doc, targets, read.keys).items():
-            value = data_of(doc)[key]
             for ref in refs:
+                value = data[key]
                 hit = _baseline(model, dev, dw, ref.target.key, value[ref.start:ref.end], value, ref.namespace)
                 if hit is not None:
                     shown = "(secret)" if secret else _excerpt(value, ref.start)
                     yield (*hit, Evidence(source, None, f"key {key}", shown))
-        for key, value in data_of(doc).items():
+        for key, value in data.items():
             if read.keys is not None and key not in read.keys:
                 continue
             for line_key, line in _lines(key, value):
                 shown = Evidence(source, None, f"key {key}", "(secret)" if secret else _masked(line))
-                yield from _outside(dev, targets, own_kinds, line_key, line, shown)
+                yield from _outside(lane_names, targets, own_kinds, line_key, line, shown)
 
 
 def _baseline(model: Model, dev: DevSet, dw: DevWorkload, key: str, host: str, value: str,
@@ -207,10 +222,9 @@ def _baseline(model: Model, dev: DevSet, dw: DevWorkload, key: str, host: str, v
     return cls, node.ref, sign.kind, sign.reason
 
 
-def _outside(dev: DevSet, targets: Targets, own_kinds: set[str | None], key: str, value: str, evidence: Evidence
-             ) -> Iterator[tuple[Class, str, str, str, Evidence]]:
+def _outside(lane_names: frozenset[str], targets: Targets, own_kinds: set[str | None], key: str, value: str,
+             evidence: Evidence) -> Iterator[tuple[Class, str, str, str, Evidence]]:
     """Datastore and registry addresses whose host no object of the repository (nor the lane) defines."""
-    lane_names = set(dev.dev_names.values())
     for address in find_addresses(value, key):
         first = address.host.split(".", 1)[0]
         if address.host in _NOT_HOSTS or targets.resolve(address.host) is not None or first in lane_names:

@@ -82,4 +82,4 @@ def test_every_host_of_a_store_url_is_found_where_it_stands(scheme, labels, port
 
 @given(st.text(alphabet="abcdefghij0123456789 .-_/", max_size=40))
 def test_text_without_a_store_sign_has_no_address(text):
-    assert find_addresses(text, "MESSAGE") == []
+    assert find_addresses(text, "MESSAGE") == ()
