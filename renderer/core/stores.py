@@ -20,7 +20,7 @@ Role = Literal["store", "registry"]
 ROLES: dict[str, Role] = {
     **dict.fromkeys(("mysql", "postgres", "mongodb", "redis", "memcached", "kafka", "rabbitmq", "cassandra",
                      "elasticsearch", "sqlserver", "oracle", "couchdb", "neo4j", "influxdb", "dynamodb", "nats",
-                     "minio", "cockroachdb", "clickhouse", "database"), "store"),
+                     "minio", "cockroachdb", "clickhouse", "database", "queue"), "store"),
     **dict.fromkeys(("consul", "eureka", "zookeeper", "etcd", "nacos", "registry"), "registry"),
 }
 
@@ -66,7 +66,7 @@ _KEY_KINDS: dict[str, str] = {
     "KAFKA": "kafka", "BOOTSTRAP": "kafka", "RABBIT": "rabbitmq", "RABBITMQ": "rabbitmq", "AMQP": "rabbitmq",
     "CASSANDRA": "cassandra", "ELASTICSEARCH": "elasticsearch", "ELASTIC": "elasticsearch", "MSSQL": "sqlserver",
     "DATASOURCE": "database", "DB": "database", "DATABASE": "database", "JDBC": "database", "SQL": "database",
-    "DYNAMODB": "dynamodb", "NATS": "nats",
+    "DYNAMODB": "dynamodb", "NATS": "nats", "CONNECTION": "database", "BUS": "queue",
     "CONSUL": "consul", "EUREKA": "eureka", "ZOOKEEPER": "zookeeper", "ZK": "zookeeper", "ETCD": "etcd",
     "NACOS": "nacos", "REGISTRY": "registry", "DISCOVERY": "registry",
 }
@@ -93,9 +93,11 @@ def port_kind(port: object, beside: bool = False) -> str | None:
 
 @lru_cache(maxsize=1 << 12)
 def key_kind(key: str) -> str | None:
-    """The store or registry a key names, its last word that names one winning (`SPRING_REDIS_HOST` -> redis)."""
+    """The store or registry a key names, its last word that names one winning (`SPRING_REDIS_HOST` -> redis), a
+    word naming a kind over one that says only "a database" (`EventBusConnection` -> queue)."""
     words = [w.upper() for w in _KEY_WORD.findall(key.replace(".", "_").replace("-", "_"))]
-    return next((_KEY_KINDS[w] for w in reversed(words) if w in _KEY_KINDS), None)
+    kinds = [_KEY_KINDS[w] for w in reversed(words) if w in _KEY_KINDS]
+    return next((k for k in kinds if k != "database"), kinds[0] if kinds else None)  # `MONGO_DB_URL`: mongodb
 
 
 def role_of(kind: str) -> Role:
@@ -124,7 +126,8 @@ _ADO = re.compile(r"(?i)(?:^|;)\s*(?:server|host|data source|address|addr)\s*=\s
                   r"(?:\s*[,:]\s*([0-9]{2,5}))?")
 _BARE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9.\-]*)\s*$")
 _HOST_WORDS = frozenset({"HOST", "HOSTS", "HOSTNAME", "ADDR", "ADDRESS", "SERVER", "SERVERS", "ENDPOINT",
-                         "ENDPOINTS", "URL", "URI", "URLS", "DEFAULTZONE", "CONNECT", "NODES", "BROKERS"})
+                         "ENDPOINTS", "URL", "URI", "URLS", "DEFAULTZONE", "CONNECT", "NODES", "BROKERS",
+                         "CONNECTION"})
 
 
 def _host_ok(host: str) -> bool:

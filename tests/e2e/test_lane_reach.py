@@ -15,7 +15,7 @@ import pytest
 import yaml
 from support import ROOT
 from support.demos import DEMOS, demo_options
-from support.realworld import REALWORLD
+from support.realworld import REALWORLD, chart_input, helm_bin
 
 from renderer import api
 from renderer.errors import DevlaneError
@@ -43,6 +43,21 @@ def ftgo(tmp_path: Path) -> Path:
     return repo
 
 
+def jhipster(tmp_path: Path) -> Path:
+    """The JHipster gateway and microservices as upstream deploys them (a kustomize directory: needs kubectl or
+    kustomize)."""
+    if shutil.which("kubectl") is None and shutil.which("kustomize") is None:
+        pytest.skip("kustomize not installed")
+    return Path(shutil.copytree(needs(REALWORLD / "jhipster-eureka" / "kubernetes"), tmp_path / "jhipster"))
+
+
+def eshop_catalog(tmp_path: Path) -> Path:
+    """eShop's catalog-api chart with the shared values every release takes (a Helm input: needs helm). Its SQL
+    Server and RabbitMQ come from other charts: outside this repository."""
+    helm_bin()
+    return chart_input(needs(REALWORLD / "eshoponcontainers/deploy/k8s/helm/catalog-api"), tmp_path)[0]
+
+
 def only(tmp_path: Path, name: str, *files: str) -> Path:
     repo = tmp_path / name
     repo.mkdir()
@@ -52,13 +67,20 @@ def only(tmp_path: Path, name: str, *files: str) -> Path:
 
 
 def dev_strings(result: api.RenderResult) -> list[str]:
-    """Every env value, command and args element of the rendered dev workloads (the flow's objects)."""
+    """Every env value, command and args element of the rendered dev workloads (the flow's objects), and every
+    entry of the ConfigMaps they read (the flow's copy, else the repository's)."""
+    rendered = [o for o in yaml.safe_load_all(result.stream()) if o]
+    config = {o["metadata"]["name"]: o for o in [*(d.obj for d in result.loaded.documents), *rendered]
+              if o.get("kind") == "ConfigMap"}
     out = []
-    for obj in yaml.safe_load_all(result.stream()):
-        spec = ((obj or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+    for obj in rendered:
+        spec = (obj.get("spec") or {}).get("template", {}).get("spec") or {}
         for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
             out += [e["value"] for e in c.get("env") or [] if isinstance(e.get("value"), str)]
             out += [a for f in ("command", "args") for a in c.get(f) or [] if isinstance(a, str)]
+            names = [(e.get("configMapRef") or {}).get("name") for e in c.get("envFrom") or []]
+            names += [((e.get("valueFrom") or {}).get("configMapKeyRef") or {}).get("name") for e in c.get("env") or []]
+            out += [v for n in names if n in config for v in (config[n].get("data") or {}).values()]
     return out
 
 
@@ -84,6 +106,9 @@ def reach_warnings(result: api.RenderResult) -> dict[str, str]:
 APPS = {
     "ftgo": (ftgo, "ftgo-order-service",
              {"ftgo-mysql": "baseline-store", "ftgo-kafka": "baseline-store", "ftgo-zookeeper": "registry"}),
+    "jhipster-eureka": (jhipster, "jhipster/store",
+                        {"jhipster/store-postgresql": "baseline-store", "jhipster/jhipster-registry": "registry"}),
+    "eshop-catalog-api": (eshop_catalog, "catalog-api", {"rabbitmq": "outside-store", "sql-data": "outside-store"}),
     "booksapp-mysql-app": (lambda t: only(t, "books", "booksapp/k8s/mysql-app.yml"), "books",
                            {"mysql:3306": "outside-store"}),
     "wordpress-cloudsql": (lambda t: only(t, "wp", *(
@@ -102,6 +127,8 @@ def test_every_store_a_dev_pod_names_is_reported(app, tmp_path):
     for target in stores:  # the truth, from the rendered objects: each documented store is still named there
         assert named(strings, target.split("/")[-1].split(":")[0]), (target, strings)
     assert reach_warnings(result) == stores
+    shown = " ".join(p.message for p in result.warnings)
+    assert not re.search(r"(?i)password=(?!\*\*\*)|//[^/@:]+:(?!\*\*\*)[^/@]+@", shown), shown  # masked
     with pytest.raises(DevlaneError) as refused:  # --strict: the same reach is an error
         api.render(api.Options(repo=repo, strict=True), build_flow(FLOW, {service: "ghcr.io/example/dev:pr-1"}, []))
     assert {p.code for p in refused.value.problems} >= {f"reach-{c}" for c in stores.values()}

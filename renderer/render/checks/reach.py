@@ -30,6 +30,7 @@ _LOCAL = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
 _NOT_HOSTS = frozenset({"tcp", "udp", "unix", "http", "https", "grpc"})  # `=tcp:3306`: a listener, not a host
 _WORD = re.compile(r"[A-Za-z0-9-]+")
 _SECRET_IN_URL = re.compile(r"(//[^:/@\s]+:)[^@/\s]+@")
+_SECRET_PAIR = re.compile(r"(?i)\b(password|pwd|passwd|secret|token)(\s*[=:]\s*)[^;,&\s]+")
 
 
 @dataclass(frozen=True, order=True)
@@ -289,7 +290,8 @@ def _baseline_doc(model: Model, kind: str, home: str | None, name: str) -> dict 
 
 
 def _masked(value: str) -> str:
-    return _SECRET_IN_URL.sub(r"\1***@", value)
+    """The value with the passwords of URLs (`//user:***@`) and of key-value strings (`Password=***`) hidden."""
+    return _SECRET_PAIR.sub(r"\1\2***", _SECRET_IN_URL.sub(r"\1***@", value))
 
 
 def _excerpt(value: str, at: int, width: int = 120) -> str:

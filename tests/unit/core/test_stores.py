@@ -34,7 +34,8 @@ CASES = [
     ("VERSION", "1.2.3", []),
     ("TIME", "10:30", []),
     ("HOST_NAME", "teastore-auth", []),
-    ("all__EventBusConnection", "rabbitmq", []),
+    ("all__EventBusConnection", "rabbitmq", [("rabbitmq", None, "queue")]),  # eShop's event bus
+    ("basket__ConnectionString", "basket-data", [("basket-data", None, "database")]),
     ("REDIS_PASSWORD", "secret", []),
 ]
 
@@ -63,6 +64,7 @@ def test_ports_and_keys():
     assert port_kind(3306) == "mysql" and port_kind("8761") == "eureka" and port_kind(8080) is None
     assert port_kind(9000) is None and port_kind(9000, beside=True) == "clickhouse"  # a web port, unless another sign
     assert key_kind("spring.redis.host") == "redis" and key_kind("SPRING_DATASOURCE_URL") == "database"
+    assert key_kind("MONGO_DB_URL") == "mongodb" and key_kind("DB_HOST") == "database"
     assert key_kind("LOG_LEVEL") is None
 
 
