@@ -31,7 +31,7 @@ from ...core.references import Target, Targets
 from ...errors import Diagnostics, Problem, Where
 from ..copies.clone import VOLUME, volume_mode
 from ..copies.dev_set import DevSet, DevWorkload
-from ..model.address_reads import config_reads, data_refs, pod_slots
+from ..model.address_reads import Slot, config_reads, data_refs, pod_slots
 from ..model.port_protocols import routed_by_header
 from ..model.records import Model
 from ..model.repo_index import claim_mounts, pod_items
@@ -51,7 +51,8 @@ def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
 def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list[str]:
     """Where the dev pod reads a reference to one of `targets`: its own spec and the ConfigMaps it reads."""
     skip = frozenset().union(*(n.no_rewrite for n in model.nodes_on(dw.baseline)))
-    out = [f"{slot.where} = {slot.value!r}" for slot in pod_slots(dw.pod_spec, targets, skip)]
+    out = [f"{slot.where} = {slot.value!r}" for slot in pod_slots(dw.pod_spec, targets, skip)
+           if not _own_address(dev, dw, slot)]
     for read in config_reads(dw.pod_spec):
         if read.kind != "ConfigMap":
             continue
@@ -62,6 +63,12 @@ def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list
         if obj is not None:
             out += [f"ConfigMap {read.name} key {key}" for key in data_refs(obj, targets, None, skip)]
     return out
+
+
+def _own_address(dev: DevSet, dw: DevWorkload, slot: Slot) -> bool:
+    """The pod's own address, kept on purpose while it registers with a shared registry (and nothing else)."""
+    return (dw.namespace, dw.name, slot.where) in dev.own_addresses and all(r.target.key == dw.service
+                                                                            for r in slot.refs)
 
 
 def check_references(model: Model, dev: DevSet, diags: Diagnostics) -> None:

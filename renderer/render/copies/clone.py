@@ -25,6 +25,7 @@ from dataclasses import replace
 
 from ...core.k8s import (
     LabelIndex,
+    all_containers,
     copy_tree,
     map_matches,
     pod_spec,
@@ -37,9 +38,10 @@ from ...core.k8s import (
 )
 from ...core.names import DEVLANE, FLOW_LABEL, KARDINAL, SHARED, dev_label_value, flow_labels
 from ...core.references import apply, apply_namespaces
+from ...core.stores import find_addresses
 from ...errors import Diagnostics, Problem
 from ..inputs.document import Document
-from ..model.address_reads import config_reads, data_refs, pod_slots, repoint
+from ..model.address_reads import Slot, config_reads, data_refs, pod_slots, repoint
 from ..model.records import Model, ServiceNode, Workload
 from ..plan.flow_spec import ServiceOverride
 from ..plan.planner import Plan
@@ -95,7 +97,7 @@ def make(model: Model, plan: Plan, settings: CopySettings,
             _apply_override(workloads[key], override)
     objects = cloner.objects + _network_policies(model, list(copied.values()), keys, lane)
     dev = DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed, lane, namespaces,
-                 by_header)
+                 by_header, frozenset(cloner.own_addresses))
     return flow_namespace.complete(model, dev, diags, strict), diags.problems
 
 
@@ -235,6 +237,8 @@ class _Cloner:
         self.objects: list[DevObject] = []
         self._made: dict[tuple[str, str | None, str, str], str] = {}  # (kind, ns, name, version) -> copy name
         self._namespaces: dict[str, dict[str, str]] = {}  # version -> `_flow_namespaces(version)`
+        self._names: frozenset[str] | None = None  # `_lane_names()`
+        self.own_addresses: set[tuple[str | None, str, str]] = set()  # kept while a registry is shared
 
     def rewrite(self, dw: DevWorkload, nodes: list[ServiceNode]) -> None:
         """References to services with a dev version: the dev names (suffix), or, in a flow namespace, the flow
@@ -246,8 +250,14 @@ class _Cloner:
             return
         skip = frozenset().union(*(n.no_rewrite for n in nodes))
         spec = dw.pod_spec
+        registry = _shared_registry(spec, self._lane_names()) if dw.service in self.dev.versions else None
         for slot in pod_slots(spec, targets, skip):
-            new = self._apply(slot.value, slot.refs, dw.version)
+            refs = slot.refs
+            if registry is not None:  # its own address stays the baseline's: see `_shared_registry`
+                refs = [r for r in refs if r.target.key != dw.service]
+                if len(refs) < len(slot.refs):
+                    self._keep_own_address(dw, slot, registry)
+            new = self._apply(slot.value, refs, dw.version)
             if new != slot.value:
                 slot.set(new)
                 self.rewrites.append(Rewrite(dw.name, slot.container, slot.field, slot.label, slot.value, new))
@@ -262,6 +272,24 @@ class _Cloner:
                 continue
             if found or lane.by_namespace:
                 repoint(spec, "ConfigMap", read.name, self._configmap(doc, dw, found))
+
+    def _lane_names(self) -> frozenset[str]:
+        """The names a lane's copy answers to: each dev service's baseline name and its dev name."""
+        if self._names is None:
+            self._names = frozenset({self.model.services[k].name for k in self.dev.versions if k in self.model.services}
+                                    | set(self.dev.dev_names.values()))
+        return self._names
+
+    def _keep_own_address(self, dw: DevWorkload, slot: Slot, registry: str) -> None:
+        self.own_addresses.add((dw.namespace, dw.name, slot.where))
+        node = self.model.services[dw.service]
+        self._warn(f"dev workload {dw.name} registers with the registry {registry}, which the lane shares with the "
+                   f"baseline: its own address ({slot.where} = {slot.value}) is kept as the baseline's, so the "
+                   f"registry never hands baseline callers the dev pod (and the lane's callers that look "
+                   f"{node.name} up there reach the baseline's)", dw.baseline,
+                   hint=f"copy the registry into the lane: annotate {registry} kardinal.dev.service/stateful: "
+                        f"\"true\" and add it to {node.name}'s kardinal.dev.service/dependencies (dev pods then "
+                        "register with the lane's registry, under their dev names)", code="registry-self")
 
     def _apply(self, text: str, refs: list, version: str) -> str:
         if not self.dev.lane.by_namespace:
@@ -349,6 +377,24 @@ class _Cloner:
 
     def _warn(self, message: str, doc: Document, hint: str, code: str) -> None:
         (self.diags.error if self.strict else self.diags.warn)(message, doc.where(), hint=hint, code=code)
+
+
+def _shared_registry(spec: dict, lane: frozenset[str]) -> str | None:
+    """The registry (service discovery) a dev pod registers with when the lane has no copy of it, else None.
+
+    A pod that names a registry and its own address (`HOST_NAME=auth`, `eureka.instance.hostname`) advertises
+    that address to the registry; rewritten to its dev name, a registry the baseline shares would hand baseline
+    callers the dev pod. So its own address is kept while the registry is shared, and rewritten (with the
+    registry's) once the lane has its own copy."""
+    for c in all_containers(spec):
+        values = [(str(e.get("name", "")), e["value"]) for e in c.get("env") or []
+                  if isinstance(e, dict) and isinstance(e.get("value"), str)]
+        values += [("", a) for f in ("command", "args") for a in c.get(f) or [] if isinstance(a, str)]
+        for key, value in values:
+            for address in find_addresses(value, key):
+                if address.role == "registry" and address.host.split(".", 1)[0] not in lane:
+                    return address.host.split(".", 1)[0]
+    return None
 
 
 def volume_mode(nodes: list[ServiceNode], claim: str, diags: Diagnostics) -> tuple[str, ServiceNode]:

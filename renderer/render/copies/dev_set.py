@@ -94,6 +94,9 @@ class DevSet:
     lane: Lane = field(default_factory=Lane)
     namespaces: dict[str, str] = field(default_factory=dict)  # isolation namespace: baseline ns -> flow ns
     by_header: frozenset[str] = frozenset()  # mesh routing: dev services the mesh reaches by the flow header
+    # (namespace, workload, slot) of a dev pod's own address kept as the baseline's while it registers with a
+    # registry the lane shares (`clone._shared_registry`)
+    own_addresses: frozenset[tuple[str | None, str, str]] = frozenset()
 
     def rewrite_targets(self, version: str) -> list[str]:
         """Services whose dev copies a workload of `version` may point at.
