@@ -6,6 +6,7 @@ state (shared by design, not reported); a **baseline store** (a repository Servi
 stateful, annotated or not); a **registry** (service discovery, in the repository or outside it); or a **store
 outside the repository** (a datastore address whose host no object of the repository defines). Kardinal trusts
 its annotations; this reads the addresses, so a store the annotations miss is still named, with the evidence.
+A store marked shared (an intended shared read) is listed as `shared` and never warned about.
 """
 
 from __future__ import annotations
