@@ -86,6 +86,16 @@ patches:
 """
 
 
+def plan_rows(text: str) -> dict[str, str]:
+    """`devlane plan`'s table (service -> version): the indented rows under its header, up to the next section."""
+    rows = {}
+    for line in text.splitlines()[2:]:
+        if not line.startswith("  ") or line.startswith("   "):
+            break
+        rows[line.split()[0]] = line.split()[1]
+    return rows
+
+
 def kustomize_repo(harness: Harness) -> Path:
     for name, text in BASE.items():
         harness.write(f"base/{name}", text)
@@ -312,7 +322,7 @@ def test_services_auto_sees_a_change_to_an_overlay_patch_only(harness):
     kfile.write_text(kfile.read_text().replace("value: 3", "value: 5"))
     _commit(root, "scale api")
     plan = _auto_targets(harness, root / "overlays" / "dev")
-    rows = {line.split()[0]: line.split()[1] for line in plan.splitlines()[2:] if line.strip()}
+    rows = plan_rows(plan)
     assert rows["shop-api"] == "dev" and rows["shop-redis"] == "baseline", plan
 
 
@@ -332,7 +342,7 @@ def values_only_pr(harness: Harness, before: str, after: str) -> None:
 def test_services_auto_sees_a_change_to_a_values_file_only(harness):
     values_only_pr(harness, "replicas: 3\n", "replicas: 4\n")
     plan = _auto_targets(harness, harness.root)
-    rows = {line.split()[0]: line.split()[1] for line in plan.splitlines()[2:] if line.strip()}
+    rows = plan_rows(plan)
     assert rows == {"prod-api": "dev"}, plan
 
 
@@ -362,7 +372,7 @@ def test_annotations_in_config_follow_the_built_names(harness):
         "services": {"shop-api": {"dependencies": ["shop-redis:6379"]}, "shop-redis": {"stateful": True}}}))
     plan = harness.cli("plan", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2")
     assert plan.returncode == 0, plan.stderr
-    rows = {line.split()[0]: line.split()[1] for line in plan.stdout.splitlines()[2:] if line.strip()}
+    rows = plan_rows(plan.stdout)
     assert rows == {"shop-api": "dev", "shop-redis": "dev"}, plan.stdout  # the stateful dependency gets a copy
     out = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2", "--stdout")
     assert out.returncode == 0, out.stderr
