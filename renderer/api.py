@@ -365,7 +365,8 @@ def lint(options: Options) -> list[Problem]:
         wiring = [] if lane_of(s.config, s.options.isolation).by_namespace else \
             invariants.unwirable_edges(model, on_mesh)
         return (s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model) + wiring
-                + mesh_problems(model, s.config, s.options.routing, s.options.isolation))
+                + mesh_problems(model, s.config, s.options.routing, s.options.isolation)
+                + reach.undeclared(model, frozenset(s.config.shared_stores)))
 
 
 def _unresolvable(s: Session, model: Model) -> list[Problem]:

@@ -232,3 +232,30 @@ def test_the_pr_comment_and_preview_name_each_store(harness, tmp_path):
     text = io.StringIO()
     print_terminal(view, console(text))
     assert "reach beyond the lane" in text.getvalue() and "registry ftgo-zookeeper" in text.getvalue()
+
+
+def test_lint_names_each_undeclared_store_per_service(tmp_path, harness):
+    """`lint` renders no flow: it names, per service, the stores and registries its pods read that its
+    annotations do not declare; a declared stateful dependency is not named."""
+    repo = ftgo(tmp_path)
+    problems = api.lint(api.Options(repo=repo))
+    named = {(p.message.split(" reads the ", 1)[0], p.code) for p in problems if p.code.startswith("undeclared-")}
+    assert ("ftgo-order-service", "undeclared-baseline-store") in named
+    assert ("ftgo-order-service", "undeclared-registry") in named
+    order = [p.message for p in problems if p.message.startswith("ftgo-order-service reads the ")]
+    assert sorted(m.split(" reads the ", 1)[1].split(" (", 1)[0] for m in order) == [
+        "baseline store ftgo-kafka", "baseline store ftgo-mysql", "registry ftgo-zookeeper"]
+    mysql = repo / "ftgo-mysql-deployment.yml"
+    mysql.write_text(mysql.read_text().replace("name: ftgo-mysql\n", "name: ftgo-mysql\n  annotations:\n"
+                                               "    kardinal.dev.service/stateful: \"true\"\n", 1))
+    svc = repo / "ftgo-order-service.yml"
+    svc.write_text(svc.read_text().replace("name: ftgo-order-service\n", "name: ftgo-order-service\n  annotations:\n"
+                                           "    kardinal.dev.service/dependencies: \"ftgo-mysql:3306\"\n", 1))
+    order = [p.message for p in api.lint(api.Options(repo=repo)) if p.message.startswith("ftgo-order-service reads")]
+    assert not any("ftgo-mysql" in m for m in order) and len(order) == 2
+
+
+@pytest.mark.parametrize("example", ["bookshop", "cloudshop"])
+def test_lint_names_no_store_of_the_annotated_examples(example):
+    assert [p for p in api.lint(api.Options(repo=ROOT / "examples" / example)) if p.code.startswith("undeclared-")] \
+        == []

@@ -92,10 +92,12 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
     pods = [_pod(model, dev, dw) for dw in workloads]
     words = {w for pod in pods for text in pod.texts() for w in _WORD.findall(text)}
     repo = Targets(service_targets(model, sorted(k for k, n in model.services.items() if n.name in words)))
-    lane_names = frozenset(dev.dev_names.values())
+    # the lane's copies, and the hosts of declared external services (their plugins give the lane its own; the
+    # invariants name a value a plugin left as it was)
+    known = frozenset(dev.dev_names.values()) | _external_hosts(model)
     for pod in pods:
         pending = before_plugins and bool(model.services[pod.dw.service].plugins)
-        for cls, target, kind, sign, evidence in _reached_by(model, dev, pod, repo, lane_names, pending):
+        for cls, target, kind, sign, evidence in _reached_by(model, dev, pod, repo, known, pending):
             if cls in ("outside-store", "registry") and _listed(target, shared_stores):
                 cls = "shared"
             entry = found.setdefault((cls, target), (kind, sign, set()))
@@ -126,6 +128,28 @@ def problems(reach: list[Reached], strict: bool = False) -> list[Problem]:
             (diags.error if strict else diags.warn)(
                 f"the lane reaches the {line(r.as_dict())}; a dev pod could read or write the baseline's state",
                 Where(object=r.evidence[0].object), hint=r.fix, code=f"reach-{r.cls}")
+    return diags.problems
+
+
+def undeclared(model: Model, shared_stores: frozenset[str] = frozenset()) -> list[Problem]:
+    """For `lint`, which renders no flow: each service whose pods read a store, registry or outside store that
+    its annotations do not declare (a stateful dependency gets a lane's copy; anything else a lane that gives the
+    service a dev version would reach), named once per service and store."""
+    diags = Diagnostics()
+    seen: set[int] = set()
+    for key, node in sorted(model.services.items()):
+        if node.workload is None or id(node.workload) in seen:
+            continue
+        seen.add(id(node.workload))
+        doc = node.workload.doc
+        dw = DevWorkload(key, "baseline", doc, doc.obj, node.container)
+        declared = {model.services[d].ref for d, _ in node.dependencies
+                    if d in model.services and (model.services[d].stateful or model.services[d].plugins)}
+        for r in lane_reach(model, DevSet(workloads={key: dw}), shared_stores):
+            if r.cls != "shared" and r.target not in declared and r.target != node.ref:
+                diags.warn(f"{node.ref} reads the {line(r.as_dict())}, which its annotations do not declare: a lane "
+                           f"that gives {node.name} a dev version would reach it", doc.where(), hint=r.fix,
+                           code=f"undeclared-{r.cls}")
     return diags.problems
 
 
@@ -163,7 +187,7 @@ def _reads(model: Model, dev: DevSet, dw: DevWorkload, home: str | None) -> Iter
             yield read, doc
 
 
-def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, lane_names: frozenset[str],
+def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, known: frozenset[str],
                 pending: bool = False) -> Iterator[tuple[Class, str, str, str, Evidence]]:
     dw = pod.dw
     obj = f"{dw.obj.get('kind')}/{dw.name}"
@@ -183,7 +207,7 @@ def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, lane_names:
              for line_key, line in _lines(k, v) for a in find_addresses(line, line_key)}
     for container, field_, key, value in kept:
         for line_key, line in _lines(key, value):
-            for hit in _outside(lane_names, targets, own_kinds, line_key, line, Evidence(obj, container, field_,
+            for hit in _outside(known, targets, own_kinds, line_key, line, Evidence(obj, container, field_,
                                                                                     _masked(line))):
                 if not _overridden(hit[2], given):
                     yield hit
@@ -202,7 +226,7 @@ def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, lane_names:
                 continue
             for line_key, line in _lines(key, value):
                 shown = Evidence(source, None, f"key {key}", "(secret)" if secret else _masked(line))
-                yield from _outside(lane_names, targets, own_kinds, line_key, line, shown)
+                yield from _outside(known, targets, own_kinds, line_key, line, shown)
 
 
 def _baseline(model: Model, dev: DevSet, dw: DevWorkload, key: str, host: str, value: str,
@@ -224,18 +248,25 @@ def _baseline(model: Model, dev: DevSet, dw: DevWorkload, key: str, host: str, v
     return cls, node.ref, sign.kind, sign.reason
 
 
-def _outside(lane_names: frozenset[str], targets: Targets, own_kinds: set[str | None], key: str, value: str,
+def _outside(known: frozenset[str], targets: Targets, own_kinds: set[str | None], key: str, value: str,
              evidence: Evidence) -> Iterator[tuple[Class, str, str, str, Evidence]]:
     """Datastore and registry addresses whose host no object of the repository (nor the lane) defines."""
     for address in find_addresses(value, key):
         first = address.host.split(".", 1)[0]
-        if address.host in _NOT_HOSTS or targets.resolve(address.host) is not None or first in lane_names:
+        if address.host in _NOT_HOSTS or targets.resolve(address.host) is not None or first in known \
+                or address.host in known:
             continue
         if address.host in _LOCAL and address.kind in own_kinds:
             continue  # the pod's own container: copied with the pod
         target = f"{address.host}:{address.port}" if address.port else address.host
         cls: Class = "registry" if address.role == "registry" else "outside-store"
         yield cls, target, address.kind, address.evidence, evidence
+
+
+def _external_hosts(model: Model) -> frozenset[str]:
+    """The ExternalName hosts of the services annotated `kardinal.dev.service/external`."""
+    return frozenset(str((n.doc.obj.get("spec") or {}).get("externalName") or "").lower().rstrip(".")
+                     for n in model.services.values() if n.external) - {""}
 
 
 def _listed(target: str, shared: frozenset[str]) -> bool:
