@@ -31,7 +31,7 @@ from ...core.references import Target, Targets
 from ...errors import Diagnostics, Problem, Where
 from ..copies.clone import VOLUME, volume_mode
 from ..copies.dev_set import DevSet, DevWorkload
-from ..model.address_reads import Slot, config_reads, data_refs, pod_slots
+from ..model.address_reads import Slot, config_reads, data_refs, pod_slots, pod_values
 from ..model.port_protocols import routed_by_header
 from ..model.records import Model
 from ..model.repo_index import claim_mounts, pod_items
@@ -193,20 +193,7 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict) 
 
 def _strings(spec: dict) -> dict[tuple[str, str], str]:
     """(container, slot) -> value of every env value, command and args entry of a pod spec."""
-    out: dict[tuple[str, str], str] = {}
-    for key in ("initContainers", "containers"):
-        for c in spec.get(key) or []:
-            if not isinstance(c, dict):
-                continue
-            name = str(c.get("name"))
-            for e in c.get("env") or []:
-                if isinstance(e, dict) and isinstance(e.get("value"), str):
-                    out[name, f"env {e.get('name')}"] = e["value"]
-            for field in ("command", "args"):
-                for i, arg in enumerate(c.get(field) or []):
-                    if isinstance(arg, str):
-                        out[name, f"{field}[{i}]"] = arg
-    return out
+    return {(container, slot): value for container, slot, _, value in pod_values(spec)}
 
 
 def external_addresses(model: Model, dev: DevSet, instances: list[tuple[str, list[str]]],

@@ -21,7 +21,7 @@ from ...core.references import Targets
 from ...core.stores import find_addresses, image_kind
 from ...errors import Diagnostics, Problem, Where
 from ..copies.dev_set import DevSet, DevWorkload
-from ..model.address_reads import ConfigRead, config_reads, data_of, data_refs, pod_slots
+from ..model.address_reads import ConfigRead, config_reads, data_of, data_refs, pod_slots, pod_values
 from ..model.records import Model
 from ..model.store_signs import store_sign
 from ..plan.planner import service_targets
@@ -285,17 +285,12 @@ def _overridden(kind: str, given: set[str]) -> bool:
 
 
 def _values(spec: dict) -> Iterator[tuple[str, str, str, str]]:
-    """(container, field, key, value) of every env value and `command`/`args` element."""
-    for c in all_containers(spec):
-        name = str(c.get("name", ""))
-        for e in c.get("env") or []:
-            if isinstance(e, dict) and isinstance(e.get("value"), str):
-                yield name, f"env {e.get('name')}", str(e.get("name", "")), e["value"]
-        for f in ("command", "args"):
-            for i, arg in enumerate(c.get(f) or []):
-                if isinstance(arg, str):
-                    key, sep, value = arg.lstrip("-").partition("=")
-                    yield name, f"{f}[{i}]", key if sep else "", value if sep else arg
+    """`pod_values`, with a `KEY=VALUE` or `--flag=VALUE` argument read as VALUE under KEY."""
+    for container, field_, key, value in pod_values(spec):
+        if field_.startswith(("command[", "args[")):
+            flag, sep, rest = value.lstrip("-").partition("=")
+            key, value = (flag, rest) if sep else ("", value)
+        yield container, field_, key, value
 
 
 def _lines(key: str, value: str) -> Iterator[tuple[str, str]]:

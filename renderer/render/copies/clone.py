@@ -25,7 +25,6 @@ from dataclasses import replace
 
 from ...core.k8s import (
     LabelIndex,
-    all_containers,
     copy_tree,
     map_matches,
     pod_spec,
@@ -41,7 +40,7 @@ from ...core.references import apply, apply_namespaces
 from ...core.stores import find_addresses
 from ...errors import Diagnostics, Problem
 from ..inputs.document import Document
-from ..model.address_reads import Slot, config_reads, data_refs, pod_slots, repoint
+from ..model.address_reads import Slot, config_reads, data_refs, pod_slots, pod_values, repoint
 from ..model.records import Model, ServiceNode, Workload
 from ..plan.flow_spec import ServiceOverride
 from ..plan.planner import Plan
@@ -386,14 +385,10 @@ def _shared_registry(spec: dict, lane: frozenset[str]) -> str | None:
     that address to the registry; rewritten to its dev name, a registry the baseline shares would hand baseline
     callers the dev pod. So its own address is kept while the registry is shared, and rewritten (with the
     registry's) once the lane has its own copy."""
-    for c in all_containers(spec):
-        values = [(str(e.get("name", "")), e["value"]) for e in c.get("env") or []
-                  if isinstance(e, dict) and isinstance(e.get("value"), str)]
-        values += [("", a) for f in ("command", "args") for a in c.get(f) or [] if isinstance(a, str)]
-        for key, value in values:
-            for address in find_addresses(value, key):
-                if address.role == "registry" and address.host.split(".", 1)[0] not in lane:
-                    return address.host.split(".", 1)[0]
+    for _, _, key, value in pod_values(spec):
+        for address in find_addresses(value, key):
+            if address.role == "registry" and address.host.split(".", 1)[0] not in lane:
+                return address.host.split(".", 1)[0]
     return None
 
 

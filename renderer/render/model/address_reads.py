@@ -87,6 +87,21 @@ def pod_slots(pod_spec: dict, targets: Targets, skip: frozenset[str] = frozenset
                     yield Slot(name, field, str(i), argv[i], refs, _setter(c, field, i))
 
 
+def pod_values(pod_spec: dict) -> Iterator[tuple[str, str, str, str]]:
+    """(container, field, key, value) of every literal env value (`env NAME`, key NAME) and `command`/`args`
+    element (`args[2]`, no key) of the pod's containers and init containers, in spec order: whatever the
+    targets, for the checks that read every value rather than the references to known services."""
+    for c in all_containers(pod_spec):
+        name = str(c.get("name", ""))
+        for e in c.get("env") or []:
+            if isinstance(e, dict) and isinstance(e.get("value"), str):
+                yield name, f"env {e.get('name')}", str(e.get("name", "")), e["value"]
+        for field in ("command", "args"):
+            for i, arg in enumerate(c.get(field) or []):
+                if isinstance(arg, str):
+                    yield name, f"{field}[{i}]", "", arg
+
+
 def config_reads(pod_spec: dict) -> list[ConfigRead]:
     """The ConfigMaps and Secrets the pod reads, in spec order, each (kind, name) once with all its keys."""
     found: dict[tuple[str, str], set[str] | None] = {}
