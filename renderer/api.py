@@ -50,7 +50,7 @@ from .render.output.emit import RenderedFlow
 from .render.output.write import Output, read_rendered, remove_dir
 from .render.plan import targets
 from .render.plan.flow_spec import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
-from .render.plan.planner import Plan, make_plan
+from .render.plan.planner import Plan, cycle_risks, make_plan
 from .render.plan.targets import AutoFlow, Change, Targeted
 from .render.plugins import calls, output_policy, pipeline_steps
 from .render.plugins.calls import PluginResults
@@ -361,12 +361,13 @@ def lint(options: Options) -> list[Problem]:
     resolve included; no plugin runs."""
     with open_session(options, collect=True) as s:
         model = build_model(s.loaded.documents, s.config.namespace)
-        on_mesh = (s.options.routing or s.config.routing) != "none"
+        routing = s.options.routing or s.config.routing
+        on_mesh = routing != "none"
         wiring = [] if lane_of(s.config, s.options.isolation).by_namespace else \
             invariants.unwirable_edges(model, on_mesh)
         return (s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model) + wiring
                 + mesh_problems(model, s.config, s.options.routing, s.options.isolation)
-                + reach.undeclared(model, frozenset(s.config.shared_stores)))
+                + reach.undeclared(model, frozenset(s.config.shared_stores)) + cycle_risks(model, routing))
 
 
 def _unresolvable(s: Session, model: Model) -> list[Problem]:

@@ -112,6 +112,13 @@ def fail(message: str, where: Where | None = None, hint: str | None = None, code
     return kind(Problem(message, where or Where(), hint, "error", code))
 
 
+def tally(problems: list[Problem]) -> str:
+    """`2 error(s), 1 warning(s)`, with `, 3 note(s)` when there are notes (informational: they fail nothing)."""
+    count = {sev: sum(p.severity == sev for p in problems) for sev in ("error", "warning", "info")}
+    return f"{count['error']} error(s), {count['warning']} warning(s)" + (
+        f", {count['info']} note(s)" if count["info"] else "")
+
+
 def as_errors(problems: list[Problem]) -> list[Problem]:
     """The same problems, every one an error (`policy.warningsAsErrors`)."""
     return [replace(p, severity="error") for p in problems]

@@ -6,6 +6,7 @@ inferred, disagreements, notes, lint, and the first render to try. Deterministic
 
 from __future__ import annotations
 
+from ..errors import tally
 from .init import InitResult
 
 
@@ -62,8 +63,8 @@ def text(result: InitResult) -> str:
     else:
         lines.append(f"wrote {len(result.changed)} file(s): {', '.join(result.changed)}")
     errors = [p for p in result.lint if p.severity == "error"]
-    lines.append(f"lint: {len(errors)} error(s), {len(result.lint) - len(errors)} warning(s)")
-    lines += [f"  {p.severity}: {p.format()}" for p in result.lint if p.severity in ("error", "warning")]
+    lines.append(f"lint: {tally(result.lint)}")
+    lines += [f"  {'note' if p.severity == 'info' else p.severity}: {p.format()}" for p in result.lint]
     if errors:  # a render would stop on them: they come first
         lines += ["", "next: fix the lint errors above (devlane lint shows them again), then: " + result.next_command]
     else:

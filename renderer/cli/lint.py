@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..errors import tally
 from .common import add_common, add_modes, options
 
 
@@ -18,7 +19,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     else:
         for p in problems:
             print(f"{p.severity}: {p.format()}")
-        print(f"{len(errors)} error(s), {len(problems) - len(errors)} warning(s)")
+        print(tally(problems))
     return 1 if errors else 0
 
 

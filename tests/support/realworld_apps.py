@@ -319,6 +319,15 @@ def retail_store_annotations(repo: Repo) -> None:
     repo.entry("ui", 80, "retail.preview.example.com")
 
 
+def booksapp(repo: Repo) -> None:
+    """Buoyant's Books (the SQLite layout): authors and books call each other over HTTP (a cycle), the webapp both."""
+    repo.copy(source("booksapp") / "booksapp.yml", "booksapp.yml")
+    repo.depends("webapp", "authors:service,books:service")
+    repo.depends("authors", "books:service")
+    repo.depends("books", "authors:service")
+    repo.entry("webapp", 7000, "books.preview.example.com")
+
+
 def skaffold_helm_dependencies(repo: Repo) -> None:
     """The chart's own Ingress switched on and marked as the entry."""
     chart = source("skaffold-helm-dependencies") / "examples/helm-deployment-dependencies/skaffold-helm"
@@ -440,6 +449,9 @@ APPS = [
         wired=("ui -> orders", "orders -> orders-postgresql", "orders -> orders-rabbitmq"),
         unwired=("checkout -> orders",), notes="upstream values never set checkout's orders endpoint"),
     App("skaffold-helm-dependencies", skaffold_helm_dependencies, ("rel-skaffold-helm",)),
+    App("booksapp", booksapp, ("books",),
+        wired=("webapp -> authors", "webapp -> books", "authors -> books", "books -> authors"),
+        notes="a cycle: routing none gives authors a copy, the dev books' calls come back through it"),
 ]  # fmt: skip
 BUILT = [
     App("bank-of-anthos (kustomize)", bank_of_anthos_kustomize, *_same("bank-of-anthos"), built=True,

@@ -143,13 +143,14 @@ def undeclared(model: Model, shared_stores: frozenset[str] = frozenset()) -> lis
         seen.add(id(node.workload))
         doc = node.workload.doc
         dw = DevWorkload(key, "baseline", doc, doc.obj, node.container)
-        declared = {model.services[d].ref for d, _ in node.dependencies
-                    if d in model.services and (model.services[d].stateful or model.services[d].plugins)}
+        deps = {model.services[d].ref: model.services[d] for d, _ in node.dependencies if d in model.services}
         for r in lane_reach(model, DevSet(workloads={key: dw}), shared_stores):
-            if r.cls != "shared" and r.target not in declared and r.target != node.ref:
-                diags.warn(f"{node.ref} reads the {line(r.as_dict())}, which its annotations do not declare: a lane "
-                           f"that gives {node.name} a dev version would reach it", doc.where(), hint=r.fix,
-                           code=f"undeclared-{r.cls}")
+            dep = deps.get(r.target)
+            if r.cls == "shared" or r.target == node.ref or (dep is not None and (dep.stateful or dep.plugins)):
+                continue
+            said = "list as a dependency but not as stateful or with a plugin" if dep else "do not declare"
+            diags.warn(f"{node.ref} reads the {line(r.as_dict())}, which its annotations {said}: a lane that gives "
+                       f"{node.name} a dev version would reach it", doc.where(), hint=r.fix, code=f"undeclared-{r.cls}")
     return diags.problems
 
 

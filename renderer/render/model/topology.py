@@ -25,7 +25,6 @@ from .annotations import (
     check_annotation_keys,
     node_annotations,
 )
-from .cycles import check_cycles
 from .entry_points import entry_points
 from .plugin_definitions import PluginDef, add_plugin_def, parse_plugin_definition
 from .records import POD_KINDS, WORKLOAD_KINDS, Model, ServiceNode, Workload, assemble
@@ -94,7 +93,6 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
             pdef = plugin_defs.get(p)
             if pdef and pdef.type == "external":
                 externals[p].append(name)
-    check_cycles(services, diags)
     model = assemble(documents, services, plugin_defs, dict(externals), [], workloads, default_namespace,
                      diags.problems)
     model.entries.extend(entry_points(documents, legacy_entries, model, diags))

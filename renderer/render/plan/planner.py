@@ -8,6 +8,11 @@
 6. Shared services use the `shared` version; non-HTTP shared services share their parents.
 7. Jobs and CronJobs whose pods read the address of a service with a dev version (a migration
    against the dev database) get dev versions; so does every other Service on a dev workload.
+8. Cycles (seat <-> travel) plan as one strongly connected component: "downstream" and "on the path" are
+   walks that take each node once, and the lane's requests start at its entries and at its dev services,
+   so a member that calls a dev member of its cycle gets a copy wherever only a copy would reach it
+   (routing none; a TCP callee on a mesh). A cycle is refused only where a shared member calls a dev one
+   that no header routes: one copy for every flow cannot reach one flow's dev version.
 Every dev service then runs all of its plugins; each plugin instance runs once per flow with all
 of its dependents, in a fixed order (annotation order, then service name).
 """
@@ -24,6 +29,7 @@ from ...core.references import Target, Targets
 from ...errors import Diagnostics, Problem, Where
 from ..inputs.document import Document
 from ..model.address_reads import config_reads, data_refs, pod_slots
+from ..model.cycles import Cycle, cycles
 from ..model.port_protocols import routed_by_header
 from ..model.records import WORKLOAD_KINDS, Model, ServiceNode
 from ..settings.repo_config import Routing
@@ -98,6 +104,8 @@ class _Graph:
         for n, deps in self.out.items():
             for d in deps:
                 self.parents[d].append(n)
+        self.cycles = cycles(self.out)
+        self.cycle_of = {m: c for c in self.cycles for m in c.members}
 
     def reachable(self, start: str, within: set[str] | None = None) -> list[str]:
         """Nodes reachable from `start` (excluding it), in deterministic DFS order; with `within`, only through
@@ -173,8 +181,34 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing) -> tuple[Plan, lis
     else:
         _tcp_callers(model, graph, decisions, mark)
     _apply_shared(model, graph, decisions, set(targets))
+    _ambiguous_cycles(model, graph, decisions, routing, flow.id, diags)
     _jobs(model, decisions, mark, diags)
     _same_workload(model, decisions)
+    _unservable(model, decisions, diags)
+    _check_reachable(model, graph, decisions, targets, diags)
+    instances = _instances(model, decisions, flow.id)
+    for inst in instances:
+        if model.plugin_defs[inst.servicename].type == "external":
+            mark(inst.servicename, f"external plugin runs for {', '.join(inst.dependents)}", "external")
+    in_cycle = _baseline_reasons(graph, decisions, routing)
+    for name in model.services:
+        if name not in decisions:
+            decisions[name] = _Draft("service", "baseline", [in_cycle.get(name, "not affected by the flow")])
+    for cycle in graph.cycles:
+        for name in cycle.members:
+            reasons = decisions[name].reasons
+            if decisions[name].version != "baseline" and not any("in cycle " in r for r in reasons):
+                reasons.append(f"in cycle {cycle.describe()}")
+    for ext in model.externals:
+        decisions.setdefault(ext, _Draft("external", "baseline", ["no dev dependent"]))
+    final = {n: Decision(n, d.kind, d.version, tuple(d.reasons)) for n, d in decisions.items()}
+    return Plan(flow.id, routing, final, instances, overrides), diags.problems
+
+
+def _unservable(model: Model, decisions: dict[str, _Draft], diags: Diagnostics, shown: int = 3) -> None:
+    """A service that needs a dev version but has no one workload to copy is an error; more than `shown` of them
+    (a long cycle of selector-less Services) are one error that counts them, so the output stays readable."""
+    missing: list[ServiceNode] = []
     for name, d in decisions.items():
         node = model.services.get(name)
         if node is not None and node.ambiguous:
@@ -184,26 +218,19 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing) -> tuple[Plan, lis
                         hint="pick one with the annotation devlane.dev/workload: NAME, or narrow the selector",
                         code="ambiguous-workload")
         elif node is not None and node.workload is None and not node.external:
-            diags.error(
-                f"Service {node.ref} needs a dev version ({'; '.join(d.reasons)}) but no Deployment or "
-                "StatefulSet selects it",
-                node.doc.where(),
-                hint="give it a workload, mark it kardinal.dev.service/external with a plugin, or drop "
-                "kardinal.dev.service/stateful",
-                code="no-workload",
-            )
-    _check_reachable(model, graph, decisions, targets, diags)
-    instances = _instances(model, decisions, flow.id)
-    for inst in instances:
-        if model.plugin_defs[inst.servicename].type == "external":
-            mark(inst.servicename, f"external plugin runs for {', '.join(inst.dependents)}", "external")
-    for name in model.services:
-        if name not in decisions:
-            decisions[name] = _Draft("service", "baseline", ["not affected by the flow"])
-    for ext in model.externals:
-        decisions.setdefault(ext, _Draft("external", "baseline", ["no dev dependent"]))
-    final = {n: Decision(n, d.kind, d.version, tuple(d.reasons)) for n, d in decisions.items()}
-    return Plan(flow.id, routing, final, instances, overrides), diags.problems
+            missing.append(node)
+    hint = ("give it a workload, mark it kardinal.dev.service/external with a plugin, or drop "
+            "kardinal.dev.service/stateful")
+    if len(missing) <= shown:
+        for node in missing:
+            diags.error(f"Service {node.ref} needs a dev version ({'; '.join(decisions[node.key].reasons)}) but no "
+                        "Deployment or StatefulSet selects it", node.doc.where(), hint=hint, code="no-workload")
+    else:
+        refs = [n.ref for n in missing]
+        diags.error(f"{len(refs):,} Services need a dev version but no Deployment or StatefulSet selects them: "
+                    f"{', '.join(refs[:10])}{', ...' if len(refs) > 10 else ''}; Service {refs[0]} needs one because: "
+                    f"{'; '.join(decisions[missing[0].key].reasons)}", missing[0].doc.where(), hint=hint,
+                    code="no-workload")
 
 
 def _targets(model: Model, flow: FlowSpec, diags: Diagnostics) -> dict[str, ServiceOverride]:
@@ -333,7 +360,9 @@ def _check_reachable(model: Model, graph: _Graph, decisions: dict[str, _Draft], 
 
 
 def _routing_paths(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark) -> None:
-    """Routing `none` has no mesh: callers on the path from an entry to a dev service need copies."""
+    """Routing `none` has no mesh: callers on a path from an entry to a dev service need copies, and so does every
+    member of a cycle with a dev member (dev seat -> travel -> seat needs a dev travel, or the lane's requests
+    come back to the baseline seat)."""
     dev = {n for n, d in decisions.items() if n in model.services}
     if not dev:
         return
@@ -345,13 +374,19 @@ def _routing_paths(model: Model, graph: _Graph, decisions: dict[str, _Draft], ma
             for n in [backend, *graph.reachable(backend, reaching)]:  # only the paths to dev: the rest marks nothing
                 if n in reaching and n not in dev and n in model.services:
                     mark(n, f"routing: on path from entry {entry.doc.ref} to a dev service")
+    for cycle in graph.cycles:  # the lane's requests pass a dev member and come back to it through the others
+        dev_members = [m for m in cycle.members if m in dev]
+        for n in cycle.members if dev_members else ():
+            if n not in decisions:
+                mark(n, f"routing: in cycle {cycle.describe()}, on the path from dev {dev_members[0]} back to it")
 
 
 def _tcp_callers(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark) -> None:
     """On a mesh, a dev version the mesh cannot route by the header (no HTTP or gRPC port) is reached only through
     its callers' rewritten references, so each caller the flow's requests pass (one reachable from an entry) needs a
     dev copy, and so on up while those callers are TCP too. Kardinal's rule covers stateful services; a changed TCP
-    service has the same need."""
+    service has the same need. In a cycle, a TCP dev member's callers are on the lane's path even when no entry
+    reaches them: the lane's requests leave the dev member and come back to it through them."""
     on_paths = graph.reached([b for e in model.entries for b in e.backends])
     queue = deque(sorted(n for n in decisions if n in model.services))
     seen = set(queue)
@@ -360,7 +395,8 @@ def _tcp_callers(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark
         if routed_by_header(model, name):
             continue
         for parent in sorted(graph.parents.get(name, [])):
-            if parent not in on_paths or parent not in model.services:
+            same_cycle = name in graph.cycle_of and graph.cycle_of.get(parent) is graph.cycle_of[name]
+            if (parent not in on_paths and not same_cycle) or parent not in model.services:
                 continue
             if f"parent of TCP stateful {name}" not in decisions.get(parent, _Draft("service", "dev")).reasons:
                 mark(parent, f"parent of TCP {name}: the mesh routes only HTTP and gRPC by the header")
@@ -387,6 +423,75 @@ def _apply_shared(model: Model, graph: _Graph, decisions: dict[str, _Draft], tar
             for p in sorted(graph.parents.get(name, [])):
                 if p in decisions and decisions[p].version == "dev" and p not in targets:
                     queue.append((p, f"parent of non-HTTP shared {name}"))
+
+
+def _ambiguous_cycles(model: Model, graph: _Graph, decisions: dict[str, _Draft], routing: Routing, flow_id: str,
+                      diags: Diagnostics) -> None:
+    """The one case a cycle cannot plan: a shared member calls a dev member that no header routes to. A shared
+    copy serves every flow, so it calls the baseline; the lane's requests that pass it leave the lane."""
+    for cycle in graph.cycles:
+        for caller in cycle.members:
+            if decisions.get(caller, _Draft("service", "baseline")).version != SHARED:
+                continue
+            for callee in _unroutable_callees(model, graph, cycle, caller, routing):
+                if decisions.get(callee, _Draft("service", "baseline")).version == "dev":
+                    diags.error(f"dependency cycle {cycle.describe()} is ambiguous in flow {flow_id}: {caller} is "
+                                f"shared (one copy for every flow), so its call {caller} -> {callee} cannot reach "
+                                f"this flow's dev {callee}; the lane's requests through {caller} would come back "
+                                f"to the baseline {callee}", model.services[caller].doc.where(),
+                                _cycle_hint(caller, callee, routing), "ambiguous-cycle")
+
+
+def _unroutable_callees(model: Model, graph: _Graph, cycle: Cycle, caller: str, routing: Routing) -> list[str]:
+    """Members of `cycle` that `caller` calls and that no flow header routes to (routing none, or a TCP callee)."""
+    return [d for d in graph.out.get(caller, []) if d in graph.cycle_of and graph.cycle_of[d] is cycle
+            and (routing == "none" or not routed_by_header(model, d))]
+
+
+def _cycle_hint(caller: str, callee: str, routing: Routing) -> str:
+    hint = (f"drop kardinal.dev.service/shared from {caller} (the lane then gets its own copy), or drop {callee} "
+            f"from {caller}'s kardinal.dev.service/dependencies if {caller} never calls it")
+    return hint + (f"; or route by the flow header (routing: mesh) with an HTTP or gRPC port on {callee}"
+                   if routing == "none" else f"; or give {callee} an HTTP or gRPC port so the mesh routes it by "
+                   "the flow header")
+
+
+def _baseline_reasons(graph: _Graph, decisions: dict[str, _Draft], routing: Routing) -> dict[str, str]:
+    """Why a member of a cycle with a dev member stays baseline (the mesh brings its calls back to the lane), by
+    member: one text per cycle, as a cycle may have thousands of members."""
+    out: dict[str, str] = {}
+    for cycle in graph.cycles:
+        dev = [m for m in cycle.members if m in decisions and decisions[m].version != "baseline"]
+        if dev:
+            names = ", ".join(dev[:5]) + (f" and {len(dev) - 5:,} more" if len(dev) > 5 else "")
+            why = (f"in cycle {cycle.describe()} with dev {names}: stays baseline, the mesh routes its calls to "
+                   f"{'it' if len(dev) == 1 else 'them'} by the flow header" if routing != "none"
+                   else f"in cycle {cycle.describe()} with dev {names}: no flow request reaches it")
+            out.update(dict.fromkeys(cycle.members, why))
+    return out
+
+
+def cycle_risks(model: Model, routing: Routing) -> list[Problem]:
+    """For `lint`, which renders no flow: each cycle (a note: it plans as one component), and each shared member's
+    call into its cycle that no header routes (a warning: a flow giving the callee a dev version fails)."""
+    diags = Diagnostics()
+    graph = _Graph(model)
+    for cycle in graph.cycles:
+        first = model.services[cycle.members[0]]
+        diags.problems.append(Problem(
+            f"dependency cycle: {cycle.describe()}; a flow plans it as one component (a member that needs a dev "
+            "version brings the members on the lane's path)", first.doc.where(), severity="info", code="cycle"))
+        for caller in cycle.members:
+            if not model.services[caller].shared:
+                continue
+            for callee in _unroutable_callees(model, graph, cycle, caller, routing):
+                if not model.services[callee].shared:
+                    diags.warn(f"dependency cycle {cycle.describe()}: {caller} is shared and calls {callee}, which "
+                               f"no flow header routes to, so a flow that gives {callee} a dev version fails "
+                               "(one shared copy cannot reach one flow's dev version)",
+                               model.services[caller].doc.where(), _cycle_hint(caller, callee, routing),
+                               "ambiguous-cycle")
+    return diags.problems
 
 
 def _instances(model: Model, decisions: dict[str, _Draft], flow_id: str) -> list[PluginInstance]:

@@ -15,7 +15,6 @@ from bench.shapes import chain_services, flow_for_chain, flow_for_wide, generate
 
 from renderer import api
 from renderer.core.k8s import LabelIndex, map_matches, pod_template
-from renderer.errors import DevlaneError
 from renderer.render.plan.flow_spec import build_flow
 
 WIDE = 120
@@ -144,14 +143,35 @@ def test_a_10000_deep_chain_renders(harness, routing):
         assert _env(by_name[caller])[callee.upper().replace("-", "_") + "_HOST"] == f"{callee}-{flow_id}"
 
 
-@pytest.mark.e2e
-def test_a_10000_long_cycle_is_one_clear_error(harness):
+def test_a_cycle_renders_every_member_dev_without_routing(harness):
+    """A chain whose far end calls its head (a cycle of DEEP services), routing none: the lane's requests leave the
+    dev far end and come back to it through every other member, so each gets a dev copy, wired from the rendered
+    env to the next member's dev pods, the far end's to the head's."""
+    generate_chain(harness.root, DEEP, cycle=True)
+    flow_id, target, image = flow_for_chain(DEEP)
+    with _shallow_stack(FRAMES):
+        result = harness.render(flow_id, {target: image})
+    names = chain_services(DEEP)
+    assert sorted(result.plan.dev_services()) == sorted(names)
+    assert f"in cycle {names[0]} -> {names[1]}" in "; ".join(result.plan.decisions[names[7]].reasons)
+    out = Rendered(result)
+    by_name = {name.removesuffix(f"-{flow_id}"): w for (_, name), w in out.by_kind["Deployment"].items()}
+    for caller, callee in [*itertools.pairwise(names), (names[-1], names[0])]:
+        assert out.reached(by_name[caller], callee.upper().replace("-", "_") + "_HOST") is by_name[callee]
+
+
+@pytest.mark.e2e  # 10,000 services: tens of seconds in-process
+def test_a_10000_long_cycle_on_a_mesh_renders_only_the_target(harness):
+    """HTTP all the way round: the mesh brings the lane's requests back to the dev far end by the header, so no
+    other member needs a copy (the routing proof walks the cycle from the entry and holds), and the plan says so."""
     n = 10_000
-    generate_chain(harness.root, n, cycle=True)
+    generate_chain(harness.root, n, cycle=True, routing="gateway-api")
     flow_id, target, image = flow_for_chain(n)
-    with pytest.raises(DevlaneError) as info:
-        harness.render(flow_id, {target: image})
-    (problem,) = [p for p in info.value.problems if p.code == "cycle"]
+    result = harness.render(flow_id, {target: image})
     names = chain_services(n)
-    assert problem.message.startswith(f"dependency cycle: {names[0]} -> {names[1]}")
-    assert problem.message.endswith(f"{names[-1]} -> {names[0]} ({n:,} services)")
+    assert result.plan.dev_services() == [target] and not result.warnings
+    [why] = result.plan.decisions[names[0]].reasons
+    assert why.startswith(f"in cycle {names[0]} -> {names[1]}") and f"({n:,} services)" in why
+    assert why.endswith(f"with dev {target}: stays baseline, the mesh routes its calls to it by the flow header")
+
+

@@ -5,6 +5,7 @@ copies (clone), template substitution (flow), the planner (Kardinal's rules, det
 from __future__ import annotations
 
 import random
+import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -76,7 +77,8 @@ def test_substitute_uses_args_then_defaults_then_empty(var, default, value):
 # --- the planner ------------------------------------------------------------------------------
 
 
-def _repo(n: int, edges: list[tuple[int, int]], stateful: set[int], http: set[int]) -> list[Document]:
+def _repo(n: int, edges: list[tuple[int, int]], stateful: set[int], http: set[int],
+          shared: frozenset[int] = frozenset()) -> list[Document]:
     docs: list[Document] = []
     for i in range(n):
         name = f"s{i}"
@@ -84,6 +86,8 @@ def _repo(n: int, edges: list[tuple[int, int]], stateful: set[int], http: set[in
         ann = {"kardinal.dev.service/dependencies": deps} if deps else {}
         if i in stateful:
             ann["kardinal.dev.service/stateful"] = "true"
+        if i in shared:
+            ann["kardinal.dev.service/shared"] = "true"
         port = {"name": "p", "port": 80, **({"appProtocol": "HTTP"} if i in http else {})}
         docs.append(Document({"apiVersion": "v1", "kind": "Service",
                               "metadata": {"name": name, "annotations": ann},
@@ -97,10 +101,12 @@ def _repo(n: int, edges: list[tuple[int, int]], stateful: set[int], http: set[in
 
 
 @st.composite
-def topologies(draw):
+def topologies(draw, cyclic: bool = False):
+    """A call graph of 2 to 9 services: without cycles (a -> b only for a < b), or with any edges (cycles,
+    self-loops, nested and overlapping cycles)."""
     n = draw(st.integers(2, 9))
-    pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]  # a < b: no cycles
-    edges = draw(st.lists(st.sampled_from(pairs), unique=True, max_size=14))
+    pairs = [(a, b) for a in range(n) for b in range(n) if (a != b or cyclic) and (a < b or cyclic)]
+    edges = draw(st.lists(st.sampled_from(pairs), unique=True, max_size=14 if not cyclic else 18))
     stateful = set(draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n)))
     http = set(draw(st.lists(st.integers(0, n - 1), unique=True, max_size=n)))
     targets = draw(st.lists(st.integers(0, n - 1), unique=True, min_size=1, max_size=2))
@@ -145,6 +151,65 @@ def test_plan_follows_kardinal_rules_and_is_deterministic(topo, rnd: random.Rand
     assert dev <= {int(s[1:]) for s in routed.dev_services()}
 
 
+def _component(edges, node) -> set[int]:
+    """The members of `node`'s cycle, from reachability alone: those it reaches that reach it back."""
+    return {m for m in _reachable(edges, node) if node in _reachable(edges, m)}
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(topologies(cyclic=True), st.randoms())
+def test_cyclic_graphs_plan_by_component(topo, rnd: random.Random):
+    """Any call graph plans (no cycle is refused without a shared member), deterministically. On a mesh: Kardinal's
+    rules, plus each caller of a TCP dev member inside its cycle (the lane's requests come back to the member
+    through it, and no header routes TCP). With routing none, every member of a cycle with a dev member is dev."""
+    n, edges, stateful, http, targets = topo
+    docs = _repo(n, edges, stateful, http)
+    flow = build_flow("pr-1", {f"s{t}": "new" for t in targets}, [])
+    plan, problems = make_plan(build_model(docs), flow, "istio-like")
+    assert [p for p in problems if p.severity == "error"] == []
+    must = set(targets)
+    for t in targets:
+        for s in (_reachable(edges, t) - {t}) & stateful:
+            must.add(s)
+            if s not in http:
+                must |= {a for a, b in edges if b == s}
+    grow = [m for m in sorted(must) if m not in http]
+    while grow:
+        s = grow.pop()
+        for a in sorted({a for a, b in edges if b == s and a in _component(edges, s)} - must):
+            must.add(a)
+            if a not in http:
+                grow.append(a)
+    assert {int(s[1:]) for s in plan.dev_services()} == must
+    for s in plan.dev_services():  # the plan says why: a cycle member's reasons name its cycle
+        if _component(edges, int(s[1:])):
+            assert any(r.startswith("in cycle ") for r in plan.decisions[s].reasons), plan.decisions[s]
+    shuffled = list(docs)
+    rnd.shuffle(shuffled)
+    assert make_plan(build_model(shuffled), flow, "istio-like")[0].as_dict() == plan.as_dict()
+    none = {int(s[1:]) for s in make_plan(build_model(docs), flow, "none")[0].dev_services()}
+    assert must <= none
+    for m in none:
+        assert _component(edges, m) <= none
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@given(topologies(cyclic=True), st.sets(st.integers(0, 8), max_size=3), st.sampled_from(["none", "istio"]))
+def test_a_cycle_is_refused_only_where_a_shared_member_calls_a_dev_one_no_header_routes(topo, shared, routing):
+    """The one ambiguous case, computed from the plan's versions: a shared copy serves every flow, so its call to a
+    dev member of its cycle that no header routes leaves the lane. The error names that edge; nothing else fails."""
+    n, edges, stateful, http, targets = topo
+    plan, problems = make_plan(build_model(_repo(n, edges, stateful, http, frozenset(shared))),
+                               build_flow("pr-1", {f"s{t}": "new" for t in targets}, []), routing)
+    version = {k: d.version for k, d in plan.decisions.items()}
+    ambiguous = {(a, b) for a, b in edges if a != b and version[f"s{a}"] == "shared" and version[f"s{b}"] == "dev"
+                 and a in _component(edges, b) and (routing == "none" or b not in http)}
+    errors = [p for p in problems if p.severity == "error"]
+    assert {p.code for p in errors} <= {"ambiguous-cycle"}
+    assert {m for p in errors for m in re.findall(r"its call (s\d+) -> (s\d+)", p.message)} == \
+        {(f"s{a}", f"s{b}") for a, b in ambiguous}
+
+
 ENTRY = Document({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
                   "metadata": {"name": "entry", "annotations": {"kardinal.dev.service/route": "true"}},
                   "spec": {"parentRefs": [{"name": "public"}], "hostnames": ["app.example.com"],
@@ -152,7 +217,7 @@ ENTRY = Document({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRou
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
-@given(topologies())
+@given(st.one_of(topologies(), topologies(cyclic=True)))
 def test_on_a_mesh_the_routing_proof_holds_and_needs_no_more_copies_than_none(topo):
     """Every topology (HTTP and TCP services, stateful or not) behind an entry to s0: the routes each mesh mode
     renders pass the static proof, and a mesh flow never copies more than routing `none` would."""
