@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import re
 
+from ..core.k8s import all_containers
 from ..core.references import Reference, Targets
 from ..render.inputs.document import Document
 from ..render.model.address_reads import config_reads, data_of, data_refs, pod_slots
 from ..render.model.records import Model, ServiceNode
+from ..render.model.store_signs import store_sign
 from ..render.plan.planner import service_targets
-from .infer_facts import Edge, Evidence, evidence, object_name
+from .infer_facts import Edge, Evidence, SharedConfig, evidence, object_name
 
 SKIPPED_KINDS = ("Job", "CronJob")  # a Job reading a dev service's address gets a dev version by itself (plan)
+MANY = 3  # readers and stores from which a file read whole is the app's shared configuration
 
 
 # -- dependency edges --------------------------------------------------------------------------------------------
@@ -77,10 +80,39 @@ def _item(node: ServiceNode, target: ServiceNode, port: str) -> str:
     return f"{target.name}:{port}" if same else f"{target.name}.{target.namespace}:{port}"
 
 
-def infer_edges(model: Model) -> list[Edge]:
-    """Every reference a workload makes to a Service, as a dependency edge with its evidence."""
+def shared_configs(model: Model) -> list[SharedConfig]:
+    """ConfigMaps and Secrets that at least MANY services read whole and that name at least MANY stores."""
     services = sorted(k for k, n in model.services.items() if n.is_service)
     everything = Targets(service_targets(model, services))
+    readers: dict[int, tuple[Document, set[str]]] = {}
+    for key in sorted(model.services):
+        node = model.services[key]
+        if node.workload is None or _annotated_node(model, node).key != key:
+            continue
+        home = model.namespace_of(node.workload.doc)
+        for read in config_reads(node.workload.pod_template.get("spec") or {}):
+            doc = model.find(read.kind, home, read.name) if read.keys is None else None
+            if doc is not None:
+                readers.setdefault(id(doc), (doc, set()))[1].add(key)
+    out = []
+    for doc, keys in readers.values():
+        if len(keys) < MANY:
+            continue
+        refs = data_refs(doc, everything.at(model.namespace_of(doc)), None, frozenset())
+        stores = sorted({r.target.key for found in refs.values() for r in found
+                         if store_sign(model.services[r.target.key]) is not None})
+        if len(stores) >= MANY:
+            out.append(SharedConfig(object_name(doc), tuple(sorted(keys)), tuple(stores),
+                                    evidence(doc, "data", ", ".join(sorted(refs)))))
+    return sorted(out, key=lambda c: c.object)
+
+
+def infer_edges(model: Model, shared: list[SharedConfig] = ()) -> list[Edge]:
+    """Every reference a workload makes to a Service, as a dependency edge with its evidence; a shared
+    configuration read whole gives no edge to the stores it names (`shared_configs`)."""
+    services = sorted(k for k, n in model.services.items() if n.is_service)
+    everything = Targets(service_targets(model, services))
+    shared_stores = {c.object: frozenset(c.stores) for c in shared}
     edges: list[Edge] = []
     seen: set[tuple[str, str]] = set()
     for key in sorted(model.services):
@@ -106,9 +138,11 @@ def infer_edges(model: Model) -> list[Edge]:
             doc = model.find(read.kind, home, read.name)
             if doc is None:
                 continue
+            skip = shared_stores.get(object_name(doc), frozenset()) if read.keys is None else frozenset()
+            named = _keys_named(spec, read.kind, read.name) if skip else frozenset()
             for dkey, refs in data_refs(doc, targets, read.keys, node.no_rewrite).items():
                 text = _data_value(doc, dkey)
-                extra += [(doc, r, f"data[{dkey}]", text) for r in refs]
+                extra += [(doc, r, f"data[{dkey}]", text) for r in refs if r.target.key not in skip or dkey in named]
         for ref, text, path, value in found:
             _add_edge(model, node, own, ref, text, evidence(wdoc, path, value), edges, seen)
         for doc, ref, path, text in extra:
@@ -116,6 +150,15 @@ def infer_edges(model: Model) -> list[Edge]:
             ev = Evidence(ev.file, ev.index, ev.object + f" (read by {object_name(wdoc)})", ev.field, ev.value)
             _add_edge(model, node, own, ref, text, ev, edges, seen)
     return edges
+
+
+def _keys_named(spec: dict, kind: str, name: str) -> frozenset[str]:
+    """The keys of ConfigMap (or Secret) `name` that the pod reads one by one (`configMapKeyRef`): what it
+    really uses of a shared configuration it also reads whole."""
+    field = "configMapKeyRef" if kind == "ConfigMap" else "secretKeyRef"
+    return frozenset(str(ref.get("key")) for c in all_containers(spec) for e in c.get("env") or []
+                     if isinstance(e, dict) and isinstance(ref := (e.get("valueFrom") or {}).get(field), dict)
+                     and ref.get("name") == name)
 
 
 def _data_value(doc: Document, key: str) -> str:

@@ -103,6 +103,21 @@ class Unwired:
 
 
 @dataclass(frozen=True)
+class SharedConfig:
+    """A ConfigMap or Secret that many services read whole and that names many stores: one file for the whole app,
+    not a statement of what each reader uses, so it makes no edge from each reader to each store."""
+
+    object: str  # ConfigMap/namespace/name
+    readers: tuple[str, ...]  # node keys of the services that read it whole
+    stores: tuple[str, ...]  # node keys of the stores it names
+    evidence: Evidence
+
+    def as_dict(self) -> dict:
+        return {"object": self.object, "readers": list(self.readers), "stores": list(self.stores),
+                "evidence": self.evidence.as_dict()}
+
+
+@dataclass(frozen=True)
 class Inference:
     model: Model
     edges: tuple[Edge, ...]
@@ -110,6 +125,7 @@ class Inference:
     entries: tuple[EntryPoint, ...]
     unwired: tuple[Unwired, ...]
     editable: frozenset[str] = frozenset()  # files init may edit in place
+    shared_config: tuple[SharedConfig, ...] = ()
 
     def dependencies(self) -> dict[str, list[str]]:
         """node key -> dependencies items, in first-seen order."""
@@ -121,6 +137,7 @@ class Inference:
 
     def as_dict(self) -> dict:
         return {"edges": [e.as_dict() for e in self.edges], "roles": [r.as_dict() for r in self.roles],
-                "entries": [e.as_dict() for e in self.entries], "unwired": [u.as_dict() for u in self.unwired]}
+                "entries": [e.as_dict() for e in self.entries], "unwired": [u.as_dict() for u in self.unwired],
+                "sharedConfig": [c.as_dict() for c in self.shared_config]}
 
 

@@ -1,9 +1,8 @@
 """Roles for `devlane init`: stateful and external services, entry points, and the edges nobody can infer.
 
-- stateful: a StatefulSet, a workload that mounts claims (`volumeClaimTemplates`, `persistentVolumeClaim`
-  volumes), or a well-known data store's image (the image's repository name, read word by word: `postgres`,
-  `bitnami/postgresql`, `rs-mongodb`; never a substring of another word, and never a tool around a store such
-  as `redis-exporter` or `kafka-ui`);
+- stateful: a store or a service registry by the classifier `render` and `lint` use (`render.model.store_signs`:
+  the image's name read word by word, `postgres`, `bitnami/postgresql`, `yelb-db`, never a tool around a store
+  such as `redis-exporter`; a well-known port, 3306 or 9092; volume claims), or a StatefulSet;
 - external: an `ExternalName` Service, or a well-known external host (Stripe, S3, SQS, Neon, RDS, Cloud SQL,
   Azure SQL) in a workload's env;
 - each with the built-in plugin that fits (`plugins/`), or none where the catalogue has none yet.
@@ -16,31 +15,19 @@ from collections import defaultdict
 
 from ..core.k8s import all_containers
 from ..core.names import KARDINAL as K
+from ..core.stores import role_of
 from ..render.inputs.document import Document
 from ..render.model.address_reads import config_reads
 from ..render.model.annotations import ENTRY_KINDS
 from ..render.model.records import Model, ServiceNode
-from .infer_facts import Edge, EntryPoint, Evidence, Role, Unwired, evidence
+from ..render.model.store_signs import store_sign
+from .infer_facts import Edge, EntryPoint, Evidence, Role, SharedConfig, Unwired, evidence
 
-# data store (image word) -> its name in reports, and the built-in plugin that fits (None: none yet)
-STORES: dict[str, tuple[str, str | None]] = {
-    "postgres": ("postgres", "postgres-seed"), "postgresql": ("postgres", "postgres-seed"),
-    "postgis": ("postgres", "postgres-seed"), "mysql": ("mysql", "mysql-seed"), "mariadb": ("mariadb", "mysql-seed"),
-    "redis": ("redis", "redis-sidecar"), "valkey": ("valkey", "redis-sidecar"), "mongo": ("mongodb", None),
-    "mongodb": ("mongodb", None), "rabbitmq": ("rabbitmq", None), "kafka": ("kafka", None), "nats": ("nats", None),
-    "elasticsearch": ("elasticsearch", None), "opensearch": ("opensearch", None), "cassandra": ("cassandra", None),
-    "scylla": ("scylladb", None), "memcached": ("memcached", None), "minio": ("minio", None), "etcd": ("etcd", None),
-    "zookeeper": ("zookeeper", None), "dynamodb": ("dynamodb-local", None), "couchdb": ("couchdb", None),
-    "cockroach": ("cockroachdb", None), "influxdb": ("influxdb", None), "neo4j": ("neo4j", None),
-    "clickhouse": ("clickhouse", None), "activemq": ("activemq", None), "pulsar": ("pulsar", None),
-    "dragonfly": ("dragonfly", "redis-sidecar"), "keydb": ("keydb", "redis-sidecar"),
-}  # fmt: skip
-# words that make an image a tool around a store, not the store
-TOOL_WORDS = frozenset({"exporter", "ui", "operator", "proxy", "admin", "console", "commander", "insight", "insights",
-                        "dashboard", "client", "cli", "sidecar", "connect", "manager", "backup", "init", "migrate",
-                        "migrations", "pgbouncer", "sentinel", "metrics", "bridge", "rest", "schema", "registry"})
-# env keys that say which store the container runs (its official image's variables)
-ENV_STORES = (("POSTGRES_", "postgres"), ("PGDATA", "postgres"), ("MYSQL_", "mysql"), ("MARIADB_", "mariadb"))
+# the built-in plugin that fits a store kind (`core.stores`); a kind not here has none yet
+PLUGINS: dict[str, str] = {"postgres": "postgres-seed", "mysql": "mysql-seed", "redis": "redis-sidecar"}
+# env keys that say which store the container runs (its official image's variables): the kind of a store the
+# image and ports leave unnamed (`mreferre/yelb-db` with POSTGRES_PASSWORD)
+ENV_STORES = (("POSTGRES_", "postgres"), ("PGDATA", "postgres"), ("MYSQL_", "mysql"), ("MARIADB_", "mysql"))
 # external hosts and keys in env values -> (system, plugin)
 EXTERNAL_HOSTS: tuple[tuple[re.Pattern[str], str, str | None], ...] = tuple(
     (re.compile(p), system, plugin) for p, system, plugin in (
@@ -56,53 +43,43 @@ EXTERNAL_HOSTS: tuple[tuple[re.Pattern[str], str, str | None], ...] = tuple(
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def image_store(image: str) -> str | None:
-    """The data-store word of an image's repository name (`bitnami/postgresql:16` -> postgresql), if any."""
-    repo = image.split("@", 1)[0]
-    last = repo.rsplit("/", 1)[-1]
-    name = last.split(":", 1)[0].lower()
-    words = _WORD.findall(name)
-    if any(w in TOOL_WORDS for w in words):
-        return None
-    return next((w for w in words if w in STORES), None)
-
-
 def _stateful(model: Model, node: ServiceNode) -> Role | None:
+    """A store or registry by the signs `render` and `lint` use (`store_signs`: image, well-known port, volumes),
+    or a StatefulSet; the kind an image leaves open (`*-db`) from its port or its env."""
     w = node.workload
     if w is None:
         return None
     doc, spec = w.doc, w.pod_template.get("spec") or {}
-    store, plugin, where = "", None, None
-    for i, c in enumerate(spec.get("containers") or []):
-        if not isinstance(c, dict):
-            continue
-        word = image_store(str(c.get("image", "")))
-        if word:
-            store, plugin = STORES[word]
-            where = evidence(doc, f"spec.template.spec.containers[{c.get('name', i)}].image", c.get("image"))
-            break
-    if not store:
-        hit = next((s for name in _env_names(model, node, spec) for prefix, s in ENV_STORES if name.startswith(prefix)),
-                   None)
-        if hit:
-            store, plugin = hit, STORES[hit][1]
-    claims = [str((v.get("persistentVolumeClaim") or {}).get("claimName")) for v in spec.get("volumes") or []
-              if isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict)]
-    templates = [str((t.get("metadata") or {}).get("name")) for t in (doc.obj.get("spec") or {})
-                 .get("volumeClaimTemplates") or [] if isinstance(t, dict)]
-    if doc.kind == "StatefulSet":
-        reason = f"its workload is StatefulSet {doc.name}"
-        ev = evidence(doc, "kind", "StatefulSet")
-    elif templates or claims:
-        reason = f"{doc.ref} mounts PersistentVolumeClaim {(templates or claims)[0]}"
-        ev = evidence(doc, "spec.template.spec.volumes", ", ".join(claims))
-    elif where is not None:
-        reason, ev = f"{doc.ref} runs the {store} image", where
-    else:
+    sign = store_sign(node)
+    if sign is not None and sign.source == "annotation":
+        sign = None  # annotated already: only a sign of its own says what it is
+    if sign is None and doc.kind != "StatefulSet":
         return None
-    if store and not reason.endswith("image"):
-        reason += f" ({store})"
-    return Role(node.key, "stateful", reason, ev, plugin, store)
+    kind = sign.kind if sign is not None else ""
+    if kind in ("", "database", "volume"):
+        named = next((s for name in _env_names(model, node, spec) for prefix, s in ENV_STORES
+                      if name.startswith(prefix)), None)
+        kind = named or ("" if kind == "volume" else kind)
+    if sign is None:
+        reason, ev = f"its workload is StatefulSet {doc.name}", evidence(doc, "kind", "StatefulSet")
+    elif sign.source == "image":
+        container = next((c for c in all_containers(spec) if str(c.get("image")) == sign.value), {})
+        reason = f"{doc.ref} runs the {kind} image" + (f" ({sign.reason})" if "," in sign.reason else "")
+        ev = evidence(doc, f"spec.template.spec.containers[{container.get('name', 0)}].image", sign.value)
+    elif sign.source == "port":
+        index = next(i for i, p in enumerate(node.doc.obj["spec"]["ports"])
+                     if isinstance(p, dict) and str(p.get("port")) == sign.value)
+        reason = f"Service {node.ref} listens on port {sign.value}, {kind}'s well-known port"
+        ev = evidence(node.doc, f"spec.ports[{index}].port", sign.value)
+    else:
+        reason = f"{doc.ref} mounts PersistentVolumeClaim {sign.value}"
+        ev = evidence(doc, "spec.volumeClaimTemplates" if "volumeClaimTemplates" in sign.reason
+                      else "spec.template.spec.volumes", sign.value)
+    if kind and kind not in reason:
+        reason += f" ({kind})"
+    if kind and role_of(kind) == "registry":
+        reason += ": a service registry, copied into each lane that reaches it so dev pods register with its own"
+    return Role(node.key, "stateful", reason, ev, PLUGINS.get(kind), kind)
 
 
 def _env_names(model: Model, node: ServiceNode, spec: dict) -> list[str]:
@@ -215,30 +192,56 @@ def infer_entries(model: Model, edges: list[Edge]) -> list[EntryPoint]:
     return [suggested] if suggested else []
 
 
+# words of a Service's or its image's name that say a user looks at it: the front of the app
+UI_WORDS = frozenset({"ui", "frontend", "front", "web", "webapp", "www", "site", "portal", "storefront", "gateway",
+                      "gw", "spa", "console", "dashboard", "nginx", "client"})
+_NAME_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _looks_like_ui(node: ServiceNode) -> str:
+    """Why `node` looks user-facing (`named yelb-ui`, `image nginx:1.25`), or "" when nothing says so."""
+    if any(w in UI_WORDS for w in _NAME_WORD.findall(node.name.lower())):
+        return f"named {node.name}"
+    spec = node.workload.pod_template.get("spec") or {} if node.workload else {}
+    for c in all_containers(spec):
+        image = str(c.get("image") or "")
+        name = image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0].lower()
+        if any(w in UI_WORDS for w in _NAME_WORD.findall(name)):
+            return f"image {image}"
+    return ""
+
+
 def _suggested_entry(model: Model, edges: list[Edge]) -> EntryPoint | None:
+    """The Service a user reaches first: never a store or a registry; a UI-looking one (by its name or its image)
+    before any other; then a LoadBalancer, a NodePort, a Service nothing calls that calls others."""
     callers = defaultdict(set)
     for e in edges:
         callers[e.target].add(e.source)
     calls = {e.source for e in edges}
+    ui = {n.key: _looks_like_ui(n) for n in model.services.values() if n.is_service}
 
     def rank(node: ServiceNode) -> tuple:
         spec = node.doc.obj.get("spec") or {}
         kind = {"LoadBalancer": 0, "NodePort": 1}.get(str(spec.get("type")), 2)
-        return (kind, bool(callers.get(node.key)), node.key not in calls,
-                not any(w in node.name for w in ("frontend", "web", "ui", "gateway")), node.key)
+        return (not ui[node.key], kind, bool(callers.get(node.key)), node.key not in calls, node.key)
 
     candidates = [n for n in model.services.values() if n.is_service and n.workload is not None
                   and (n.doc.obj.get("spec") or {}).get("type") != "ExternalName"
-                  and (n.doc.obj.get("spec") or {}).get("ports")]
-    candidates = [n for n in candidates if rank(n)[0] < 2 or (not callers.get(n.key) and n.key in calls)]
+                  and (n.doc.obj.get("spec") or {}).get("ports") and store_sign(n) is None]
+    candidates = [n for n in candidates if rank(n)[1] < 2 or (not callers.get(n.key) and n.key in calls)]
     if not candidates:
         return None
     node = sorted(candidates, key=rank)[0]
     spec = node.doc.obj.get("spec") or {}
     ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
     port = next((p for p in ports if str(p.get("name", "")).startswith("http")), ports[0])
-    why = (f"type: {spec.get('type')}" if rank(node)[0] < 2
-           else "no Service calls it and it calls others")
+    why = ", ".join(filter(None, (f"type: {spec.get('type')}" if rank(node)[1] < 2 else
+                                  "no Service calls it and it calls others", ui[node.key] and
+                                  f"{ui[node.key]}, which looks like the user interface")))
+    others = [f"the {(n.doc.obj.get('spec') or {}).get('type')} {n.ref}" for n in candidates
+              if n is not node and rank(n)[1] < rank(node)[1]]
+    if others:
+        why += f"; not {', '.join(sorted(others))}, which {'looks' if len(others) == 1 else 'look'} like no UI"
     return EntryPoint("suggested", "ingress", evidence(node.doc, "spec.type", spec.get("type", "ClusterIP")),
                       service=node.key, port=int(port.get("port", 80)),
                       host=f"{node.name}.preview.example.com",
@@ -249,9 +252,12 @@ def _suggested_entry(model: Model, edges: list[Edge]) -> EntryPoint | None:
 # -- what cannot be inferred -----------------------------------------------------------------------------------------
 
 
-def infer_unwired(model: Model, edges: list[Edge], entries: list[EntryPoint], roles: list[Role]) -> list[Unwired]:
-    """Services with a workload that nothing in the manifests names, entries and entry points aside."""
+def infer_unwired(model: Model, edges: list[Edge], entries: list[EntryPoint], roles: list[Role],
+                  shared: list[SharedConfig] = ()) -> list[Unwired]:
+    """Services with a workload that nothing in the manifests names, entries, entry points and the stores a shared
+    configuration names aside."""
     called = {e.target for e in edges} | {dep for n in model.services.values() for dep, _ in n.dependencies}
+    called |= {store for c in shared for store in c.stores}
     entry = {b for e in model.entries for b in e.backends} | {e.service for e in entries if e.service}
     for e in entries:
         if e.doc is not None:

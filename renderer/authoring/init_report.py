@@ -46,6 +46,12 @@ def text(result: InitResult) -> str:
     if inf.unwired:
         lines += ["", "cannot be inferred (nothing in the manifests names these):"]
         lines += [f"  {u.service}: {u.reason}\n    fix: {u.suggestion}" for u in inf.unwired]
+    if inf.shared_config:
+        lines += ["", "shared configuration (read whole by many services, naming many stores: no edge inferred "
+                  "from it):"]
+        lines += [f"  {c.object}: read by {', '.join(c.readers)}; names {', '.join(c.stores)}\n    fix: add to each "
+                  "reader's kardinal.dev.service/dependencies the stores it really uses (a lane that gives it a dev "
+                  "version otherwise reaches the baseline's: render and lint name them)" for c in inf.shared_config]
     if result.pending:
         lines += ["", "left for you:"] + [f"  {p}" for p in result.pending]
     if result.disagreements:

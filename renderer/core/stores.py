@@ -44,20 +44,32 @@ SCHEMES: dict[str, str] = {
     "consul": "consul", "zk": "zookeeper", "zookeeper": "zookeeper", "etcd": "etcd", "nacos": "nacos",
 }
 
-# image names: the last path segment, without tag or digest (`bitnami/postgresql:16` -> postgresql)
-_IMAGE_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), k) for p, k in (
-    (r"mysql|mariadb|percona", "mysql"), (r"postgres|postgis|timescaledb|pgvector", "postgres"),
-    (r"mongo", "mongodb"), (r"redis|valkey|keydb|dragonfly", "redis"), (r"memcache", "memcached"),
-    (r"kafka|redpanda", "kafka"), (r"rabbitmq", "rabbitmq"), (r"cassandra|scylla", "cassandra"),
-    (r"elasticsearch|opensearch", "elasticsearch"), (r"mssql|sqlserver|azure-sql-edge", "sqlserver"),
-    (r"oracle.*db|oracle-xe", "oracle"), (r"couchdb|couchbase", "couchdb"), (r"neo4j", "neo4j"),
-    (r"influxdb", "influxdb"), (r"dynamodb", "dynamodb"), (r"^nats", "nats"), (r"minio", "minio"),
-    (r"cockroach", "cockroachdb"), (r"clickhouse", "clickhouse"),
-    (r"consul", "consul"), (r"eureka|jhipster-registry|service-registry|discovery-server", "eureka"),
-    (r"zookeeper", "zookeeper"), (r"^etcd", "etcd"), (r"nacos", "nacos"), (r"[-_]registry$", "registry"),
-    (r"(?:^|[-_])(?:db|database)(?:$|[-_])", "database"),  # orders-db, teastore-db, ...
-))
-
+# image names, read word by word in the last path segment without tag or digest (`bitnami/postgresql:16` ->
+# postgresql): a word names the kind, never a substring of another word (`predisposition` is no redis)
+_IMAGE_WORDS: dict[str, str] = {
+    **dict.fromkeys(("mysql", "mariadb", "percona"), "mysql"),
+    **dict.fromkeys(("postgres", "postgresql", "postgis", "timescaledb", "pgvector"), "postgres"),
+    **dict.fromkeys(("mongo", "mongodb"), "mongodb"), **dict.fromkeys(("redis", "valkey", "keydb", "dragonfly",
+                                                                      "dragonflydb", "redict"), "redis"),
+    **dict.fromkeys(("memcached", "memcache"), "memcached"), **dict.fromkeys(("kafka", "redpanda"), "kafka"),
+    "rabbitmq": "rabbitmq", **dict.fromkeys(("cassandra", "scylla", "scylladb"), "cassandra"),
+    **dict.fromkeys(("elasticsearch", "opensearch"), "elasticsearch"), **dict.fromkeys(("mssql", "sqlserver"),
+                                                                                      "sqlserver"),
+    **dict.fromkeys(("oracledb", "oracle"), "oracle"), **dict.fromkeys(("couchdb", "couchbase"), "couchdb"),
+    "neo4j": "neo4j", "influxdb": "influxdb", "dynamodb": "dynamodb", "nats": "nats", "minio": "minio",
+    **dict.fromkeys(("cockroach", "cockroachdb"), "cockroachdb"), "clickhouse": "clickhouse",
+    **dict.fromkeys(("activemq", "artemis", "pulsar"), "queue"),
+    "consul": "consul", "eureka": "eureka", "zookeeper": "zookeeper", "etcd": "etcd", "nacos": "nacos",
+    **dict.fromkeys(("db", "database"), "database"),  # orders-db, teastore-db, yelb-db
+}
+# an image that is a tool around a store, not the store (`redis_exporter`, `kafka-ui`, `pgbouncer`)
+_TOOL_WORDS = frozenset({"exporter", "ui", "operator", "proxy", "admin", "console", "commander", "insight", "insights",
+                         "dashboard", "client", "cli", "sidecar", "connect", "manager", "backup", "init", "migrate",
+                         "migrations", "migration", "pgbouncer", "sentinel", "metrics", "bridge", "rest", "schema",
+                         "adminer", "browser", "gui", "web"})
+# a service registry (it hands out addresses): `jhipster-registry`, `service-registry`, `discovery-server`
+_REGISTRY_WORDS = {"jhipster": "eureka", "service": "eureka", "discovery": "eureka"}
+_IMAGE_WORD = re.compile(r"[a-z0-9]+")
 # words of a key (env name, config key, flag) that name a store or a registry: `SPRING_DATASOURCE_URL`,
 # `spring.redis.host`, `EUREKA_CLIENT_SERVICE_URL_DEFAULTZONE`, `bootstrap.servers`
 _KEY_KINDS: dict[str, str] = {
@@ -75,9 +87,21 @@ _KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 @lru_cache(maxsize=1 << 12)
 def image_kind(image: str) -> str | None:
-    """The store or registry an image runs, from its name (`docker.io/library/mongo:7` -> mongodb)."""
-    name = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0].lower()
-    return next((kind for pattern, kind in _IMAGE_KINDS if pattern.search(name)), None)
+    """The store or registry an image runs, from the words of its name (`docker.io/library/mongo:7` -> mongodb,
+    `mcr.microsoft.com/mssql/server` -> sqlserver); None for a tool around a store (`oliver006/redis_exporter`)."""
+    path = image.split("@", 1)[0].lower().split("/")
+    name = path[-1].split(":", 1)[0]
+    words = _IMAGE_WORD.findall(name)
+    if name == "server" and len(path) > 1:  # a vendor's `<store>/server`
+        words = _IMAGE_WORD.findall(path[-2])
+    if not words or any(w in _TOOL_WORDS for w in words):
+        return None
+    if words[-1] == "registry" and len(words) > 1:  # `registry:2` alone stores images, not addresses
+        return next((_REGISTRY_WORDS[w] for w in words if w in _REGISTRY_WORDS), "registry")
+    if words[-1] == "server" and len(words) > 1 and words[0] in _REGISTRY_WORDS:
+        return _REGISTRY_WORDS[words[0]]  # discovery-server
+    kinds = [_IMAGE_WORDS[w] for w in words if w in _IMAGE_WORDS]
+    return next((k for k in kinds if k != "database"), kinds[0] if kinds else None)  # `mysql-db`: mysql
 
 
 def port_kind(port: object, beside: bool = False) -> str | None:

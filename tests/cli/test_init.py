@@ -69,17 +69,6 @@ def test_inference_finds_edges_roles_entries_and_unwired_with_evidence(bookshop)
     assert "--isolation namespace" in inf.unwired[0].suggestion
 
 
-def test_image_words_name_a_store_only_as_a_whole_word():
-    from renderer.authoring.infer_roles import image_store
-
-    assert image_store("bitnami/postgresql:16") == "postgresql"
-    assert image_store("robotshop/rs-mongodb:2.1") == "mongodb"
-    assert image_store("oliver006/redis_exporter:v1") is None  # a tool around a store
-    assert image_store("provectuslabs/kafka-ui") is None
-    assert image_store("acme/predisposition:1") is None  # not a substring of another word
-    assert image_store("acme/orders:redis") is None  # a tag is not a repository name
-
-
 def test_mode_flags_are_exclusive(harness):
     r = harness.cli("init", str(harness.root), "--write", "--config")
     assert r.returncode == 2 and "not allowed with argument" in r.stderr
@@ -146,3 +135,55 @@ def test_a_repository_with_a_broken_file_exits_1_names_it_and_writes_nothing(edi
     assert "nothing written: broken.yaml could not be read" in r.stdout
     assert "next: fix the lint errors above" in r.stdout
     assert tree(editor.root) == before
+
+
+@pytest.fixture
+def shop(harness):
+    """Four services that all read one ConfigMap whole (envFrom) naming four stores; catalog also reads one key of
+    it by name. inventory-db runs a `*-db` image on 3306 as a plain Deployment. orders-api is a LoadBalancer, the
+    UI a NodePort."""
+    stores = {"DB_URL": "jdbc:mysql://inventory-db:3306/shop", "CACHE": "redis://cache:6379",
+              "BROKERS": "events:9092", "CATALOG_DB": "mongodb://catalog-db:27017/catalog"}
+    harness.write("config.yaml", yaml_doc({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-env"},
+                                           "data": stores}))
+    docs = []
+    for name in ("orders-api", "payments", "catalog", "shop-ui"):
+        d = deployment(name, f"acme/{name}:1")
+        d["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "shop-env"}}]
+        docs.append(d)
+    catalog = docs[2]["spec"]["template"]["spec"]["containers"][0]
+    key_ref = {"configMapKeyRef": {"name": "shop-env", "key": "CATALOG_DB"}}
+    catalog["env"] = [{"name": "MONGO_URL", "valueFrom": key_ref}]
+    docs[3]["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "API", "value": "http://orders-api"}]
+    docs += [service("orders-api", [{"name": "http", "port": 80}], type="LoadBalancer"),
+             service("payments", [{"name": "http", "port": 80}]), service("catalog", [{"name": "http", "port": 80}]),
+             service("shop-ui", [{"name": "http", "port": 80}], type="NodePort"),
+             deployment("inventory-db", "acme/inventory-db:3"), service("inventory-db", [{"port": 3306}]),
+             deployment("cache", "redis:7"), service("cache", [{"name": "redis", "port": 6379}]),
+             deployment("events", "bitnami/kafka:3"), service("events", [{"name": "kafka", "port": 9092}]),
+             deployment("catalog-db", "mongo:7"), service("catalog-db", [{"name": "mongo", "port": 27017}])]
+    harness.write("shop.yaml", "".join(yaml_doc(d) for d in docs))
+    return harness
+
+
+def test_init_classifies_stores_as_render_does_and_reads_a_shared_config_as_one(shop):
+    inf = infer(api.read(shop.options(cache=False)).model)
+    roles = {r.service: r for r in inf.roles}
+    assert (roles["inventory-db"].store, roles["inventory-db"].plugin) == ("mysql", "mysql-seed")  # *-db on 3306
+    assert "image acme/inventory-db:3, port 3306" in roles["inventory-db"].reason
+    assert {k: roles[k].store for k in ("cache", "events", "catalog-db")} == \
+        {"cache": "redis", "events": "kafka", "catalog-db": "mongodb"}
+    [config] = inf.shared_config
+    assert (config.object, config.readers, config.stores) == (
+        "ConfigMap/shop-env", ("catalog", "orders-api", "payments", "shop-ui"),
+        ("cache", "catalog-db", "events", "inventory-db"))
+    edges = {(e.source, e.target) for e in inf.edges}
+    assert edges == {("catalog", "catalog-db"), ("shop-ui", "orders-api")}  # the key catalog names, not 16 edges
+    assert [u.service for u in inf.unwired] == ["catalog", "payments"]  # no store: the shared config names them
+    [entry] = inf.entries
+    assert entry.service == "shop-ui"
+    assert "(type: NodePort, named shop-ui, which looks like the user interface; not the LoadBalancer orders-api, " \
+        "which looks like no UI)" in entry.note
+    report = shop.cli("init").stdout
+    assert "shared configuration (read whole by many services, naming many stores: no edge inferred from it):" \
+        in report and "ConfigMap/shop-env: read by catalog, orders-api, payments, shop-ui; names cache, " in report

@@ -6,16 +6,22 @@ signs). The lane's reach (`checks.reach`), `lint` and `init` all ask here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ...core.k8s import all_containers, pod_spec
 from ...core.stores import Role, image_kind, port_kind, role_of
 from .records import ServiceNode
 
+Source = Literal["image", "port", "annotation", "volume"]
+
 
 @dataclass(frozen=True)
 class StoreSign:
-    kind: str  # "mysql", "kafka", "eureka", "volume", ...
+    kind: str  # "mysql", "kafka", "eureka", "database" (a store of no known kind), "volume", ...
     reason: str  # what said so, for the user: "image mysql:8.0", "port 3306", "volumeClaimTemplates"
+    source: Source = "image"
+    value: str = ""  # the image, the port number, the claim: where `init` points its evidence
+    on_service: bool = False  # the value is on the Service (a port), not on its workload
 
     @property
     def role(self) -> Role:
@@ -24,29 +30,39 @@ class StoreSign:
 
 def store_sign(node: ServiceNode) -> StoreSign | None:
     """The strongest sign that `node` holds state or hands out addresses, or None (a stateless service).
-    A registry's image wins over everything (a registry often keeps its data on a volume too)."""
+    A registry's image wins over everything (a registry often keeps its data on a volume too); an image that says
+    only "a database" (`yelb-db`) takes its kind from a well-known port beside it."""
     obj = node.workload.doc.obj if node.workload is not None else {}
     spec = pod_spec(obj) if obj else {}
-    containers = all_containers(spec) if spec else []
-    by_image = [(image_kind(str(c.get("image") or "")), str(c.get("image"))) for c in containers]
-    for kind, image in by_image:
-        if kind is not None and role_of(kind) == "registry":
-            return StoreSign(kind, f"image {image}")
-    for kind, image in by_image:
-        if kind is not None:
-            return StoreSign(kind, f"image {image}")
+    images = [(image_kind(str(c.get("image") or "")), str(c.get("image"))) for c in all_containers(spec)] \
+        if spec else []
+    images = [(kind, image) for kind, image in images if kind is not None]
+    images.sort(key=lambda hit: (role_of(hit[0]) != "registry", hit[0] == "database"))
+    port = _port_sign(node)
+    if images and (images[0][0] != "database" or port is None):
+        return StoreSign(images[0][0], f"image {images[0][1]}", "image", images[0][1])
+    if images and port is not None:
+        return StoreSign(port.kind, f"image {images[0][1]}, {port.reason}", "image", images[0][1])
+    if port is not None:
+        return port
     if node.stateful:
-        return StoreSign("database", "annotated kardinal.dev.service/stateful")
+        return StoreSign("database", "annotated kardinal.dev.service/stateful", "annotation", "true")
+    templates = (obj.get("spec") or {}).get("volumeClaimTemplates") or []
+    if templates:
+        name = str((templates[0].get("metadata") or {}).get("name", "")) if isinstance(templates[0], dict) else ""
+        return StoreSign("volume", f"{obj.get('kind')} with volumeClaimTemplates", "volume", name)
+    for vol in spec.get("volumes") or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
+        if claim:
+            return StoreSign("volume", f"PersistentVolumeClaim {claim}", "volume", str(claim))
+    return None
+
+
+def _port_sign(node: ServiceNode) -> StoreSign | None:
     ports = [p for p in (node.doc.obj.get("spec") or {}).get("ports") or [] if isinstance(p, dict)] \
         if node.is_service else []
     for p in ports:
         kind = port_kind(p.get("port")) or port_kind(p.get("targetPort"))
         if kind is not None:
-            return StoreSign(kind, f"port {p.get('port')}")
-    if (obj.get("spec") or {}).get("volumeClaimTemplates"):
-        return StoreSign("volume", f"{obj.get('kind')} with volumeClaimTemplates")
-    for vol in spec.get("volumes") or []:
-        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName") if isinstance(vol, dict) else None
-        if claim:
-            return StoreSign("volume", f"PersistentVolumeClaim {claim}")
+            return StoreSign(kind, f"port {p.get('port')}", "port", str(p.get("port")), on_service=True)
     return None

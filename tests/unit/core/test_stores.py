@@ -55,6 +55,12 @@ def test_addresses_as_real_apps_write_them(key, value, expected):
     ("descartesresearch/teastore-registry", "registry"), ("msapatterns/mysql:latest", "mysql"),
     ("amazon/dynamodb-local", "dynamodb"), ("nginx", None), ("ghcr.io/acme/orders:pr-1", None), ("dbus", None),
     ("registry:2", None),  # a container image registry holds images, not addresses
+    ("mreferre/yelb-db:0.6", "database"), ("acme/orders-mysql-db", "mysql"), ("bitnami/mariadb:11", "mysql"),
+    ("mcr.microsoft.com/mssql/server:2019-latest", "sqlserver"), ("nacos/nacos-server:v2", "nacos"),
+    ("springcloud/discovery-server", "eureka"), ("apachepulsar/pulsar:3", "queue"), ("robotshop/rs-mongodb", "mongodb"),
+    # a tool around a store, a substring of another word, a tag: no store
+    ("oliver006/redis_exporter:v1", None), ("provectuslabs/kafka-ui", None), ("confluentinc/cp-schema-registry", None),
+    ("acme/predisposition:1", None), ("acme/orders:redis", None), ("bitnami/pgbouncer", None),
 ])
 def test_images(image, kind):
     assert image_kind(image) == kind

@@ -126,7 +126,7 @@ def _reachable(edges, start):
     return seen
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(topologies(), st.randoms())
 def test_plan_follows_kardinal_rules_and_is_deterministic(topo, rnd: random.Random):
     n, edges, stateful, http, targets = topo
@@ -156,7 +156,7 @@ def _component(edges, node) -> set[int]:
     return {m for m in _reachable(edges, node) if node in _reachable(edges, m)}
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
 @given(topologies(cyclic=True), st.randoms())
 def test_cyclic_graphs_plan_by_component(topo, rnd: random.Random):
     """Any call graph plans (no cycle is refused without a shared member), deterministically. On a mesh: Kardinal's
@@ -193,7 +193,7 @@ def test_cyclic_graphs_plan_by_component(topo, rnd: random.Random):
         assert _component(edges, m) <= none
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(topologies(cyclic=True), st.sets(st.integers(0, 8), max_size=3), st.sampled_from(["none", "istio"]))
 def test_a_cycle_is_refused_only_where_a_shared_member_calls_a_dev_one_no_header_routes(topo, shared, routing):
     """The one ambiguous case, computed from the plan's versions: a shared copy serves every flow, so its call to a
