@@ -211,6 +211,12 @@ def _looks_like_ui(node: ServiceNode) -> str:
     return ""
 
 
+def _is_store(node: ServiceNode) -> bool:
+    """A store or registry by its image or port (a web app that keeps uploads on a volume can be the front)."""
+    sign = store_sign(node)
+    return sign is not None and sign.source in ("image", "port")
+
+
 def _suggested_entry(model: Model, edges: list[Edge]) -> EntryPoint | None:
     """The Service a user reaches first: never a store or a registry; a UI-looking one (by its name or its image)
     before any other; then a LoadBalancer, a NodePort, a Service nothing calls that calls others."""
@@ -227,7 +233,7 @@ def _suggested_entry(model: Model, edges: list[Edge]) -> EntryPoint | None:
 
     candidates = [n for n in model.services.values() if n.is_service and n.workload is not None
                   and (n.doc.obj.get("spec") or {}).get("type") != "ExternalName"
-                  and (n.doc.obj.get("spec") or {}).get("ports") and store_sign(n) is None]
+                  and (n.doc.obj.get("spec") or {}).get("ports") and not _is_store(n)]
     candidates = [n for n in candidates if rank(n)[1] < 2 or (not callers.get(n.key) and n.key in calls)]
     if not candidates:
         return None

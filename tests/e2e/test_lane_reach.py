@@ -7,6 +7,7 @@ what devlane says it did."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 from pathlib import Path
@@ -259,3 +260,33 @@ def test_lint_names_each_undeclared_store_per_service(tmp_path, harness):
 def test_lint_names_no_store_of_the_annotated_examples(example):
     assert [p for p in api.lint(api.Options(repo=ROOT / "examples" / example)) if p.code.startswith("undeclared-")] \
         == []
+
+
+# -- init on the same classifier: every store image marked, the real entry found ------------------------------------
+
+WORDPRESS = "gke-wordpress-cloudsql/cost-optimization/gke-shift-left-cost/samples/k8s-cost-estimator-github/wordpress"
+INIT_APPS = {  # the stores each app runs (its ORIGIN.md and manifests, read by hand) and the front a user reaches
+    "ftgo": (ftgo, {"ftgo-mysql": "mysql", "ftgo-kafka": "kafka", "ftgo-zookeeper": "zookeeper",
+                    "ftgo-dynamodb-local": "dynamodb"}, "ftgo-api-gateway"),
+    "jhipster-eureka": (jhipster, {"store-postgresql": "postgres", "product-postgresql": "postgres",
+                                   "invoice-postgresql": "postgres", "jhipster-registry": "eureka"}, "store"),
+    "yelb": (lambda t: only(t, "yelb", "yelb/deployments/platformdeployment/Kubernetes/yaml/"
+                            "yelb-k8s-minikube-nodeport.yaml"), {"redis-server": "redis", "yelb-db": "postgres"},
+             "yelb-ui"),  # yelb-db: the image mreferre/yelb-db on 5432
+    "booksapp": (lambda t: only(t, "books", "booksapp/booksapp-trafficsplit.yml"), {"mysql": "mysql"}, "webapp"),
+    "wordpress": (lambda t: only(t, "wp", *(f"{WORDPRESS}/{n}" for n in (
+        "wordpress_deployment.yaml", "wordpress_service.yaml", "mysql-statefulset.yaml",
+        "wordpress_volumeclaim.yaml"))), {"mysql": "mysql", "mysql-read": "mysql", "wordpress": ""},
+        "wordpress"),  # wordpress keeps its uploads on a claim
+}
+
+
+@pytest.mark.parametrize("app", sorted(INIT_APPS))
+def test_init_marks_every_store_and_finds_the_front(app, tmp_path, harness):
+    make, stores, front = INIT_APPS[app]
+    out = harness.cli("init", str(make(tmp_path)), "-o", "json")
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert {r["service"]: r["store"] for r in found["roles"] if r["role"] == "stateful"} == stores
+    [entry] = found["entries"]
+    assert entry["service"] == front, entry
