@@ -154,9 +154,17 @@ _HOST_WORDS = frozenset({"HOST", "HOSTS", "HOSTNAME", "ADDR", "ADDRESS", "SERVER
                          "CONNECTION"})
 
 
+# words of a key that make its value a setting, not a host
+_SETTING_WORDS = frozenset({"ENABLE", "ENABLED", "DISABLE", "DISABLED", "INTERVAL", "TIMEOUT", "RETRIES", "RETRY",
+                            "PORT", "USER", "USERNAME", "PASSWORD", "PASS", "NAME", "MS", "SECONDS", "SIZE", "COUNT",
+                            "THRESHOLD", "MAX", "MIN", "PROTOCOL", "MODE", "LEVEL", "PATH", "TYPE", "ID", "KEY",
+                            "SECRET", "TOKEN", "VERSION", "PRESERVATION", "TTL", "LIMIT"})
+_NOT_HOSTS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "nil", "enabled", "disabled"})
+
+
 def _host_ok(host: str) -> bool:
-    """A host, not a version (`1.2.3`), a time (`10:30`) or a word that cannot be a DNS name."""
-    if not host or host.startswith(("-", ".")) or host.endswith("-"):
+    """A host, not a version (`1.2.3`), a time (`10:30`), a flag (`false`) or a word that cannot be a DNS name."""
+    if not host or host.startswith(("-", ".")) or host.endswith("-") or host.lower() in _NOT_HOSTS:
         return False
     return not host.replace(".", "").isdigit() or host.count(".") == 3  # an IPv4 address counts
 
@@ -219,5 +227,7 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
 
 
 def _names_a_host(key: str) -> bool:
+    """A key whose value is a host (`REDIS_HOST`), not a setting about one (`EUREKA_SERVER_ENABLE_SELF_PRESERVATION`,
+    `KAFKA_CONNECT_TIMEOUT_MS`, `DB_SERVER_PORT`)."""
     words = {w.upper() for w in _KEY_WORD.findall(key.replace(".", "_").replace("-", "_"))}
-    return bool(words & _HOST_WORDS)
+    return bool(words & _HOST_WORDS) and not words & _SETTING_WORDS

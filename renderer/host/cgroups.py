@@ -55,7 +55,7 @@ def usable_cgroups() -> tuple[tuple[str, str], ...]:
     for controller, parent in sorted(_own_cgroups().items()):
         test = Path(parent) / f"devlane-probe-{os.getpid()}"
         try:
-            test.mkdir()
+            test.mkdir(exist_ok=True)  # a killed run's probe with this (reused) pid is ours to use
         except OSError:
             continue
         try:
@@ -137,11 +137,13 @@ class Cgroup:
 
 
 def reclaim_cgroups() -> None:
-    """Remove the empty cgroups of devlane runs that were killed (named devlane-<pid>-<n>)."""
+    """Remove the empty cgroups of devlane runs that were killed (named devlane-<pid>-<n>, or devlane-probe-<pid>
+    for `usable_cgroups`' test)."""
     for _controller, parent in _own_cgroups().items():
         with contextlib.suppress(OSError):
             for d in Path(parent).glob("devlane-*-*"):
-                pid = d.name.split("-")[1]
+                parts = d.name.split("-")
+                pid = parts[2] if parts[1] == "probe" else parts[1]
                 if pid.isdigit() and not alive(int(pid)):
                     with contextlib.suppress(OSError):
                         d.rmdir()

@@ -290,3 +290,30 @@ def test_init_marks_every_store_and_finds_the_front(app, tmp_path, harness):
     assert {r["service"]: r["store"] for r in found["roles"] if r["role"] == "stateful"} == stores
     [entry] = found["entries"]
     assert entry["service"] == front, entry
+
+
+def test_with_jhipsters_registry_in_the_lane_the_dev_store_registers_there_only(tmp_path):
+    """The fix the registry warning gives, applied to JHipster (its Eureka copied into the lane, its database too):
+    computed from the rendered objects, every registry URL of the dev store names a Service of the flow that
+    selects the dev registry's pods, none the baseline's."""
+    repo = jhipster(tmp_path)
+    (repo / ".devlane.yaml").write_text(yaml.safe_dump({"services": {
+        "jhipster-registry": {"stateful": True}, "store-postgresql": {"stateful": True},
+        "store": {"dependencies": ["jhipster-registry:http", "store-postgresql:5432"]}}}))
+    result = api.render(api.Options(repo=repo), build_flow(FLOW, {"jhipster/store": "ghcr.io/example/dev:pr-1"}, []))
+    rendered = [o for o in yaml.safe_load_all(result.stream()) if o]
+    services = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "Service"}
+    pods = {o["metadata"]["name"]: o["spec"]["template"]["metadata"]["labels"] for o in rendered
+            if o["kind"] in ("Deployment", "StatefulSet")}
+    env = {e["name"]: e.get("value") for e in next(
+        o for o in rendered if o["metadata"]["name"] == f"store-{FLOW}")["spec"]["template"]["spec"]["containers"][0]
+        ["env"]}
+    for name in ("EUREKA_CLIENT_SERVICE_URL_DEFAULTZONE", "SPRING_CLOUD_CONFIG_URI"):
+        host = re.search(r"@([^.:/]+)", env[name]).group(1)
+        selector = services[host]["spec"]["selector"]  # a Service of the flow, selecting the dev registry only
+        assert [p for p, labels in pods.items() if selector.items() <= labels.items()] == [f"jhipster-registry-{FLOW}"]
+    # what is left is said: the lane's registry copy reads its baseline peers from a ConfigMap, by their pods' DNS
+    # names (jhipster-registry-0.jhipster-registry...), which no reference rewriting covers
+    [peers] = result.reach
+    assert (peers.cls, peers.kind, peers.evidence[0].object) == ("registry", "eureka", "ConfigMap/application-config")
+    assert peers.target.startswith("jhipster-registry-0.jhipster-registry.jhipster.svc")

@@ -242,3 +242,28 @@ def test_a_host_that_refuses_user_namespaces_is_named(harness):
     out = subprocess.run([*outer, *FLOW[:1], str(harness.root), *FLOW[1:]], capture_output=True, text=True,
                          env=env, timeout=60, check=False)  # fmt: skip
     assert out.returncode == 1 and "max_*_namespaces exceeded" in out.stderr and OPT_OUT[0] in out.stderr
+
+
+def test_a_killed_runs_probe_cgroup_neither_hides_the_pids_limit_nor_stays():
+    """A run killed while it tested the cgroups leaves `devlane-probe-<pid>`; a later run with that (reused) pid
+    still finds its controllers usable, and the next run's reclaim removes the leftover of a dead pid."""
+    from renderer.host import cgroups
+
+    usable = dict(cgroups.usable_cgroups())
+    if "pids" not in usable:
+        pytest.skip("no pids cgroup can be created here")
+    mine = Path(usable["pids"]) / f"devlane-probe-{os.getpid()}"
+    mine.mkdir()
+    try:
+        assert "pids" in dict(cgroups.usable_cgroups())
+    finally:
+        if mine.exists():
+            mine.rmdir()
+    stale = Path(usable["pids"]) / "devlane-probe-999999999"  # no process has this pid
+    stale.mkdir()
+    try:
+        cgroups.reclaim_cgroups()
+        assert not stale.exists()
+    finally:
+        if stale.exists():
+            stale.rmdir()

@@ -61,14 +61,18 @@ def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list
             doc = model.find("ConfigMap", dw.namespace, read.name)
             obj = doc.obj if doc is not None else None
         if obj is not None:
-            out += [f"ConfigMap {read.name} key {key}" for key in data_refs(obj, targets, None, skip)]
+            out += [f"ConfigMap {read.name} key {key}" for key, refs in data_refs(obj, targets, None, skip).items()
+                    if not _own(dev, dw, f"ConfigMap {read.name} key {key}", refs)]
     return out
 
 
 def _own_address(dev: DevSet, dw: DevWorkload, slot: Slot) -> bool:
+    return _own(dev, dw, slot.where, slot.refs)
+
+
+def _own(dev: DevSet, dw: DevWorkload, where: str, refs: list) -> bool:
     """The pod's own address, kept on purpose while it registers with a shared registry (and nothing else)."""
-    return (dw.namespace, dw.name, slot.where) in dev.own_addresses and all(r.target.key == dw.service
-                                                                            for r in slot.refs)
+    return (dw.namespace, dw.name, where) in dev.own_addresses and all(r.target.key == dw.service for r in refs)
 
 
 def check_references(model: Model, dev: DevSet, diags: Diagnostics) -> None:

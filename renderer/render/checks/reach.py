@@ -295,20 +295,36 @@ def _values(spec: dict) -> Iterator[tuple[str, str, str, str]]:
 
 
 def _lines(key: str, value: str) -> Iterator[tuple[str, str]]:
-    """A config entry as (key, value) pairs: itself, or each `k=v` / `k: v` line of a file."""
+    """A config entry as (key, value) pairs: itself, or each `k=v` / `k: v` / `k = v` line of a file, its key
+    prefixed with the sections and mappings it sits in (`[redis]` then `host = cache`, or YAML's `redis:` then an
+    indented `host: cache`, or JSON's `"redis": {`: `redis.host`), so a store's name in a parent key counts."""
     if "\n" not in value:
         yield key, value
         return
+    parents: list[tuple[int, str]] = []  # (indent, key) of the open mappings
+    section = ""
     for line in value.splitlines():
         text = line.strip()
         if not text or text.startswith(("#", ";", "//")):
             continue
+        if text.startswith("[") and text.endswith("]"):  # an INI or TOML section
+            section, parents = text.strip("[] "), []
+            continue
+        indent = len(line) - len(line.lstrip())
+        while parents and parents[-1][0] >= indent:
+            parents.pop()
+        if text in ("{", "}", "},", "]", "],"):
+            continue
         k, sep, v = _split(text)
-        yield (k, v) if sep else ("", text)
+        if sep and v in ("", "{", "["):
+            parents.append((indent, k))
+            continue
+        path = ".".join(p for p in (section, *(name for _, name in parents), k) if p)
+        yield (path, v) if sep else ("", text)
 
 
 def _split(text: str) -> tuple[str, str, str]:
-    m = re.match(r"""["']?([\w.\-\[\]]+)["']?\s*(=|:\s)\s*(.*?)[,;]?$""", text)
+    m = re.match(r"""["']?([\w.\-\[\]]+)["']?\s*(=|:(?=\s|$))\s*(.*?)[,;]?$""", text)
     return (m.group(1), m.group(2), m.group(3).strip("\"' ")) if m else ("", "", text)
 
 

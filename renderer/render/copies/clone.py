@@ -40,7 +40,7 @@ from ...core.references import apply, apply_namespaces
 from ...core.stores import find_addresses
 from ...errors import Diagnostics, Problem
 from ..inputs.document import Document
-from ..model.address_reads import Slot, config_reads, data_refs, pod_slots, pod_values, repoint
+from ..model.address_reads import config_reads, data_of, data_refs, pod_slots, pod_values, repoint
 from ..model.records import Model, ServiceNode, Workload
 from ..plan.flow_spec import ServiceOverride
 from ..plan.planner import Plan
@@ -249,22 +249,25 @@ class _Cloner:
             return
         skip = frozenset().union(*(n.no_rewrite for n in nodes))
         spec = dw.pod_spec
-        registry = _shared_registry(spec, self._lane_names()) if dw.service in self.dev.versions else None
+        reads = [(read, self.model.find(read.kind, home, read.name)) for read in config_reads(spec)]
+        registry = _shared_registry(spec, self._lane_names(), [d for _, d in reads if d is not None]) \
+            if dw.service in self.dev.versions else None
         for slot in pod_slots(spec, targets, skip):
             refs = slot.refs
             if registry is not None:  # its own address stays the baseline's: see `_shared_registry`
                 refs = [r for r in refs if r.target.key != dw.service]
                 if len(refs) < len(slot.refs):
-                    self._keep_own_address(dw, slot, registry)
+                    self._keep_own_address(dw, slot.where, slot.value, registry)
             new = self._apply(slot.value, refs, dw.version)
             if new != slot.value:
                 slot.set(new)
                 self.rewrites.append(Rewrite(dw.name, slot.container, slot.field, slot.label, slot.value, new))
-        for read in config_reads(spec):
-            doc = self.model.find(read.kind, home, read.name)
+        for read, doc in reads:
             if doc is None:
                 continue
             found = data_refs(doc, targets, None if read.kind == "ConfigMap" else read.keys, skip) if targets else {}
+            if registry is not None and read.kind == "ConfigMap":  # `eureka.instance.hostname` in a mounted file
+                found = self._without_own_address(dw, doc, found, registry)
             if read.kind == "Secret":
                 if found:
                     self._secret(dw, doc, found)
@@ -279,11 +282,27 @@ class _Cloner:
                                     | set(self.dev.dev_names.values()))
         return self._names
 
-    def _keep_own_address(self, dw: DevWorkload, slot: Slot, registry: str) -> None:
-        self.own_addresses.add((dw.namespace, dw.name, slot.where))
+    def _without_own_address(self, dw: DevWorkload, doc: Document, found: dict, registry: str) -> dict:
+        """The references of a ConfigMap's entries to rewrite, the pod's own address left as the baseline's."""
+        out = {}
+        for key, refs in found.items():
+            kept = [r for r in refs if r.target.key != dw.service]
+            if len(kept) < len(refs):
+                text, at = data_of(doc.obj)[key], next(r.start for r in refs if r.target.key == dw.service)
+                end = text.find("\n", at)
+                line = text[text.rfind("\n", 0, at) + 1:end if end >= 0 else len(text)].strip()
+                self._keep_own_address(dw, f"ConfigMap {doc.name} key {key}", line, registry)
+                copy = self.dev.lane.name(doc.name, dw.version)  # where the dev pod reads it, if other keys change
+                self.own_addresses.add((dw.namespace, dw.name, f"ConfigMap {copy} key {key}"))
+            if kept:
+                out[key] = kept
+        return out
+
+    def _keep_own_address(self, dw: DevWorkload, where: str, value: str, registry: str) -> None:
+        self.own_addresses.add((dw.namespace, dw.name, where))
         node = self.model.services[dw.service]
         self._warn(f"dev workload {dw.name} registers with the registry {registry}, which the lane shares with the "
-                   f"baseline: its own address ({slot.where} = {slot.value}) is kept as the baseline's, so the "
+                   f"baseline: its own address ({where} = {value}) is kept as the baseline's, so the "
                    f"registry never hands baseline callers the dev pod (and the lane's callers that look "
                    f"{node.name} up there reach the baseline's)", dw.baseline,
                    hint=f"copy the registry into the lane: annotate {registry} kardinal.dev.service/stateful: "
@@ -378,14 +397,17 @@ class _Cloner:
         (self.diags.error if self.strict else self.diags.warn)(message, doc.where(), hint=hint, code=code)
 
 
-def _shared_registry(spec: dict, lane: frozenset[str]) -> str | None:
+def _shared_registry(spec: dict, lane: frozenset[str], configs: list[Document] = ()) -> str | None:
     """The registry (service discovery) a dev pod registers with when the lane has no copy of it, else None.
 
     A pod that names a registry and its own address (`HOST_NAME=auth`, `eureka.instance.hostname`) advertises
     that address to the registry; rewritten to its dev name, a registry the baseline shares would hand baseline
     callers the dev pod. So its own address is kept while the registry is shared, and rewritten (with the
-    registry's) once the lane has its own copy."""
-    for _, _, key, value in pod_values(spec):
+    registry's) once the lane has its own copy. The registry may be named in env, args or a ConfigMap the pod
+    reads (Spring's `eureka.client.service-url.defaultZone` in a mounted application.yml)."""
+    values = [(key, value) for _, _, key, value in pod_values(spec)]
+    values += [(key, value) for doc in configs if doc.kind == "ConfigMap" for key, value in data_of(doc.obj).items()]
+    for key, value in values:
         for address in find_addresses(value, key):
             if address.role == "registry" and address.host.split(".", 1)[0] not in lane:
                 return address.host.split(".", 1)[0]

@@ -451,9 +451,9 @@ def _unroutable_callees(model: Model, graph: _Graph, cycle: Cycle, caller: str, 
 def _cycle_hint(caller: str, callee: str, routing: Routing) -> str:
     hint = (f"drop kardinal.dev.service/shared from {caller} (the lane then gets its own copy), or drop {callee} "
             f"from {caller}'s kardinal.dev.service/dependencies if {caller} never calls it")
-    return hint + (f"; or route by the flow header (routing: mesh) with an HTTP or gRPC port on {callee}"
-                   if routing == "none" else f"; or give {callee} an HTTP or gRPC port so the mesh routes it by "
-                   "the flow header")
+    if routing == "none":
+        return hint + f"; or route by the flow header (routing: gateway-api or istio), {callee} with an HTTP port"
+    return hint + f"; or give {callee} an HTTP or gRPC port so the mesh routes it by the flow header"
 
 
 def _baseline_reasons(graph: _Graph, decisions: dict[str, _Draft], routing: Routing) -> dict[str, str]:

@@ -11,6 +11,9 @@ from hypothesis import strategies as st
 from renderer.core.stores import SCHEMES, find_addresses, image_kind, key_kind, port_kind
 
 CASES = [
+    # settings about a store or registry, not its address (JHipster's registry env)
+    ("EUREKA_SERVER_ENABLE_SELF_PRESERVATION", "false", []), ("EUREKA_SERVER_PEER_NODE_CONNECT_TIMEOUT_MS", "1000", []),
+    ("REDIS_HOST", "none", []), ("DB_SERVER_PORT", "orders", []),
     ("SPRING_DATASOURCE_URL", "jdbc:mysql://customers-db-mysql.ns.svc.cluster.local:3306/petclinic?useSSL=false",
      [("customers-db-mysql.ns.svc.cluster.local", "3306", "mysql")]),
     ("SPRING_DATASOURCE_URL", "jdbc:mysql://ftgo-mysql/eventuate", [("ftgo-mysql", None, "mysql")]),

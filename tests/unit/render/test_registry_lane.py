@@ -65,3 +65,69 @@ def test_with_the_registry_in_the_lane_dev_pods_register_there_only(harness):
             assert env["REGISTRY_HOST"] in services and env["HOST_NAME"] in services
     assert not [p for p in result.warnings if p.code in ("registry-self", "reach-registry")]
     assert result.reach == []
+
+
+APPLICATION_YML = """\
+spring:
+  datasource:
+    url: jdbc:postgresql://orders-db:5432/orders
+eureka:
+  client:
+    service-url:
+      defaultZone: http://discovery:8761/eureka
+  instance:
+    hostname: orders
+"""
+
+
+def spring_orders(harness, registry_in_lane: bool) -> None:
+    """A Spring service that registers with Eureka through its mounted application.yml (no registration env)."""
+    harness.write("config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: orders-config}\ndata:\n"
+                  "  application.yml: |\n" + "".join(f"    {line}\n" for line in APPLICATION_YML.splitlines()))
+    orders = app_yaml("orders", containers=[{"name": "main", "image": "acme/orders:1",
+                                             "volumeMounts": [{"name": "conf", "mountPath": "/config"}]}])
+    orders = orders.replace("    spec: {containers: ", "    spec: {volumes: [{name: conf, configMap: {name: "
+                            "orders-config}}], containers: ", 1)
+    deps = "orders-db:http" + (",discovery:http" if registry_in_lane else "")
+    orders = orders.replace("name: orders\n  annotations: {}", f"name: orders\n  annotations: "
+                            f"{{kardinal.dev.service/dependencies: '{deps}'}}")
+    harness.write("orders.yaml", orders)
+    db = app_yaml("orders-db", containers=[{"name": "main", "image": "postgres:16"}])
+    harness.write("db.yaml", db.replace("name: orders-db\n  annotations: {}", "name: orders-db\n  annotations: "
+                                        "{kardinal.dev.service/stateful: 'true'}"))
+    registry = app_yaml("discovery", containers=[{"name": "main", "image": "springcloud/eureka:latest"}])
+    if registry_in_lane:
+        registry = registry.replace("name: discovery\n  annotations: {}", "name: discovery\n  annotations: "
+                                    "{kardinal.dev.service/stateful: 'true'}")
+    harness.write("registry.yaml", registry)
+
+
+def config_of(objects: dict, pod: dict) -> dict:
+    [name] = [v["configMap"]["name"] for v in pod["spec"]["template"]["spec"]["volumes"]]
+    return yaml.safe_load(objects["ConfigMap", name]["data"]["application.yml"]) if ("ConfigMap", name) in objects \
+        else yaml.safe_load(APPLICATION_YML)
+
+
+def test_an_address_advertised_in_a_mounted_file_is_kept_while_the_registry_is_shared(harness):
+    spring_orders(harness, registry_in_lane=False)
+    result = harness.render("pr-1", {"orders": "acme/orders:2"})
+    objects = rendered(result)
+    conf = config_of(objects, objects["Deployment", "orders-pr-1"])
+    assert conf["eureka"]["instance"]["hostname"] == "orders"  # the baseline's: the registry never hands it out
+    assert conf["spring"]["datasource"]["url"] == "jdbc:postgresql://orders-db-pr-1:5432/orders"  # the lane's copy
+    [kept] = [p for p in result.warnings if p.code == "registry-self"]
+    assert "registers with the registry discovery" in kept.message
+    assert "ConfigMap orders-config key application.yml = hostname: orders" in kept.message
+    assert [(r.cls, r.target) for r in result.reach] == [("registry", "discovery")]
+
+
+def test_with_the_registry_in_the_lane_the_mounted_file_registers_there(harness):
+    spring_orders(harness, registry_in_lane=True)
+    result = harness.render("pr-1", {"orders": "acme/orders:2"})
+    objects = rendered(result)
+    conf = config_of(objects, objects["Deployment", "orders-pr-1"])
+    services = {name for kind, name in objects if kind == "Service"}
+    assert conf["eureka"]["instance"]["hostname"] == "orders-pr-1" in services
+    assert conf["eureka"]["client"]["service-url"]["defaultZone"] == "http://discovery-pr-1:8761/eureka"
+    assert "discovery-pr-1" in services
+    assert not [p for p in result.warnings if p.code in ("registry-self", "reach-registry")] and result.reach == []
