@@ -16,7 +16,10 @@ import pytest
 import yaml
 from support import ROOT
 from support.demos import DEMOS, demo_options
+from support.isolation import Objects, dev_pods, referenced_services
 from support.realworld import REALWORLD, chart_input, helm_bin
+from support.realworld_apps import APPS as REALWORLD_APPS
+from support.realworld_apps import STATEFUL, BuiltRepo, Repo
 
 from renderer import api
 from renderer.errors import DevlaneError
@@ -317,3 +320,47 @@ def test_with_jhipsters_registry_in_the_lane_the_dev_store_registers_there_only(
     [peers] = result.reach
     assert (peers.cls, peers.kind, peers.evidence[0].object) == ("registry", "eureka", "ConfigMap/application-config")
     assert peers.target.startswith("jhipster-registry-0.jhipster-registry.jhipster.svc")
+
+
+# -- the annotated real apps with their `stateful` annotations removed ---------------------------------------------
+
+
+def _unmarked(cls):
+    """The app's repository as `support.realworld_apps` builds it, every `stateful` annotation left out (recorded)."""
+
+    class Unmarked(cls):
+        def __init__(self, root):
+            super().__init__(root)
+            self.unmarked: set[tuple[str | None, str]] = set()
+
+        def stateful(self, service, namespace=None):
+            self.unmarked.add((namespace, service))
+
+        def annotate(self, kind, name, namespace=None, **annotations):
+            if annotations.pop(STATEFUL, None) is not None:
+                self.unmarked.add((namespace, name))
+            if annotations:
+                super().annotate(kind, name, namespace, **annotations)
+
+    return Unmarked
+
+
+@pytest.mark.parametrize("app", REALWORLD_APPS, ids=[a.id for a in REALWORLD_APPS])
+def test_with_stateful_removed_every_store_a_dev_pod_reads_is_named(app, tmp_path):
+    """The hand-annotated real apps of test_realworld_isolation, their stores no longer marked: every baseline store
+    a dev pod still reads (found from the rendered objects by `support.isolation`, independently of devlane) is
+    named in the lane's reach, and nothing else is. (A StatefulSet is stateful without the annotation, so
+    bank-of-anthos' databases still get copies; the EKS and retail-store checkout Redis is a Deployment.)"""
+    repo = _unmarked(BuiltRepo if app.built else Repo)(tmp_path / "repo")
+    app.build(repo)
+    baseline = repo.write()
+    flow = build_flow(FLOW, {t: f"ghcr.io/example/{t.rsplit('/', 1)[-1]}:{FLOW}" for t in app.targets}, [])
+    result = api.render(api.Options(repo=repo.root), flow)
+    rendered = [o for o in yaml.safe_load_all(result.stream()) if o]
+    base, out = Objects(baseline), Objects(rendered)
+    namespaces = base.namespaces() | out.namespaces()
+    read = {key for pod in dev_pods(out) for key in referenced_services(pod, out, base, namespaces)}
+    truth = {name for _, name in read & repo.unmarked}
+    named = {r.target.rsplit("/", 1)[-1] for r in result.reach if r.cls == "baseline-store"}
+    assert named >= truth, (sorted(truth - named), result.reach)
+    assert named <= {n for _, n in repo.unmarked}, named  # a store the hand annotations did not mark: none
