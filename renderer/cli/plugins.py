@@ -40,7 +40,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_describe(args: argparse.Namespace) -> int:
     from ..views.inspect import collect, describe_dict, describe_text, find
 
-    return _show(describe_dict(find(collect(_options(args)), args.name)), args.output, describe_text)
+    return _show(describe_dict(find(collect(_options(args), builtin=args.name), args.name)), args.output,
+                 describe_text)
 
 
 def cmd_lock(args: argparse.Namespace) -> int:

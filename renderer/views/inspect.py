@@ -139,13 +139,18 @@ class Inventory:
     plugins: list[PluginInfo]
 
 
-def collect(options: api.Options) -> Inventory:
-    """Every plugin the repository uses, resolved like render does (flags, config, lock, repo, built-in)."""
+def collect(options: api.Options, builtin: str | None = None) -> Inventory:
+    """Every plugin the repository uses, resolved like render does (flags, config, lock, repo, built-in); with
+    `builtin`, that built-in too when the repository does not use it (`plugins describe` before adopting one)."""
     with api.open_session(options, collect=True) as s:
         model = build_model(s.loaded.documents, s.config.namespace)
+        uses = _uses(model, s.config)
+        names = sorted(uses)
+        if builtin is not None and builtin not in uses and _is_builtin(builtin) and not _names(model, uses, builtin):
+            names.append(builtin)
         out = []
-        for name, uses in sorted(_uses(model, s.config).items()):
-            info = PluginInfo(name, uses)
+        for name in names:
+            info = PluginInfo(name, uses.get(name, []))
             try:
                 info.source, info.manifest = s.host.resolver.get(name)
             except DevlaneError as exc:
@@ -160,6 +165,17 @@ def collect(options: api.Options) -> Inventory:
                 info.require_sandbox = s.config.require_sandbox
             out.append(info)
     return Inventory(model, out)
+
+
+def _is_builtin(name: str) -> bool:
+    root = builtin_root()
+    return root is not None and "/" not in name and is_plugin_dir(root / name)
+
+
+def _names(model: Model, uses: dict[str, list[Use]], name: str) -> bool:
+    """Whether `name` names something of the repository already: a plugin definition's servicename or an
+    instance (`find` resolves those first)."""
+    return name in model.plugin_defs or any(u.instance == name for used in uses.values() for u in used)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -247,6 +263,7 @@ def find(inventory: Inventory, name: str) -> PluginInfo:
         instances = sorted({u.instance for i in infos for u in i.uses})
         hint = (f"plugins: {', '.join(known)}; instances: {', '.join(instances)}" if known
                 else "this repository defines no plugins (kardinal.dev.service/plugin-definition)")
+        hint += "; devlane's built-ins are described by their short name: devlane plugins list --builtin"
         raise DevlaneError(Problem(f"no plugin or plugin instance named {name!r} in this repository", hint=hint,
                                    code="plugin-unknown"))
     return by_name[wanted]

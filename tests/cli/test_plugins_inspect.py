@@ -57,6 +57,21 @@ def test_describe_unknown_lists_known_names(harness):
     assert "Traceback" not in result.stderr
 
 
+def test_describe_a_builtin_no_repository_uses(harness, tmp_path):
+    """Before adopting one: any built-in by its short name, from a repository that does not use it and from a
+    directory that holds no repository at all, with its args schema; the repository's own plugins still win."""
+    empty = tmp_path / "nowhere"
+    empty.mkdir()
+    for where in (EXAMPLE, empty):
+        data = json.loads(_ok(harness.cli("plugins", "describe", "mysql-seed", where, "-o", "json")))
+        assert (data["name"], data["source"]["origin"], data["instances"]) == ("mysql-seed", "builtin", [])
+        assert "seed_script" in data["argsSchema"]["properties"]
+    text = _ok(harness.cli("plugins", "describe", "redis-sidecar", empty))
+    assert "source:           builtin plugins/redis-sidecar" in text and "mode:" in text
+    unknown = harness.cli("plugins", "describe", "no-such-plugin", empty)
+    assert unknown.returncode == 1 and "devlane plugins list --builtin" in unknown.stderr
+
+
 @pytest.fixture
 def exec_repo(harness):
     return inspection_repo(harness)
