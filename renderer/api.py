@@ -225,6 +225,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     problems += found
     problems += invariants.after_plugins(model, cloned, objects.all(), policy.owners)
     problems += invariants.external_addresses(model, dev, plugins.instances, settings.strict)
+    problems += invariants.unpinned_images(cloned, dev, plugins.instances, settings.strict)
     lane_reach = reach.lane_reach(model, dev, settings.shared_stores)
     problems += reach.problems(lane_reach, settings.strict)
     shared = _shared_mesh(settings.routes, the_plan, entries)

@@ -43,9 +43,9 @@ from plugins._common import (
 PLUGIN = "redis-sidecar"
 MODES = ("overlay", "fresh")
 PROXY = "kurtosistech/redis-proxy-overlay"
-# The proxy image pinned by digest. None: no digest of kurtosistech/redis-proxy-overlay could be verified
-# (the image is only published as a moving `latest` tag), so mode overlay needs `image` (README, "The image").
-DEFAULT_IMAGE: str | None = None
+# Kardinal's proxy image, by the tag its plugin used: no digest of it could be verified here (it is published as a
+# moving `latest` tag only), so devlane warns that it is not pinned and `--strict` refuses it (README, "The image").
+DEFAULT_IMAGE = f"{PROXY}:latest"
 UPSTREAM = re.compile(r"(?=.{1,259}\Z)[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?:([1-9][0-9]{0,4})\Z")
 REDIS_IMAGES = ("redis", "valkey", "redis-stack", "redis-stack-server", "keydb")
 CONTAINER_ANNOTATION = "devlane.dev/container"
@@ -67,9 +67,8 @@ ARGS = ("mode", "image", "upstream")
 
 
 def _image_problem(image: str) -> str | None:
-    if not IMAGE_DIGEST.match(image):
-        return ("must be pinned by digest (<repository>@sha256:<64 hex digits>); a tag such as :latest can move "
-                "under a running flow")
+    if "@" in image and not IMAGE_DIGEST.match(image):
+        return "a digest must be sha256:<64 hex digits> (<repository>@sha256:<digest>)"
     return None
 
 
@@ -279,11 +278,6 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     edit = overlay if mode == "overlay" else fresh
     results: list[Json] = []
     try:
-        if mode == "overlay" and not (image or DEFAULT_IMAGE):
-            raise Refused("mode overlay needs args.image: the redis-proxy-overlay image pinned by digest "
-                           f"({PROXY}@sha256:...); devlane ships no default, as no digest of it could be verified",
-                           f"resolve one (crane digest {PROXY}:latest) and set image: {PROXY}@sha256:<digest>, "
-                           "or set mode: fresh", path="args.image")
         specs, states = [], []
         for i, (pod_spec, service) in enumerate(zip(pod_specs, services, strict=True)):
             spec, state = edit(pod_spec, service, i, args, results)

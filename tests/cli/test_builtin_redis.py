@@ -158,8 +158,15 @@ def test_kardinal_voting_app_with_the_name_changed(harness):
     harness.write("demo.yaml", kardinal.replace("name: github.com/kurtosis-tech/redis-sidecar-plugin",
                                                 "name: redis-sidecar"))
     result = harness.cli(*render)
-    assert result.returncode == 1  # no digest of Kardinal's proxy image could be vetted: devlane asks for one
-    assert "mode overlay needs args.image: the redis-proxy-overlay image pinned by digest" in result.stderr
+    assert result.returncode == 0, result.stderr  # Kardinal's proxy by its tag, said not to be pinned
+    tagged = parse(result.stdout)["Deployment", "redis-prod-v1-pr-1"]["spec"]["template"]["spec"]["containers"][0]
+    assert tagged["image"] == "kurtosistech/redis-proxy-overlay:latest"
+    proxy = "kurtosistech/redis-proxy-overlay"
+    assert f"set image {proxy}:latest on container redis-prod of Deployment/redis-prod-v1-pr-1, which is not pinned " \
+        "by digest" in result.stderr
+    assert f"hint: pin it: set the plugin's image arg to {proxy}@sha256:<digest>" in result.stderr
+    strict = harness.cli(*render, "--strict")
+    assert strict.returncode == 1 and "devlane: error: " in strict.stderr and "not pinned by digest" in strict.stderr
     harness.write("demo.yaml", _voting_app("redis-sidecar", {"image": PROXY_IMAGE}))
     result = harness.cli(*render)
     assert result.returncode == 0, result.stderr

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ...core.k8s import (
     CLUSTER_SCOPED,
+    all_containers,
     identity,
     namespace_key,
     pod_spec,
@@ -198,6 +199,36 @@ def after_plugins(model: Model, dev: DevSet, objects: list[dict], owners: dict) 
 def _strings(spec: dict) -> dict[tuple[str, str], str]:
     """(container, slot) -> value of every env value, command and args entry of a pod spec."""
     return {(container, slot): value for container, slot, _, value in pod_values(spec)}
+
+
+def unpinned_images(before: DevSet, after: DevSet, instances: list[tuple[str, list[str]]],
+                    strict: bool = False) -> list[Problem]:
+    """After plugins: an image a plugin set on a dev pod by tag (`kurtosistech/redis-proxy-overlay:latest`), not
+    by digest. A tag can move under a running lane, so a lane would not be what was reviewed: a warning, refused
+    under strict. Images devlane set (a flow's target, `--service NAME=IMAGE`) are the user's and not checked."""
+    diags = Diagnostics()
+    for instance, dependents in instances:
+        for dependent in dependents:
+            old, new = before.workloads.get(dependent), after.workloads.get(dependent)
+            if old is None or new is None:
+                continue
+            had = {c.get("name"): c.get("image") for c in all_containers(old.pod_spec)}
+            for c in all_containers(new.pod_spec):
+                image = str(c.get("image") or "")
+                if image and had.get(c.get("name")) != image and "@" not in image:
+                    (diags.error if strict else diags.warn)(
+                        f"plugin instance {instance} set image {image} on container {c.get('name')} of "
+                        f"{new.obj['kind']}/{new.name}, which is not pinned by digest: the tag can move under a "
+                        "running lane", Where(object=f"{new.obj['kind']}/{new.name}", plugin=instance),
+                        hint=f"pin it: set the plugin's image arg to {_repository(image)}@sha256:<digest> "
+                             f"(`crane digest {image}` resolves it)", code="unpinned-image")
+    return diags.problems
+
+
+def _repository(image: str) -> str:
+    """The image reference without its tag (`repo/name:tag` -> `repo/name`; a registry's port is kept)."""
+    head, _, last = image.rpartition("/")
+    return f"{head}/{last.split(':', 1)[0]}" if head else last.split(":", 1)[0]
 
 
 def external_addresses(model: Model, dev: DevSet, instances: list[tuple[str, list[str]]],
