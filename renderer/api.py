@@ -226,7 +226,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     problems += invariants.after_plugins(model, cloned, objects.all(), policy.owners)
     problems += invariants.external_addresses(model, dev, plugins.instances, settings.strict)
     problems += invariants.unpinned_images(cloned, dev, plugins.instances, settings.strict)
-    lane_reach = reach.lane_reach(model, dev, settings.shared_stores)
+    lane_reach = reach.lane_reach(model, dev, settings.shared_stores, isolated=_isolated(plugins))
     problems += reach.problems(lane_reach, settings.strict)
     shared = _shared_mesh(settings.routes, the_plan, entries)
     if settings.routes.mode != "none" and not errors(problems):  # istio: with the rules shared with other flows
@@ -237,6 +237,17 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
                                                                 problems, lane_reach))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
                         [p for p in problems if p.severity != "error"], dev, shared, changes, lane_reach)
+
+
+def _isolated(plugins: calls.PluginResults) -> dict[str, dict[str, str]]:
+    """Per dependent, the store kinds a plugin that ran for it isolates (`spec.isolates`), by plugin name."""
+    out: dict[str, dict[str, str]] = {}
+    for r in plugins.results:
+        manifest = r.choice.manifest if r.choice is not None else None
+        for dependent in r.dependents if manifest is not None else ():
+            for kind in manifest.isolates:
+                out.setdefault(dependent, {}).setdefault(kind, r.choice.name)
+    return out
 
 
 def errors(problems: list[Problem]) -> bool:

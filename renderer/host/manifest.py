@@ -52,6 +52,7 @@ class Manifest:
     lifecycle_kinds: tuple[str, ...] = ()
     limits: dict[str, int] | None = None  # spec.limits: memoryMiB, processes, fileSizeMiB, cpuSeconds
     emits: tuple[str, ...] | None = None  # `spec.emits`: kinds it may add (None: the output policy's default)
+    isolates: tuple[str, ...] = ()  # `spec.isolates`: store kinds whose state it gives the lane (shared address)
     synthesized: bool = False
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -80,6 +81,7 @@ class Manifest:
             "lifecycleKinds": list(self.lifecycle_kinds),
             "limits": self.limits,
             "emits": None if self.emits is None else list(self.emits),
+            "isolates": list(self.isolates),
             "argsSchema": self.args_schema,
             "synthesized": self.synthesized,
         }
@@ -130,7 +132,8 @@ def load_manifest(path: Path, name: str) -> Manifest:
                     side_effects=spec.get("sideEffects", "None"), timeout_seconds=spec.get("timeoutSeconds"),
                     lifecycle_kinds=tuple((spec.get("lifecycle") or {}).get("kinds") or ()),
                     limits=spec.get("limits"),
-                    emits=None if spec.get("emits") is None else tuple(spec["emits"]), raw=raw)
+                    emits=None if spec.get("emits") is None else tuple(spec["emits"]),
+                    isolates=tuple(spec.get("isolates") or ()), raw=raw)
 
 
 def args_problems(manifest: Manifest, args: dict, where: Where) -> list[Problem]:

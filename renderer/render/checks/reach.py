@@ -12,7 +12,7 @@ A store marked shared (an intended shared read) is listed as `shared` and never 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -80,11 +80,13 @@ class Reached:
 
 
 def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozenset(),
-               before_plugins: bool = False) -> list[Reached]:
+               before_plugins: bool = False, isolated: Mapping[str, Mapping[str, str]] | None = None) -> list[Reached]:
     """Every baseline store, registry and outside store the lane's dev pods can reach, with the evidence; those
     marked shared (`kardinal.dev.service/shared` on the Service, `sharedStores` in .devlane.yaml for a host
     outside the repository) in class `shared`. `before_plugins` (`plan`): the plugins bound to a dev service have
-    not run, so the addresses in its pods' own values, which they rewire, are left to `render`."""
+    not run, so the addresses in its pods' own values, which they rewire, are left to `render`. `isolated`: per dev
+    service, the store kinds a plugin that ran for it gives the lane its own state of (`spec.isolates`: kafka-topic's
+    topics on the shared cluster), by plugin: such an address is the lane's on purpose, class `shared`."""
     found: dict[tuple[Class, str], tuple[str, str, set[Evidence]]] = {}
     workloads = sorted(dev.unique_workloads(), key=lambda w: (w.namespace or "", w.name))
     # only the Services a dev pod mentions become targets: a target's ports come from its object, which a warm
@@ -100,6 +102,9 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
         for cls, target, kind, sign, evidence in _reached_by(model, dev, pod, repo, known, pending):
             if cls in ("outside-store", "registry") and _listed(target, shared_stores):
                 cls = "shared"
+            by = (isolated or {}).get(pod.dw.service, {}).get(kind)
+            if by is not None and cls in ("outside-store", "baseline-store"):
+                cls, sign = "shared", f"{sign}; plugin {by} gives the lane its own {kind} state there"
             entry = found.setdefault((cls, target), (kind, sign, set()))
             entry[2].add(evidence)
     return [Reached(cls, target, kind, sign, tuple(sorted(evidence)))

@@ -1,0 +1,120 @@
+"""The kafka-topic built-in (plugins/kafka-topic), in-process (its golden cases run with every built-in's, in
+tests/cli/test_builtin_catalogue.py): its argsSchema lists exactly the args create_flow binds, and on a small shop
+(orders produces, order-history and kitchen consume, all on the shared cluster `events`) a flow that changes orders
+and order-history gives them the lane's topics and group, computed from the rendered objects: no dev pod names a
+baseline topic or group, no baseline pod names a lane's, the bootstrap address stays the shared cluster's, and
+every KafkaTopic/KafkaUser passes the upstream Strimzi CRD (v1 from Strimzi 1.2, v1beta2 from 0.51). `delete`
+removes the lane's topics with its files."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+import yaml
+from support import ROOT, validate_against_crd, yaml_doc
+from support.kardinal import import_builtin
+
+PLUGIN = ROOT / "plugins" / "kafka-topic"
+KAFKA = import_builtin("kafka-topic")
+BOOTSTRAP = "events-kafka-bootstrap.kafka.svc:9092"
+TOPICS = ("orders.created", "orders.paid")
+GROUP = "order-history"
+# the pull request changes the producer and one consumer (kitchen, another consumer, is not in the flow)
+FLOW = ["--flow", "pr-3", "--service", "orders=example.com/orders:2", "--service",
+        "order-history=example.com/order-history:2"]
+
+
+def test_args_schema_lists_exactly_the_args_create_flow_binds():
+    manifest = yaml.safe_load((PLUGIN / "plugin.yaml").read_text())
+    schema = manifest["spec"]["argsSchema"]
+    bound = [p for p in inspect.signature(KAFKA.create_flow).parameters
+             if p not in ("service_specs", "pod_specs", "flow_uuid")]
+    assert list(schema["properties"]) == bound == list(KAFKA.ARGS)
+    for name, prop in schema["properties"].items():
+        assert prop.get("description") and prop.get("examples"), name
+
+
+def _app(name: str, env: dict[str, str], args: list[str] | None = None, plugins: str = "order-topics") -> str:
+    container = {"name": name, "image": f"example.com/{name}:1",
+                 "env": [{"name": k, "value": v} for k, v in env.items()], **({"args": args} if args else {})}
+    return yaml_doc({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "shop"},
+                     "spec": {"selector": {"matchLabels": {"app": name}}, "template": {
+                         "metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}}}}) + yaml_doc(
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "shop", "annotations": {
+            "kardinal.dev.service/plugins": plugins}}, "spec": {"selector": {"app": name}, "ports": [
+                {"name": "http", "port": 80}]}})
+
+
+def shop(harness, user: bool = False, api: str = "", topics: tuple[str, ...] = TOPICS) -> None:
+    args = {"cluster": "events", "topics": ",".join(topics), "groups": GROUP, "partitions": "1",
+            "retention_ms": "86400000", **({"user": "true"} if user else {}), **({"api_version": api} if api else {})}
+    defs = [{"name": "kafka-topic", "type": "external", "servicename": "order-topics", "args": args}]
+    harness.write("plugins.yaml", yaml_doc({"apiVersion": "v1", "kind": "Service", "metadata": {
+        "name": "plugins", "namespace": "shop", "annotations": {
+            "kardinal.dev.service/plugin-definition": yaml.safe_dump(defs)}}, "spec": {"ports": [{"port": 1}]}}))
+    harness.write("orders.yaml", _app("orders", {"KAFKA_BOOTSTRAP_SERVERS": BOOTSTRAP, "ORDERS_TOPIC": TOPICS[0]},
+                                      [f"--payments-topic={TOPICS[1]}"]))
+    harness.write("history.yaml", _app("order-history", {"KAFKA_BOOTSTRAP_SERVERS": BOOTSTRAP,
+                                                         "TOPICS": ",".join(TOPICS), "GROUP_ID": GROUP}))
+    harness.write("kitchen.yaml", _app("kitchen", {"KAFKA_BOOTSTRAP_SERVERS": BOOTSTRAP, "TOPIC": TOPICS[0],
+                                                   "GROUP_ID": "kitchen"}))
+
+
+def words(obj: dict) -> set[str]:
+    """Every name-like token of a pod's env values, command and args."""
+    spec = obj["spec"]["template"]["spec"]
+    texts = [e.get("value") or "" for c in spec["containers"] for e in c.get("env") or []]
+    texts += [a for c in spec["containers"] for f in ("command", "args") for a in c.get(f) or []]
+    return {w for t in texts for w in re.findall(r"[\w.-]+", t)}
+
+
+@pytest.mark.parametrize("api", ["kafka.strimzi.io/v1", "kafka.strimzi.io/v1beta2"])
+def test_the_lanes_producer_and_consumer_use_the_lanes_topics_only(harness, api):
+    shop(harness, user=True, api=api)
+    result = harness.cli("render", *FLOW, "--stdout")
+    assert result.returncode == 0, result.stderr
+    objects = [o for o in yaml.safe_load_all(result.stdout) if o]
+    pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
+    assert set(pods) == {"orders-pr-3", "order-history-pr-3"}  # kitchen consumes, but is not in the flow
+    topics = {o["spec"]["topicName"] for o in objects if o["kind"] == "KafkaTopic"}
+    assert len(topics) == 2 and all(t.startswith(TOPICS) and t.endswith("-pr-3") for t in topics)
+    [user] = [o for o in objects if o["kind"] == "KafkaUser"]
+    lane_group = next(a["resource"]["name"] for a in user["spec"]["authorization"]["acls"]
+                      if a["resource"]["type"] == "group")
+    assert {a["resource"]["name"] for a in user["spec"]["authorization"]["acls"]} == topics | {lane_group}
+    baseline = set(TOPICS) | {GROUP}
+    for name, pod in pods.items():
+        used = words(pod)
+        assert not used & baseline, (name, used & baseline)  # no baseline topic or group in a lane's pod
+        assert BOOTSTRAP.split(":")[0] in used  # the shared cluster
+    assert {t for t in topics if t in words(pods["orders-pr-3"])} == topics
+    assert lane_group in words(pods["order-history-pr-3"])
+    for obj in objects:
+        if obj["kind"] in ("KafkaTopic", "KafkaUser"):
+            assert obj["metadata"]["labels"]["strimzi.io/cluster"] == "events" and obj["apiVersion"] == api
+            validate_against_crd(obj)
+    for file in ("history.yaml", "kitchen.yaml"):  # the baseline's consumers keep the baseline's names
+        for obj in yaml.safe_load_all((harness.root / file).read_text()):
+            if obj and obj["kind"] == "Deployment":
+                assert not words(obj) & topics
+
+
+def test_delete_removes_the_lanes_topics(harness):
+    shop(harness)
+    out = harness.tmp / "out"
+    assert harness.cli("render", *FLOW, "--out", out).returncode == 0
+    flow = out / "flows" / "pr-3"
+    kinds = [yaml.safe_load(p.read_text())["kind"] for p in flow.glob("*.yaml") if p.name != "kustomization.yaml"]
+    assert kinds.count("KafkaTopic") == 2
+    deleted = harness.cli("delete", "--flow", "pr-3", "--out", out)
+    assert deleted.returncode == 0, deleted.stderr
+    assert not flow.exists()  # pruned with the flow: the Topic Operator deletes the topics
+
+
+def test_a_topic_no_dependent_names_is_said(harness):
+    shop(harness, topics=(*TOPICS, "orders.refunded"))
+    result = harness.cli("render", *FLOW, "--stdout")
+    assert result.returncode == 0, result.stderr
+    assert "topic orders.refunded is in no env value, command or args of the dependents" in result.stderr
