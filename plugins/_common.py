@@ -174,6 +174,45 @@ def wire(pod_specs: list[Json], env: Mapping[str, Json]) -> list[Json]:
     return out
 
 
+def rename_names(pod_specs: list[Json], renames: Mapping[str, str]) -> tuple[list[Json], set[str]]:
+    """Copies of the pod specs (same count and order) with each name of `renames` (a topic, a subject, a group)
+    replaced wherever it is a whole token of an env value, a `command` or an `args` item, in every container (init
+    containers too): `orders` in `--topic=orders` or `a,orders`, never inside `orders-dlq` or `v2.orders`. Also
+    returns the names found."""
+    alternatives = "|".join(re.escape(n) for n in sorted(renames, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w.-])") if renames else None
+    seen: set[str] = set()
+
+    def swap(m: re.Match[str]) -> str:
+        seen.add(m.group(0))
+        return renames[m.group(0)]
+
+    out = []
+    for pod_spec in pod_specs:
+        spec = copy.deepcopy(pod_spec)
+        for group in ("initContainers", "containers") if pattern else ():
+            for c in spec.get(group) or []:
+                for e in c.get("env") or []:
+                    if isinstance(e.get("value"), str):
+                        e["value"] = pattern.sub(swap, e["value"])
+                for field in ("command", "args"):
+                    if isinstance(c.get(field), list):
+                        c[field] = [pattern.sub(swap, a) if isinstance(a, str) else a for a in c[field]]
+        out.append(spec)
+    return out, seen
+
+
+def unnamed(renames: Mapping[str, str], seen: set[str], what: Mapping[str, str],
+            arg_of: Mapping[str, str]) -> list[Json]:
+    """A warning for each name of `renames` no dependent holds in env, command or args: the app reads it from a file
+    or has it compiled in, so that dependent still uses the baseline's. `what`/`arg_of`: per name, what it is
+    (topic, subject, ...) and the arg that lists it."""
+    return [result(f"{what[n]} {n} is in no env value, command or args of the dependents: a dependent that reads it "
+                   f"from a file, or has it compiled in, still uses the baseline's {n}", "warning",
+                   f"pass the name through env (the lane's is {renames[n]}), or drop it from args.{arg_of[n]}")
+            for n in renames if n not in seen]
+
+
 def restricted_container() -> Json:
     """A container securityContext that passes the Pod Security Standards *restricted* profile."""
     return {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "runAsNonRoot": True,

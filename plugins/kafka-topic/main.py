@@ -16,7 +16,6 @@ resource). Kafka creates consumer groups on first use: they are names only.
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
@@ -26,10 +25,11 @@ from plugins._common import (
     clean_name,
     flag,
     flow_name,
-    result,
+    rename_names,
     secret_ref,
     set_env,
     stable_hash,
+    unnamed,
 )
 
 APIS = ("kafka.strimzi.io/v1", "kafka.strimzi.io/v1beta2")
@@ -95,27 +95,6 @@ def lane_name(name: str, flow_uuid: str, limit: int = MAX_TOPIC) -> str:
     return name[: limit - len(tail)] + tail
 
 
-def _renamer(renames: dict[str, str]) -> re.Pattern[str]:
-    """Each name as a whole token: not inside a longer name (`orders` is not `orders-dlq` or `v2.orders`)."""
-    alternatives = "|".join(re.escape(n) for n in sorted(renames, key=len, reverse=True))
-    return re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w.-])")
-
-
-def _rewrite(spec: Json, pattern: re.Pattern[str], renames: dict[str, str], seen: set[str]) -> None:
-    def swap(m: re.Match[str]) -> str:
-        seen.add(m.group(0))
-        return renames[m.group(0)]
-
-    for group in ("initContainers", "containers"):
-        for c in spec.get(group) or []:
-            for e in c.get("env") or []:
-                if isinstance(e.get("value"), str):
-                    e["value"] = pattern.sub(swap, e["value"])
-            for field in ("command", "args"):
-                if isinstance(c.get(field), list):
-                    c[field] = [pattern.sub(swap, a) if isinstance(a, str) else a for a in c[field]]
-
-
 def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str, cluster: str = "",
                 topics: str = "", groups: str = "", partitions: str = "", replicas: str = "",
                 retention_ms: str = "", api_version: str = "", user: str = "", authentication: str = "",
@@ -129,13 +108,7 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     try:
         if not cluster or not topic_names:
             raise Refused("kafka-topic needs args.cluster and args.topics", path="args")
-        pattern = _renamer(renames)
-        seen: set[str] = set()
-        specs = []
-        for pod_spec in pod_specs:
-            spec = copy.deepcopy(pod_spec)
-            _rewrite(spec, pattern, renames, seen)
-            specs.append(spec)
+        specs, seen = rename_names(pod_specs, renames)
         resources = [_topic(api, cluster, t, renames[t], flow_uuid, partitions, replicas, retention_ms)
                      for t in topic_names]
         state: Json = {"cluster": cluster, "topics": {t: renames[t] for t in topic_names},
@@ -152,12 +125,8 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
             state["user"] = name
     except Refused as refused:
         return refused.answer(pod_specs)
-    missing = [n for n in renames if n not in seen]
-    results = [result(f"{'topic' if n in topic_names else 'consumer group'} {n} is in no env value, command or "
-                      "args of the dependents: a dependent that reads it from a file, or has it compiled in, still "
-                      f"uses the baseline's {n}", "warning",
-                      f"pass the name through env (the lane's is {renames[n]}), or drop it from args."
-                      f"{'topics' if n in topic_names else 'groups'}") for n in missing]
+    what = {n: "topic" if n in topic_names else "consumer group" for n in renames}
+    results = unnamed(renames, seen, what, {n: "topics" if n in topic_names else "groups" for n in renames})
     return {"pod_specs": specs, "config_map": state, "resources": resources, "results": results}
 
 

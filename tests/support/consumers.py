@@ -72,7 +72,8 @@ def crd_schema(api_version: str, kind: str) -> dict:
     key = (api_version, kind)
     if key not in _CRD_CACHE:
         group = api_version.split("/")[0]
-        for f in sorted(CRDS.rglob("*.yaml")):  # megabytes in all: parsed only where the group and kind appear
+        for f in sorted([*CRDS.rglob("*.yaml"), *CRDS.rglob("*.yml")]):  # megabytes in all: parsed only where the
+            # group and kind appear
             if str(f) in _CRD_FILES_READ:
                 continue
             text = f.read_text()

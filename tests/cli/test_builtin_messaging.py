@@ -1,9 +1,9 @@
-"""The kafka-topic built-in (plugins/kafka-topic), in-process (its golden cases run with every built-in's, in
-tests/cli/test_builtin_catalogue.py): its argsSchema lists exactly the args create_flow binds, and on a small shop
-(orders produces, order-history and kitchen consume, all on the shared cluster `events`) a flow that changes orders
-and order-history gives them the lane's topics and group, computed from the rendered objects: no dev pod names a
-baseline topic or group, no baseline pod names a lane's, the bootstrap address stays the shared cluster's, and
-every KafkaTopic/KafkaUser passes the upstream Strimzi CRD (v1 from Strimzi 1.2, v1beta2 from 0.51). `delete`
+"""The messaging built-ins (plugins/kafka-topic, plugins/nats-stream), in-process (their golden cases run with every
+built-in's, in tests/cli/test_builtin_catalogue.py): each argsSchema lists exactly the args create_flow binds, and
+on a small shop (orders produces, order-history and kitchen consume, all on the shared cluster) a flow that changes
+orders and order-history gives them the lane's topics, subjects, groups and consumers, computed from the rendered
+objects: no dev pod names a baseline name, no baseline pod names a lane's, the cluster address stays the shared
+one, and every custom resource passes its upstream CRD (Strimzi 1.2 for v1, 0.51 for v1beta2; NACK 0.22). `delete`
 removes the lane's topics with its files."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import yaml
 from support import ROOT, validate_against_crd, yaml_doc
 from support.kardinal import import_builtin
 
-PLUGIN = ROOT / "plugins" / "kafka-topic"
 KAFKA = import_builtin("kafka-topic")
+NATS = import_builtin("nats-stream")
 BOOTSTRAP = "events-kafka-bootstrap.kafka.svc:9092"
+NATS_SERVER = "nats.messaging.svc:4222"
 TOPICS = ("orders.created", "orders.paid")
 GROUP = "order-history"
 # the pull request changes the producer and one consumer (kitchen, another consumer, is not in the flow)
@@ -26,14 +27,13 @@ FLOW = ["--flow", "pr-3", "--service", "orders=example.com/orders:2", "--service
         "order-history=example.com/order-history:2"]
 
 
-def test_args_schema_lists_exactly_the_args_create_flow_binds():
-    manifest = yaml.safe_load((PLUGIN / "plugin.yaml").read_text())
+@pytest.mark.parametrize("name,module", [("kafka-topic", KAFKA), ("nats-stream", NATS)])
+def test_args_schema_lists_exactly_the_args_create_flow_binds(name, module):
+    manifest = yaml.safe_load((ROOT / "plugins" / name / "plugin.yaml").read_text())
     schema = manifest["spec"]["argsSchema"]
-    bound = [p for p in inspect.signature(KAFKA.create_flow).parameters
+    bound = [p for p in inspect.signature(module.create_flow).parameters
              if p not in ("service_specs", "pod_specs", "flow_uuid")]
-    assert list(schema["properties"]) == bound == list(KAFKA.ARGS)
-    for name, prop in schema["properties"].items():
-        assert prop.get("description") and prop.get("examples"), name
+    assert list(schema["properties"]) == bound == list(module.ARGS)
 
 
 def _app(name: str, env: dict[str, str], args: list[str] | None = None, plugins: str = "order-topics") -> str:
@@ -47,19 +47,21 @@ def _app(name: str, env: dict[str, str], args: list[str] | None = None, plugins:
                 {"name": "http", "port": 80}]}})
 
 
-def shop(harness, user: bool = False, api: str = "", topics: tuple[str, ...] = TOPICS) -> None:
+def shop(harness, user: bool = False, api: str = "", topics: tuple[str, ...] = TOPICS, nats: bool = False) -> None:
     args = {"cluster": "events", "topics": ",".join(topics), "groups": GROUP, "partitions": "1",
             "retention_ms": "86400000", **({"user": "true"} if user else {}), **({"api_version": api} if api else {})}
     defs = [{"name": "kafka-topic", "type": "external", "servicename": "order-topics", "args": args}]
+    if nats:  # the same names on NATS: subjects, stream ORDERS, durable consumer order-history
+        defs = [{"name": "nats-stream", "type": "external", "servicename": "order-topics", "args": {
+            "stream": "ORDERS", "subjects": ",".join(topics), "consumers": GROUP, "max_age": "24h"}}]
     harness.write("plugins.yaml", yaml_doc({"apiVersion": "v1", "kind": "Service", "metadata": {
         "name": "plugins", "namespace": "shop", "annotations": {
             "kardinal.dev.service/plugin-definition": yaml.safe_dump(defs)}}, "spec": {"ports": [{"port": 1}]}}))
-    harness.write("orders.yaml", _app("orders", {"KAFKA_BOOTSTRAP_SERVERS": BOOTSTRAP, "ORDERS_TOPIC": TOPICS[0]},
+    server = {"NATS_URL": f"nats://{NATS_SERVER}"} if nats else {"KAFKA_BOOTSTRAP_SERVERS": BOOTSTRAP}
+    harness.write("orders.yaml", _app("orders", {**server, "ORDERS_TOPIC": TOPICS[0]},
                                       [f"--payments-topic={TOPICS[1]}"]))
-    harness.write("history.yaml", _app("order-history", {"KAFKA_BOOTSTRAP_SERVERS": BOOTSTRAP,
-                                                         "TOPICS": ",".join(TOPICS), "GROUP_ID": GROUP}))
-    harness.write("kitchen.yaml", _app("kitchen", {"KAFKA_BOOTSTRAP_SERVERS": BOOTSTRAP, "TOPIC": TOPICS[0],
-                                                   "GROUP_ID": "kitchen"}))
+    harness.write("history.yaml", _app("order-history", {**server, "TOPICS": ",".join(TOPICS), "GROUP_ID": GROUP}))
+    harness.write("kitchen.yaml", _app("kitchen", {**server, "TOPIC": TOPICS[0], "GROUP_ID": "kitchen"}))
 
 
 def words(obj: dict) -> set[str]:
@@ -99,6 +101,28 @@ def test_the_lanes_producer_and_consumer_use_the_lanes_topics_only(harness, api)
         for obj in yaml.safe_load_all((harness.root / file).read_text()):
             if obj and obj["kind"] == "Deployment":
                 assert not words(obj) & topics
+
+
+def test_on_nats_the_lanes_publisher_and_subscriber_use_the_lanes_subjects_only(harness):
+    shop(harness, nats=True)
+    result = harness.cli("render", *FLOW, "--stdout")
+    assert result.returncode == 0, result.stderr
+    assert "reaches the store outside the repository" not in result.stderr  # isolates: nats, the servers shared
+    objects = [o for o in yaml.safe_load_all(result.stdout) if o]
+    pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
+    assert set(pods) == {"orders-pr-3", "order-history-pr-3"}
+    [stream] = [o for o in objects if o["kind"] == "Stream"]
+    [consumer] = [o for o in objects if o["kind"] == "Consumer"]
+    prefix = stream["spec"]["subjects"][0].removesuffix(">")
+    assert prefix.endswith("-pr-3.") and consumer["spec"]["streamName"] == stream["spec"]["name"]
+    for name, pod in pods.items():
+        used = words(pod)
+        assert not used & (set(TOPICS) | {GROUP}), name
+        assert NATS_SERVER.split(":")[0] in used
+        assert all(w.startswith(prefix) for w in used if w.endswith(TOPICS)), used  # in the lane stream's subjects
+    assert consumer["spec"]["durableName"] in words(pods["order-history-pr-3"])
+    for obj in (stream, consumer):
+        validate_against_crd(obj)
 
 
 def test_delete_removes_the_lanes_topics(harness):
