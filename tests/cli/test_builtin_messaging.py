@@ -18,6 +18,7 @@ from support.kardinal import import_builtin
 
 KAFKA = import_builtin("kafka-topic")
 NATS = import_builtin("nats-stream")
+RABBIT = import_builtin("rabbitmq-vhost")
 BOOTSTRAP = "events-kafka-bootstrap.kafka.svc:9092"
 NATS_SERVER = "nats.messaging.svc:4222"
 TOPICS = ("orders.created", "orders.paid")
@@ -27,12 +28,12 @@ FLOW = ["--flow", "pr-3", "--service", "orders=example.com/orders:2", "--service
         "order-history=example.com/order-history:2"]
 
 
-@pytest.mark.parametrize("name,module", [("kafka-topic", KAFKA), ("nats-stream", NATS)])
+@pytest.mark.parametrize("name,module", [("kafka-topic", KAFKA), ("nats-stream", NATS), ("rabbitmq-vhost", RABBIT)])
 def test_args_schema_lists_exactly_the_args_create_flow_binds(name, module):
     manifest = yaml.safe_load((ROOT / "plugins" / name / "plugin.yaml").read_text())
     schema = manifest["spec"]["argsSchema"]
     bound = [p for p in inspect.signature(module.create_flow).parameters
-             if p not in ("service_specs", "pod_specs", "flow_uuid")]
+             if p not in ("service_specs", "pod_specs", "flow_uuid", "extensions")]
     assert list(schema["properties"]) == bound == list(module.ARGS)
 
 
@@ -123,6 +124,54 @@ def test_on_nats_the_lanes_publisher_and_subscriber_use_the_lanes_subjects_only(
     assert consumer["spec"]["durableName"] in words(pods["order-history-pr-3"])
     for obj in (stream, consumer):
         validate_against_crd(obj)
+
+
+TOPOLOGY = [
+    {"kind": "Exchange", "metadata": {"name": "event-bus"}, "spec": {"name": "event_bus", "type": "direct"}},
+    {"kind": "Queue", "metadata": {"name": "history"}, "spec": {"name": "OrderHistory", "durable": True}},
+    {"kind": "Binding", "metadata": {"name": "history-created"}, "spec": {
+        "source": "event_bus", "destination": "OrderHistory", "destinationType": "queue", "routingKey": "created"}},
+]
+
+
+def test_on_rabbitmq_the_lane_has_its_own_vhost_and_topology(harness):
+    """eShop's shape: every service on one broker, its topology in the repository. The lane's producer and consumer
+    connect to the lane's vhost on the same broker with the same credentials; kitchen stays on the baseline's."""
+    url = "amqp://shop:{}@eventbus.messaging.svc:5672/%2F"
+    shop(harness)
+    for file in ("orders.yaml", "history.yaml", "kitchen.yaml"):
+        path = harness.root / file
+        path.write_text(re.sub(r"KAFKA_BOOTSTRAP_SERVERS\n(\s+)value: \S+", lambda m: "EVENTBUS\n"
+                               f"{m.group(1)}value: {url.format('s3cret')}", path.read_text()))
+    topology = [{"apiVersion": "rabbitmq.com/v1beta1", **o, "metadata": {**o["metadata"], "namespace": "shop"},
+                 "spec": {**o["spec"], "rabbitmqClusterReference": {"name": "eventbus"}}} for o in TOPOLOGY]
+    harness.write("topology.yaml", "".join(yaml_doc(o) for o in topology))
+    defs = [{"name": "rabbitmq-vhost", "type": "external", "servicename": "order-topics",
+             "args": {"cluster": "eventbus"}, "extensions": [
+                 {"apiVersion": o["apiVersion"], "kind": o["kind"], "name": o["metadata"]["name"]} for o in topology]}]
+    harness.write("plugins.yaml", yaml_doc({"apiVersion": "v1", "kind": "Service", "metadata": {
+        "name": "plugins", "namespace": "shop", "annotations": {
+            "kardinal.dev.service/plugin-definition": yaml.safe_dump(defs)}}, "spec": {"ports": [{"port": 1}]}}))
+    result = harness.cli("render", *FLOW, "--stdout")
+    assert result.returncode == 0, result.stderr
+    assert "reaches the store outside the repository" not in result.stderr  # isolates: rabbitmq
+    objects = [o for o in yaml.safe_load_all(result.stdout) if o]
+    [vhost] = [o["spec"]["name"] for o in objects if o["kind"] == "Vhost"]
+    pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
+    assert set(pods) == {"orders-pr-3", "order-history-pr-3"}
+    for pod in pods.values():
+        env = {e["name"]: e["value"] for e in pod["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert env["EVENTBUS"] == url.format("s3cret").replace("%2F", vhost)  # same broker, same credentials
+    [permission] = [o for o in objects if o["kind"] == "Permission"]
+    assert (permission["spec"]["vhost"], permission["spec"]["user"]) == (vhost, "shop")
+    copies = {o["kind"]: o for o in objects if o["kind"] in ("Queue", "Exchange", "Binding")}
+    assert set(copies) == {"Queue", "Exchange", "Binding"} and {o["spec"]["vhost"] for o in copies.values()} == {vhost}
+    assert copies["Queue"]["spec"]["name"] == "OrderHistory"  # the vhost separates the lane's queue
+    kitchen = (harness.root / "kitchen.yaml").read_text()
+    assert url.format("s3cret") in kitchen and vhost not in kitchen
+    for obj in objects:
+        if obj["apiVersion"].startswith("rabbitmq.com/"):
+            validate_against_crd(obj)
 
 
 def test_delete_removes_the_lanes_topics(harness):

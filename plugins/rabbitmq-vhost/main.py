@@ -1,0 +1,117 @@
+"""rabbitmq-vhost: a lane's own virtual host on the shared RabbitMQ broker, with the repository's queues, exchanges and
+bindings for that broker copied into it, as messaging-topology-operator objects. No broker call during render.
+
+Define it (`type: external`) with a `servicename` that stands for the vhost, list it in the plugins of the services
+that publish or consume on the broker, and list the repository's `Queue`, `Exchange` and `Binding` objects of that
+broker in the definition's `extensions`. In a flow, the dependents with a dev version get the lane's vhost in their
+AMQP URLs (`amqp://u:p@rabbitmq:5672/%2F` -> `.../<lane vhost>`, in env values, `command` and `args`) and in the env
+named by `vhost_env`; the host, port and credentials stay: a `Permission` grants the user the apps connect as the
+lane's vhost. The lane's topology (the extensions, each with `vhost` set to the lane's) starts empty, so the lane
+never takes the baseline's messages nor feeds its consumers. A dependent with no AMQP URL and no `vhost_env` is
+said, loudly: it would still use the baseline's vhost.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+from urllib.parse import quote, unquote
+
+from plugins._common import Json, Refused, clean_name, flow_name, result, set_env
+
+API = "rabbitmq.com/v1beta1"
+TOPOLOGY = ("Queue", "Exchange", "Binding")
+AMQP_URL = re.compile(r"(amqps?://)([^/@\s,;\"']*@)?([^/\s,;\"'?]+)(/[^\s,;\"'?]*)?")
+ARGS = ("cluster", "cluster_namespace", "user", "vhost_env", "default_queue_type")
+
+
+def validate_args(args: dict[str, Any]) -> list[Json]:
+    """Checks beyond argsSchema (which devlane applies first)."""
+    out: list[Json] = []
+    if not args.get("cluster"):
+        out.append({"field": "cluster", "message": "is required: the RabbitmqCluster the apps connect to"})
+    return out
+
+
+def lane_vhost(flow_uuid: str) -> str:
+    return f"lane-{flow_uuid}"
+
+
+def _rewire(text: str, vhost: str, users: set[str]) -> str:
+    """Every AMQP URL in `text` with the lane's vhost as its path (query and credentials kept)."""
+
+    def swap(m: re.Match[str]) -> str:
+        if m.group(2):
+            users.add(unquote(m.group(2)[:-1].split(":", 1)[0]))
+        return f"{m.group(1)}{m.group(2) or ''}{m.group(3)}/{quote(vhost, safe='')}"
+
+    return AMQP_URL.sub(swap, text)
+
+
+def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str,
+                extensions: list[Json] | None = None, cluster: str = "", cluster_namespace: str = "", user: str = "",
+                vhost_env: str = "", default_queue_type: str = "") -> Json:
+    """The dependents' pod specs wired to the lane's vhost (same count and order), the Vhost, the Permission, the
+    lane's copy of the broker's topology, and the state."""
+    vhost = lane_vhost(flow_uuid)
+    reference: Json = {"name": cluster, **({"namespace": cluster_namespace} if cluster_namespace else {})}
+    users: set[str] = set()
+    specs, results = [], []
+    try:
+        if not cluster:
+            raise Refused("rabbitmq-vhost needs args.cluster", path="args.cluster")
+        for i, pod_spec in enumerate(pod_specs):
+            spec = copy.deepcopy(pod_spec)
+            before = repr(spec)
+            for group in ("initContainers", "containers"):
+                for c in spec.get(group) or []:
+                    for e in c.get("env") or []:
+                        if isinstance(e.get("value"), str):
+                            e["value"] = _rewire(e["value"], vhost, users)
+                    for field in ("command", "args"):
+                        if isinstance(c.get(field), list):
+                            c[field] = [_rewire(a, vhost, users) if isinstance(a, str) else a for a in c[field]]
+            if vhost_env and spec.get("containers"):
+                set_env(spec["containers"][0], vhost_env, {"value": vhost})
+            if repr(spec) == before:
+                results.append(result(f"pod spec #{i + 1}: no AMQP URL in its env values, command or args, and no "
+                                      "vhost_env: it would still use the baseline's vhost", "warning",
+                                      "pass the broker's URL through env (amqp://host/vhost), or name the env var "
+                                      "that holds the vhost in args.vhost_env"))
+            specs.append(spec)
+        grantee = user or (sorted(users)[0] if len(users) == 1 else "")
+        if not grantee:
+            raise Refused("rabbitmq-vhost cannot tell which user the apps connect as" + (
+                f" (their URLs name {', '.join(sorted(users))})" if users else " (no URL names one)"),
+                "set args.user to the RabbitMQ user name the dependents connect as", "args.user")
+    except Refused as refused:
+        return refused.answer(pod_specs)
+    vhost_spec: Json = {"name": vhost, "rabbitmqClusterReference": reference}
+    if default_queue_type:
+        vhost_spec["defaultQueueType"] = default_queue_type
+    resources = [
+        {"apiVersion": API, "kind": "Vhost", "metadata": {"name": flow_name("vhost", flow_uuid)}, "spec": vhost_spec},
+        {"apiVersion": API, "kind": "Permission", "metadata": {"name": flow_name("permission", flow_uuid)},
+         "spec": {"vhost": vhost, "user": grantee, "permissions": {"configure": ".*", "write": ".*", "read": ".*"},
+                  "rabbitmqClusterReference": reference}},
+    ]
+    copied = []
+    for ext in extensions or []:
+        if ext.get("apiVersion") != API or ext.get("kind") not in TOPOLOGY:
+            continue
+        if ((ext.get("spec") or {}).get("rabbitmqClusterReference") or {}).get("name") != cluster:
+            continue
+        obj = {"apiVersion": API, "kind": ext["kind"],
+               "metadata": {"name": flow_name("lane-" + clean_name(ext["metadata"]["name"])[:40], flow_uuid)},
+               "spec": {**copy.deepcopy(ext.get("spec") or {}), "vhost": vhost}}
+        resources.append(obj)
+        copied.append(f"{ext['kind']}/{ext['metadata']['name']}")
+    state = {"vhost": vhost, "user": grantee, "topology": copied}
+    return {"pod_specs": specs, "config_map": state, "resources": resources, "results": results}
+
+
+def delete_flow(config_map: Json, flow_uuid: str) -> None:
+    """Nothing to undo here: pruning the Vhost makes the topology operator delete it, with its queues and messages
+    (deletionPolicy delete, the default)."""
+    return None
