@@ -32,7 +32,6 @@ INIT_DIR = "/docker-entrypoint-initdb.d"
 SEED_VOLUME = "devlane-seed"
 DATA_VOLUME = "devlane-seed-data"
 DIGEST_ENV = "DEVLANE_SEED_DIGEST"  # changes with the seed, so a new seed rolls out a new (empty) pod
-INLINE_FILE = "seed.sql"  # seed_script's file name in the init directory (run in file-name order)
 DEFAULT_SECRET_KEY = "password"
 MAX_SEED_BYTES = 1024 * 1024  # the API server refuses a ConfigMap over 1 MiB
 
@@ -73,6 +72,10 @@ class Engine:
     init_suffixes: tuple[str, ...]  # init files the entrypoint runs; it ignores any other
     data_dir: Callable[[Image, dict[str, str]], str | None]  # (image, plain env) -> data dir; None: unknown
     reserved_users: frozenset[str] = frozenset()  # db_user values the image refuses
+    inline_file: str = "seed.sql"  # seed_script's file name in the init directory (run in file-name order)
+    # data files the entrypoint ignores but a script made for them loads (a mongorestore archive): suffix -> the
+    # script's text for the file's path
+    loaders: Mapping[str, Callable[[str], str]] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,7 +221,7 @@ def seed_files(engine: Engine, seed_script: str, extensions: list[Json]) -> tupl
     """The init files (`data`, `binaryData`) from the extension ConfigMaps and `seed_script`."""
     data: Json = {}
     binary: Json = {}
-    suffixes = ", ".join(engine.init_suffixes)
+    suffixes = ", ".join((*engine.init_suffixes, *engine.loaders))
     for ext in extensions:
         ref = f"{ext.get('kind')}/{(ext.get('metadata') or {}).get('name')}"
         if ext.get("kind") != "ConfigMap":
@@ -227,17 +230,24 @@ def seed_files(engine: Engine, seed_script: str, extensions: list[Json]) -> tupl
                            "extensions (a Secret's values are never copied into the flow)")
         for section, out in (("data", data), ("binaryData", binary)):
             for key, value in sorted((ext.get(section) or {}).items()):
-                if not key.endswith(engine.init_suffixes):
+                if not key.endswith((*engine.init_suffixes, *engine.loaders)):
                     raise Refused(f"extension {ref} has {section} key {key!r}, which the {engine.product} image "
                                    f"would ignore in {INIT_DIR}", f"name each seed file with one of: {suffixes}")
                 if key in data or key in binary:
                     raise Refused(f"seed file {key!r} comes from two extensions", "rename one of them")
                 out[key] = value
     if seed_script:
-        if INLINE_FILE in data or INLINE_FILE in binary:
-            raise Refused(f"seed_script and an extension both give {INLINE_FILE}",
+        if engine.inline_file in data or engine.inline_file in binary:
+            raise Refused(f"seed_script and an extension both give {engine.inline_file}",
                            "rename the extension's key (files run in name order)")
-        data[INLINE_FILE] = seed_script if seed_script.endswith("\n") else seed_script + "\n"
+        data[engine.inline_file] = seed_script if seed_script.endswith("\n") else seed_script + "\n"
+    for key in sorted({*data, *binary}):
+        suffix = next((s for s in engine.loaders if key.endswith(s)), None)
+        if suffix is not None:
+            script = f"{key}.load.sh"
+            if script in data or script in binary:
+                raise Refused(f"seed file {script!r} comes from an extension and from {key}", "rename one of them")
+            data[script] = engine.loaders[suffix](f"{INIT_DIR}/{key}")
     if not data and not binary:
         raise Refused("nothing to seed: seed_script is not set and no extension ConfigMap holds a seed file",
                        "set seed_script, or list a ConfigMap of seed files in the plugin definition's extensions")

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from support import ROOT, demo_file
 from support.kardinal import import_builtin
-from support.repos import SEED_DATABASES, SEED_SECRET, seeded_shop
+from support.repos import SEED_DATABASES, SEED_SECRET, seed_file, seeded_shop
 
 from plugins import _dbseed
 
@@ -53,7 +53,7 @@ def test_render_by_short_name_is_secret_free(harness, plugin):
         assert not any(leak in text for leak in leaks)
     by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects(files)}
     seed = by_name["ConfigMap", "seed-shop-seed-pr-7"]
-    assert sorted(seed["data"]) == ["01-schema.sql", "seed.sql"]
+    assert sorted(seed["data"]) == sorted([seed_file(plugin, "schema")[0], seed_file(plugin, "seed")[0]])
     db = by_name["Deployment", "shop-db-pr-7"]["spec"]["template"]["spec"]
     env = db["containers"][0]["env"]
     assert len({e["name"] for e in env}) == len(env)  # replaced by name, never duplicated

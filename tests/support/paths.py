@@ -16,7 +16,8 @@ EXAMPLE = ROOT / "examples" / "bookshop"
 KUBE_VERSION = "1.31"
 # The built-in catalogue: every plugin directory of plugins/ (shared modules such as _dbseed.py are files).
 BUILTINS = tuple(sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "main.py").is_file()))
-QUEUE_BUILTINS = ("kafka-topic", "nats-stream", "rabbitmq-vhost")  # beyond Kardinal's table: queues and document stores
+# beyond Kardinal's table: queues and document stores
+QUEUE_BUILTINS = ("kafka-topic", "mongodb-seed", "nats-stream", "rabbitmq-vhost")
 
 # Kardinal's plugin repos, mapped onto our own stand-ins (same contract, no network).
 STANDIN_SOURCES = {

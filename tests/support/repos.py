@@ -49,6 +49,10 @@ def bookshop_builtins(harness: Harness) -> Path:
 
 # A password the seed tests put in a repository Secret: it must never reach rendered output or logs.
 SEED_SECRET = "pa55-Wd-never-rendered-7f3a"
+SCHEMA_SQL = "CREATE TABLE items (id int PRIMARY KEY);\n"
+SCHEMA_JS = "db.createCollection('items');\n"
+# per built-in: its database image, port, data directory, the Secret-held env and the args; the schema file (an
+# extension ConfigMap's) and the inline seed default to SQL
 SEED_DATABASES = {
     "postgres-seed": {"image": "postgres:17", "port": 5432, "data": "/var/lib/postgresql/data",
                       "env": {"POSTGRES_PASSWORD": "password"},
@@ -56,6 +60,10 @@ SEED_DATABASES = {
     "mysql-seed": {"image": "mysql:8.4", "port": 3306, "data": "/var/lib/mysql",
                    "env": {"MYSQL_ROOT_PASSWORD": "root-password", "MYSQL_PASSWORD": "password"},
                    "args": {"db_password_secret": "shop-db", "root_password_secret": "shop-db"}},
+    "mongodb-seed": {"image": "mongo:7.0", "port": 27017, "data": "/data/db",
+                     "env": {"MONGO_INITDB_ROOT_PASSWORD": "password"},
+                     "args": {"db_password_secret": "shop-db"}, "schema": ("01-schema.js", SCHEMA_JS),
+                     "seed": ("seed.js", "db.items.insertMany([{id: 1}, {id: 2}]);")},
 }
 
 
@@ -69,6 +77,12 @@ def _deployment(name: str, container: dict, volumes: list[dict] | None = None) -
 def _service(name: str, port: dict, annotations: dict) -> dict:
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "annotations": annotations},
             "spec": {"selector": {"app": name}, "ports": [port]}}
+
+
+def seed_file(plugin: str, which: str) -> tuple[str, str]:
+    """(file name, text) of the `schema` (an extension's) or the inline `seed` of `plugin`'s seeded shop."""
+    sql = {"schema": ("01-schema.sql", SCHEMA_SQL), "seed": ("seed.sql", "INSERT INTO items VALUES (1), (2);")}
+    return SEED_DATABASES[plugin].get(which) or sql[which]
 
 
 def seeded_shop(harness: Harness, plugin: str, extensions: list | None = None) -> Path:
@@ -93,11 +107,11 @@ def seeded_shop(harness: Harness, plugin: str, extensions: list | None = None) -
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "shop-db"},
          "stringData": {"password": SEED_SECRET, "root-password": SEED_SECRET}},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-schema"},
-         "data": {"01-schema.sql": "CREATE TABLE items (id int PRIMARY KEY);\n"}},
+         "data": dict([seed_file(plugin, "schema")])},
     ]
     harness.write("app.yaml", "".join(yaml_doc(o) for o in objects) + entry_ingress("shop"))
     harness.plugin_definition({"name": plugin, "type": "stateful", "servicename": "shop-seed",
                                "extensions": ["ConfigMap/shop-schema"] if extensions is None else extensions,
-                               "args": {"seed_script": "INSERT INTO items VALUES (1), (2);", "db_name": "shop",
+                               "args": {"seed_script": seed_file(plugin, "seed")[1], "db_name": "shop",
                                         "db_user": "shop", **db["args"]}})
     return harness.root
