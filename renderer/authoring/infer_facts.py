@@ -63,11 +63,13 @@ class Role:
     plugin: str | None = None  # the built-in plugin that fits, None: the catalogue has none yet
     store: str = ""  # the data store or external system (postgres, redis, stripe, ...)
     dependents: tuple[str, ...] = ()  # external hosts in env: the services that read them
+    args: tuple[tuple[str, str], ...] = ()  # args of the plugin the inference already knows (mode: fresh)
 
     def as_dict(self) -> dict:
         return {"service": self.service, "role": self.role, "reason": self.reason, "store": self.store,
                 "plugin": self.plugin, "evidence": self.evidence.as_dict(),
-                **({"dependents": list(self.dependents)} if self.dependents else {})}
+                **({"dependents": list(self.dependents)} if self.dependents else {}),
+                **({"args": dict(self.args)} if self.args else {})}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,11 @@ from ..render.model.store_signs import store_sign
 from .infer_facts import Edge, EntryPoint, Evidence, Role, SharedConfig, Unwired, evidence
 
 # the built-in plugin that fits a store kind (`core.stores`); a kind not here has none yet
-PLUGINS: dict[str, str] = {"postgres": "postgres-seed", "mysql": "mysql-seed", "redis": "redis-sidecar"}
+PLUGINS: dict[str, str] = {"postgres": "postgres-seed", "mysql": "mysql-seed", "redis": "redis-sidecar",
+                           "mongodb": "mongodb-seed", "kafka": "kafka-topic", "rabbitmq": "rabbitmq-vhost",
+                           "nats": "nats-stream"}
+# caches: a dev copy that starts empty is the answer (redis-sidecar mode fresh; memcached needs no plugin)
+CACHES = frozenset({"redis", "memcached"})
 # env keys that say which store the container runs (its official image's variables): the kind of a store the
 # image and ports leave unnamed (`mreferre/yelb-db` with POSTGRES_PASSWORD)
 ENV_STORES = (("POSTGRES_", "postgres"), ("PGDATA", "postgres"), ("MYSQL_", "mysql"), ("MARIADB_", "mysql"))
@@ -79,7 +83,17 @@ def _stateful(model: Model, node: ServiceNode) -> Role | None:
         reason += f" ({kind})"
     if kind and role_of(kind) == "registry":
         reason += ": a service registry, copied into each lane that reaches it so dev pods register with its own"
-    return Role(node.key, "stateful", reason, ev, PLUGINS.get(kind), kind)
+    args: tuple[tuple[str, str], ...] = ()
+    if kind in CACHES and (sign is None or sign.source != "volume") and not _claims(doc, spec):
+        reason += ": a cache without persistence, so a dev copy that starts empty is the answer"
+        args = (("mode", "fresh"),) if kind == "redis" else ()
+    return Role(node.key, "stateful", reason, ev, PLUGINS.get(kind), kind, args=args)
+
+
+def _claims(doc: Document, spec: dict) -> bool:
+    """Whether the workload keeps data on a claim (a volumeClaimTemplate or a persistentVolumeClaim volume)."""
+    return bool((doc.obj.get("spec") or {}).get("volumeClaimTemplates")) or any(
+        isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict) for v in spec.get("volumes") or [])
 
 
 def _env_names(model: Model, node: ServiceNode, spec: dict) -> list[str]:

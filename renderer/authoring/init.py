@@ -42,6 +42,8 @@ Mode = Literal["dry-run", "write", "config"]
 MODES = ("dry-run", "write", "config")
 FLOW = "pr-1"
 FILL_IN = "FILL-IN"
+# built-ins that give a lane its own state on a shared broker: attached to the broker's clients (type external)
+CLIENT_PLUGINS = frozenset({"kafka-topic", "rabbitmq-vhost", "nats-stream"})
 
 
 @dataclass(frozen=True)
@@ -254,7 +256,9 @@ def _plugin_suggestions(inf: Inference, root: Path) -> tuple[list[dict], list[st
             f"the services {', '.join(role.dependents)}"
         if role.plugin is None:
             what = role.store or ("external system" if role.role == "external" else "store")
-            text = (f"{name}: no built-in plugin for {what} yet; its dev copy starts from a fresh volume "
+            text = (f"{name}: a {what} cache; its dev copy starts empty, which is all a lane needs: no plugin"
+                    if role.store == "memcached" else
+                    f"{name}: no built-in plugin for {what} yet; its dev copy starts from a fresh volume "
                     "(write a plugin: devlane plugins new NAME)")
             if text not in existing:
                 out.append({"#commented": text})
@@ -262,13 +266,21 @@ def _plugin_suggestions(inf: Inference, root: Path) -> tuple[list[dict], list[st
         servicename = f"{name}-{role.plugin}" if not name.endswith(role.plugin) else name
         if servicename in defined:
             continue
-        args = required_args(role.plugin)
+        args = [a for a in required_args(role.plugin) if a not in dict(role.args)]
+        kind = role.role
+        if role.plugin in CLIENT_PLUGINS:  # a lane's own topics or vhost on the shared broker: on its clients
+            clients = sorted({e.source for e in inf.edges if e.target == role.service}
+                             | {r for c in inf.shared_config if role.service in c.stores for r in c.readers})
+            where = (", ".join(f"services.{c}" for c in clients) + f" (the clients of {name})" if clients else
+                     f"the services that use {name}") + f", and drop stateful from {name}: the lane then shares " \
+                f"the broker, not its {role.store} state"
+            kind = "external"
         entry: dict[str, Any] = {
             "#comment": (f"devlane init: {role.reason}. Fill in the args (docs: plugins/{role.plugin}/README.md), "
                          f"then add plugins: [{servicename}] to {where}"),
-            "name": role.plugin, "type": role.role, "servicename": servicename}
-        if args:
-            entry["args"] = {a: FILL_IN for a in args}
+            "name": role.plugin, "type": kind, "servicename": servicename}
+        if args or role.args:
+            entry["args"] = {**{a: FILL_IN for a in args}, **dict(role.args)}
         out.append(entry)
         pending.append(f"plugin {servicename} ({role.plugin}) for {name}: "
                        + (f"fill in {', '.join(args)}, then " if args else "") + f"attach it ({where})")

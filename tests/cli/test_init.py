@@ -60,7 +60,7 @@ def test_inference_finds_edges_roles_entries_and_unwired_with_evidence(bookshop)
     assert (roles["orders-db"].role, roles["orders-db"].store, roles["orders-db"].plugin) == \
         ("stateful", "postgres", "postgres-seed")
     assert (roles["cache"].store, roles["cache"].plugin) == ("redis", "redis-sidecar")
-    assert (roles["queue"].store, roles["queue"].plugin) == ("mongodb", None)  # no catalogue plugin yet
+    assert (roles["queue"].store, roles["queue"].plugin) == ("mongodb", "mongodb-seed")
     assert (roles["stripe"].role, roles["stripe"].plugin, roles["stripe"].dependents) == \
         ("external", "stripe", ("orders",))
     [entry] = inf.entries
@@ -187,3 +187,20 @@ def test_init_classifies_stores_as_render_does_and_reads_a_shared_config_as_one(
     report = shop.cli("init").stdout
     assert "shared configuration (read whole by many services, naming many stores: no edge inferred from it):" \
         in report and "ConfigMap/shop-env: read by catalog, orders-api, payments, shop-ui; names cache, " in report
+
+
+def test_init_suggests_the_builtin_for_each_store_with_the_args_to_fill_in(shop):
+    """A broker gets its client-side built-in (kafka-topic on the services that name it, a lane's own topics on the
+    shared cluster); a database its seed built-in; a Redis without persistence redis-sidecar in mode fresh."""
+    r = shop.cli("init", "--config")
+    assert r.returncode == 0, r.stdout + r.stderr
+    config = yaml.safe_load((shop.root / ".devlane.yaml").read_text())
+    defs = {d["servicename"]: d for d in config["plugins"]["definitions"]}
+    assert defs["events-kafka-topic"]["type"] == "external"
+    assert defs["events-kafka-topic"]["args"] == {"cluster": "FILL-IN", "topics": "FILL-IN"}
+    assert defs["catalog-db-mongodb-seed"]["type"] == "stateful"
+    assert defs["cache-redis-sidecar"]["args"] == {"mode": "fresh"}
+    assert defs["inventory-db-mysql-seed"]["name"] == "mysql-seed"
+    text = (shop.root / ".devlane.yaml").read_text()
+    assert "add plugins: [events-kafka-topic] to services.catalog, services.orders-api, services.payments, " \
+        "services.shop-ui (the clients of events)" in " ".join(text.split())
