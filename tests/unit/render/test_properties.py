@@ -156,7 +156,7 @@ def _component(edges, node) -> set[int]:
     return {m for m in _reachable(edges, node) if node in _reachable(edges, m)}
 
 
-@settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 @given(topologies(cyclic=True), st.randoms())
 def test_cyclic_graphs_plan_by_component(topo, rnd: random.Random):
     """Any call graph plans (no cycle is refused without a shared member), deterministically. On a mesh: Kardinal's
@@ -193,7 +193,7 @@ def test_cyclic_graphs_plan_by_component(topo, rnd: random.Random):
         assert _component(edges, m) <= none
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(topologies(cyclic=True), st.sets(st.integers(0, 8), max_size=3), st.sampled_from(["none", "istio"]))
 def test_a_cycle_is_refused_only_where_a_shared_member_calls_a_dev_one_no_header_routes(topo, shared, routing):
     """The one ambiguous case, computed from the plan's versions: a shared copy serves every flow, so its call to a
@@ -216,7 +216,7 @@ ENTRY = Document({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRou
                            "rules": [{"backendRefs": [{"name": "s0", "port": 80}]}]}}, "entry.yaml", 0)
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(topologies(), topologies(cyclic=True)))
 def test_on_a_mesh_the_routing_proof_holds_and_needs_no_more_copies_than_none(topo):
     """Every topology (HTTP and TCP services, stateful or not) behind an entry to s0: the routes each mesh mode
