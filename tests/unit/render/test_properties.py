@@ -126,7 +126,7 @@ def _reachable(edges, start):
     return seen
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow])
 @given(topologies(), st.randoms())
 def test_plan_follows_kardinal_rules_and_is_deterministic(topo, rnd: random.Random):
     n, edges, stateful, http, targets = topo
@@ -216,7 +216,7 @@ ENTRY = Document({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRou
                            "rules": [{"backendRefs": [{"name": "s0", "port": 80}]}]}}, "entry.yaml", 0)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(topologies(), topologies(cyclic=True)))
 def test_on_a_mesh_the_routing_proof_holds_and_needs_no_more_copies_than_none(topo):
     """Every topology (HTTP and TCP services, stateful or not) behind an entry to s0: the routes each mesh mode

@@ -1,4 +1,4 @@
-"""Start-up imports only what the command uses: in a fresh interpreter, `devlane --help` loads no library
+"""Start-up imports only what the command uses (a fresh interpreter: end-to-end), `devlane --help` loads no library
 code (no `renderer.api`, no YAML), and a `render` then a `cmp generate` of a small repository with a
 `.devlane.yaml` and a built-in plugin with an `argsSchema` load no gRPC, jsonschema, GitPython,
 kubernetes-validate, ruamel.yaml or rich, and no front door of another command. An eager import added

@@ -1,0 +1,121 @@
+"""Every built-in beyond Kardinal's table in one app: orders and order-history (the flow's targets) publish and
+consume on a shared Kafka cluster, a shared RabbitMQ broker and shared NATS servers, and orders reads a MongoDB;
+kitchen, another consumer, is not in the flow. The real CLI renders it under --strict; every object passes strict
+Kubernetes validation or its upstream CRD (Strimzi, topology operator, NACK); `kubectl kustomize` builds the flow;
+and, computed from the rendered objects alone, no dev pod names a baseline topic, group, vhost or subject, no
+baseline pod names a lane's, the brokers' addresses stay the shared ones, and orders' MongoDB URL reaches the lane's
+seeded copy. `devlane delete` removes the lane's topics, vhost and stream with its files."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from support import kubectl_kustomize, validate_strict, yaml_doc
+from support.isolation import labels_match_map, pod_labels
+
+NS = "shop"
+TOPIC, GROUP, SUBJECT, DURABLE = "orders.created", "order-history", "orders.placed", "history"
+AMQP = "amqp://shop:s3cret@eventbus.messaging.svc:5672/%2F"
+BOOTSTRAP, NATS = "events-kafka-bootstrap.kafka.svc:9092", "nats://nats.messaging.svc:4222"
+FLOW = ["--flow", "pr-5", "--service", "orders=example.com/orders:2", "--service",
+        "order-history=example.com/order-history:2"]
+LANE_PLUGINS = "order-topics,event-bus,order-stream"
+
+
+def _workload(name: str, env: dict[str, str], image: str = "", kind: str = "Deployment") -> dict:
+    container = {"name": name, "image": image or f"example.com/{name}:1",
+                 "env": [{"name": k, "value": v} for k, v in env.items()]}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NS},
+            "spec": {"selector": {"matchLabels": {"app": name}}, **({"serviceName": name} if kind == "StatefulSet"
+                                                                     else {}),
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}}}}
+
+
+def _service(name: str, port: dict, annotations: dict[str, str]) -> dict:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NS,
+                                                                 "annotations": annotations},
+            "spec": {"selector": {"app": name}, "ports": [port]}}
+
+
+def queue_shop(harness) -> None:
+    clients = {"KAFKA_BOOTSTRAP_SERVERS": BOOTSTRAP, "EVENTBUS": AMQP, "NATS_URL": NATS}
+    objects = [
+        _workload("orders", {**clients, "ORDERS_TOPIC": TOPIC, "PLACED_SUBJECT": SUBJECT,
+                             "MONGO_URL": "mongodb://catalog-db:27017/catalog"}),
+        _service("orders", {"name": "http", "port": 80}, {"kardinal.dev.service/plugins": LANE_PLUGINS,
+                                                          "kardinal.dev.service/dependencies": "catalog-db:mongo"}),
+        _workload("order-history", {**clients, "TOPICS": TOPIC, "GROUP_ID": GROUP, "SUBJECTS": SUBJECT,
+                                    "DURABLE": DURABLE}),
+        _service("order-history", {"name": "http", "port": 80}, {"kardinal.dev.service/plugins": LANE_PLUGINS}),
+        _workload("kitchen", {**clients, "TOPIC": TOPIC, "GROUP_ID": "kitchen", "SUBJECTS": SUBJECT}),
+        _service("kitchen", {"name": "http", "port": 80}, {"kardinal.dev.service/plugins": LANE_PLUGINS}),
+        _workload("catalog-db", {}, "mongo:7.0", "StatefulSet"),
+        _service("catalog-db", {"name": "mongo", "port": 27017}, {"kardinal.dev.service/stateful": "true",
+                                                                 "kardinal.dev.service/plugins": "catalog-seed"}),
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "catalog-db", "namespace": NS},
+         "stringData": {"password": "never-rendered-4d1"}},
+        {"apiVersion": "rabbitmq.com/v1beta1", "kind": "Queue", "metadata": {"name": "history", "namespace": NS},
+         "spec": {"name": "OrderHistory", "durable": True, "rabbitmqClusterReference": {"name": "eventbus"}}},
+    ]
+    defs = [
+        {"name": "kafka-topic", "type": "external", "servicename": "order-topics",
+         "args": {"cluster": "events", "topics": TOPIC, "groups": GROUP, "partitions": "1", "user": "true"}},
+        {"name": "rabbitmq-vhost", "type": "external", "servicename": "event-bus", "args": {"cluster": "eventbus"},
+         "extensions": [{"apiVersion": "rabbitmq.com/v1beta1", "kind": "Queue", "name": "history"}]},
+        {"name": "nats-stream", "type": "external", "servicename": "order-stream",
+         "args": {"stream": "ORDERS", "subjects": SUBJECT, "consumers": DURABLE, "max_age": "24h"}},
+        {"name": "mongodb-seed", "type": "stateful", "servicename": "catalog-seed",
+         "args": {"db_name": "catalog", "seed_script": "db.items.insertOne({sku: 'demo'});",
+                  "db_user": "root", "db_password_secret": "catalog-db"}},
+    ]
+    objects.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "plugins", "namespace": NS,
+                    "annotations": {"kardinal.dev.service/plugin-definition": yaml.safe_dump(defs)}},
+                    "spec": {"ports": [{"port": 1}]}})
+    harness.write("app.yaml", "".join(yaml_doc(o) for o in objects))
+
+
+def words(obj: dict) -> set[str]:
+    spec = obj["spec"]["template"]["spec"]
+    return {w for c in spec["containers"] for e in c.get("env") or [] for w in re.findall(r"[\w.%-]+",
+                                                                                           e.get("value") or "")}
+
+
+def test_every_new_builtin_in_one_app_is_valid_builds_and_isolates(harness):
+    queue_shop(harness)
+    out = harness.tmp / "out"
+    result = harness.run("render", *FLOW, "--strict", "--out", out)
+    assert result.returncode == 0, result.stderr
+    flow = out / "flows" / "pr-5"
+    objects = [yaml.safe_load(p.read_text()) for p in sorted(flow.glob("*.yaml")) if p.name != "kustomization.yaml"]
+    for obj in objects:
+        validate_strict(obj)  # custom resources against their upstream CRDs
+    built = kubectl_kustomize(flow)
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in built) == \
+        sorted((o["kind"], o["metadata"]["name"]) for o in objects)
+    kinds = {o["kind"] for o in objects}
+    assert {"KafkaTopic", "KafkaUser", "Vhost", "Permission", "Queue", "Stream", "Consumer"} <= kinds
+    assert "never-rendered-4d1" not in "".join(p.read_text() for p in flow.rglob("*") if p.is_file())
+
+    pods = {o["metadata"]["name"]: o for o in objects if o["kind"] in ("Deployment", "StatefulSet")}
+    assert set(pods) == {"orders-pr-5", "order-history-pr-5", "catalog-db-pr-5"}  # kitchen is not in the flow
+    lane = {"topic": next(o["spec"]["topicName"] for o in objects if o["kind"] == "KafkaTopic"),
+            "vhost": next(o["spec"]["name"] for o in objects if o["kind"] == "Vhost"),
+            "subjects": next(o["spec"]["subjects"][0] for o in objects if o["kind"] == "Stream").removesuffix(">")}
+    baseline = {TOPIC, GROUP, SUBJECT, DURABLE}
+    for name in ("orders-pr-5", "order-history-pr-5"):
+        used = words(pods[name])
+        assert not used & baseline, (name, used & baseline)
+        assert {"events-kafka-bootstrap.kafka.svc", "eventbus.messaging.svc", "nats.messaging.svc"} <= used
+        assert "%2F" not in " ".join(used) and lane["vhost"] in " ".join(used)
+        assert any(w.startswith(lane["subjects"]) for w in used)
+    assert lane["topic"] in words(pods["orders-pr-5"])
+    mongo = next(w for w in words(pods["orders-pr-5"]) if w.startswith("catalog-db"))
+    service = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == mongo)
+    assert labels_match_map(service["spec"]["selector"], pod_labels(pods["catalog-db-pr-5"]))  # the seeded copy
+    kitchen = (harness.root / "app.yaml").read_text()
+    assert not any(v in kitchen for v in (lane["topic"], lane["vhost"], lane["subjects"]))
+
+    deleted = harness.run("delete", "--flow", "pr-5", "--out", out)
+    assert deleted.returncode == 0, deleted.stderr
+    assert not flow.exists()
