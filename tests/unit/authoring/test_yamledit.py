@@ -457,6 +457,11 @@ def test_generated_documents_round_trip(tmp_path, generated, value, key):
     if plan.disagreements:  # the layout already had `a: b`
         assert key == "a" and value != "b" and not plan.changes
         return
+    if plan.skipped:  # a value ending in a line break, last in a file without one, cannot be written to read back
+        [(_, why)] = plan.skipped
+        assert why == "the edited file would not read as the old objects plus the annotation", why
+        assert value.endswith("\n") and not text.endswith(("\n", "\r")) and not plan.changes
+        return
     if not plan.changes:
         assert key == "a" and value == "b"
         return
