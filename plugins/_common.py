@@ -174,32 +174,44 @@ def wire(pod_specs: list[Json], env: Mapping[str, Json]) -> list[Json]:
     return out
 
 
+def name_list(text: str | None) -> list[str]:
+    """A comma- or space-separated arg of names, in order, each once."""
+    return list(dict.fromkeys(n for n in re.split(r"[,\s]+", str(text or "")) if n))
+
+
+def rewrite_values(pod_specs: list[Json], rewrite: Callable[[str], str]) -> list[Json]:
+    """Copies of the pod specs (same count and order) with `rewrite` applied to every env value and every `command`
+    and `args` item of every container, init containers too: where an app names its topics, vhosts and subjects."""
+    out = []
+    for pod_spec in pod_specs:
+        spec = copy.deepcopy(pod_spec)
+        for group in ("initContainers", "containers"):
+            for c in spec.get(group) or []:
+                for e in c.get("env") or []:
+                    if isinstance(e.get("value"), str):
+                        e["value"] = rewrite(e["value"])
+                for field in ("command", "args"):
+                    if isinstance(c.get(field), list):
+                        c[field] = [rewrite(a) if isinstance(a, str) else a for a in c[field]]
+        out.append(spec)
+    return out
+
+
 def rename_names(pod_specs: list[Json], renames: Mapping[str, str]) -> tuple[list[Json], set[str]]:
-    """Copies of the pod specs (same count and order) with each name of `renames` (a topic, a subject, a group)
-    replaced wherever it is a whole token of an env value, a `command` or an `args` item, in every container (init
-    containers too): `orders` in `--topic=orders` or `a,orders`, never inside `orders-dlq` or `v2.orders`. Also
-    returns the names found."""
+    """`rewrite_values` with each name of `renames` (a topic, a subject, a group) replaced wherever it is a whole
+    token: `orders` in `--topic=orders` or `a,orders`, never inside `orders-dlq` or `v2.orders`. Also returns the
+    names found."""
+    if not renames:
+        return copy.deepcopy(pod_specs), set()
     alternatives = "|".join(re.escape(n) for n in sorted(renames, key=len, reverse=True))
-    pattern = re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w.-])") if renames else None
+    pattern = re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w.-])")
     seen: set[str] = set()
 
     def swap(m: re.Match[str]) -> str:
         seen.add(m.group(0))
         return renames[m.group(0)]
 
-    out = []
-    for pod_spec in pod_specs:
-        spec = copy.deepcopy(pod_spec)
-        for group in ("initContainers", "containers") if pattern else ():
-            for c in spec.get(group) or []:
-                for e in c.get("env") or []:
-                    if isinstance(e.get("value"), str):
-                        e["value"] = pattern.sub(swap, e["value"])
-                for field in ("command", "args"):
-                    if isinstance(c.get(field), list):
-                        c[field] = [pattern.sub(swap, a) if isinstance(a, str) else a for a in c[field]]
-        out.append(spec)
-    return out, seen
+    return rewrite_values(pod_specs, lambda text: pattern.sub(swap, text)), seen
 
 
 def unnamed(renames: Mapping[str, str], seen: set[str], what: Mapping[str, str],

@@ -25,6 +25,7 @@ from plugins._common import (
     clean_name,
     flag,
     flow_name,
+    name_list,
     rename_names,
     secret_ref,
     set_env,
@@ -44,11 +45,6 @@ ARGS = ("cluster", "topics", "groups", "partitions", "replicas", "retention_ms",
 FIELDS = ("env", "command", "args")
 
 
-def _names(text: str | None) -> list[str]:
-    """A comma- or space-separated list of names, in order, each once."""
-    return list(dict.fromkeys(n for n in re.split(r"[,\s]+", str(text or "")) if n))
-
-
 def validate_args(args: dict[str, Any]) -> list[Json]:
     """Checks beyond argsSchema (which devlane applies first): the names, the numbers, the user's env."""
     args = {k: v for k, v in args.items() if v not in (None, "")}
@@ -59,16 +55,16 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
 
     if not args.get("cluster"):
         bad("cluster", "is required: the name of the Strimzi Kafka cluster (label strimzi.io/cluster)")
-    topics = _names(args.get("topics"))
+    topics = name_list(args.get("topics"))
     if not topics:
         bad("topics", "is required: the topic names the dependents use, comma-separated")
     for name in topics:
         if not TOPIC.match(name) or name in (".", ".."):
             bad("topics", f"{name!r} is not a Kafka topic name ([a-zA-Z0-9._-], at most 249 characters)")
-    for name in _names(args.get("groups")):
+    for name in name_list(args.get("groups")):
         if not GROUP.match(name):
             bad("groups", f"{name!r} is not a consumer group id devlane can rename ([a-zA-Z0-9._-])")
-    overlap = set(topics) & set(_names(args.get("groups")))
+    overlap = set(topics) & set(name_list(args.get("groups")))
     if overlap:
         bad("groups", f"{', '.join(sorted(overlap))} is both a topic and a group: the renames would be ambiguous")
     for name in ("partitions", "replicas"):
@@ -102,7 +98,7 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     """The dependents' pod specs with the lane's topic and group names (same count and order), the KafkaTopics
     (and KafkaUser), and the state."""
     api = api_version or APIS[0]
-    topic_names, group_names = _names(topics), _names(groups)
+    topic_names, group_names = name_list(topics), name_list(groups)
     renames = {t: lane_name(t, flow_uuid) for t in topic_names}
     renames.update({g: lane_name(g, flow_uuid, 200) for g in group_names})
     try:

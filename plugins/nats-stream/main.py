@@ -17,15 +17,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from plugins._common import Json, Refused, clean_name, flow_name, rename_names, unnamed
+from plugins._common import Json, Refused, clean_name, flow_name, name_list, rename_names, unnamed
 
 API = "jetstream.nats.io/v1beta2"
 STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}\Z")  # no spaces, dots, wildcards or path separators
 ARGS = ("stream", "subjects", "consumers", "storage", "max_age", "replicas", "account")
-
-
-def _names(text: str | None) -> list[str]:
-    return list(dict.fromkeys(n for n in re.split(r"[,\s]+", str(text or "")) if n))
 
 
 def _subject_ok(subject: str) -> bool:
@@ -44,13 +40,13 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
 
     if not STREAM_NAME.match(str(args.get("stream", ""))):
         bad("stream", "is required: the stream's name (letters, digits, '_' and '-'; no dots or wildcards)")
-    subjects = _names(args.get("subjects"))
+    subjects = name_list(args.get("subjects"))
     if not subjects:
         bad("subjects", "is required: the subjects (or patterns) the dependents publish and subscribe to")
     for subject in subjects:
         if not _subject_ok(subject):
             bad("subjects", f"{subject!r} is not a NATS subject (dot-separated tokens; * a whole token, > the last)")
-    for name in _names(args.get("consumers")):
+    for name in name_list(args.get("consumers")):
         if not STREAM_NAME.match(name):
             bad("consumers", f"{name!r} is not a durable consumer name (letters, digits, '_' and '-')")
     return out
@@ -61,7 +57,7 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
                 account: str = "") -> Json:
     """The dependents' pod specs with the lane's subjects, stream and consumers (same count and order), the NACK
     Stream and Consumers, and the state."""
-    subject_names, consumer_names = _names(subjects), _names(consumers)
+    subject_names, consumer_names = name_list(subjects), name_list(consumers)
     lane_stream = re.sub(r"[^A-Za-z0-9_-]", "_", f"{stream}_{flow_uuid}")[:200]
     renames = {s: f"{flow_uuid}.{s}" for s in subject_names}
     renames[stream] = lane_stream

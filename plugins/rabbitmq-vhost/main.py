@@ -18,7 +18,7 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote
 
-from plugins._common import Json, Refused, clean_name, flow_name, result, set_env
+from plugins._common import Json, Refused, clean_name, flow_name, result, rewrite_values, set_env
 
 API = "rabbitmq.com/v1beta1"
 TOPOLOGY = ("Queue", "Exchange", "Binding")
@@ -57,29 +57,19 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     vhost = lane_vhost(flow_uuid)
     reference: Json = {"name": cluster, **({"namespace": cluster_namespace} if cluster_namespace else {})}
     users: set[str] = set()
-    specs, results = [], []
+    results: list[Json] = []
     try:
         if not cluster:
             raise Refused("rabbitmq-vhost needs args.cluster", path="args.cluster")
-        for i, pod_spec in enumerate(pod_specs):
-            spec = copy.deepcopy(pod_spec)
-            before = repr(spec)
-            for group in ("initContainers", "containers"):
-                for c in spec.get(group) or []:
-                    for e in c.get("env") or []:
-                        if isinstance(e.get("value"), str):
-                            e["value"] = _rewire(e["value"], vhost, users)
-                    for field in ("command", "args"):
-                        if isinstance(c.get(field), list):
-                            c[field] = [_rewire(a, vhost, users) if isinstance(a, str) else a for a in c[field]]
+        specs = rewrite_values(pod_specs, lambda text: _rewire(text, vhost, users))
+        for i, (spec, pod_spec) in enumerate(zip(specs, pod_specs, strict=True)):
             if vhost_env and spec.get("containers"):
                 set_env(spec["containers"][0], vhost_env, {"value": vhost})
-            if repr(spec) == before:
+            if spec == pod_spec:
                 results.append(result(f"pod spec #{i + 1}: no AMQP URL in its env values, command or args, and no "
                                       "vhost_env: it would still use the baseline's vhost", "warning",
                                       "pass the broker's URL through env (amqp://host/vhost), or name the env var "
                                       "that holds the vhost in args.vhost_env"))
-            specs.append(spec)
         grantee = user or (sorted(users)[0] if len(users) == 1 else "")
         if not grantee:
             raise Refused("rabbitmq-vhost cannot tell which user the apps connect as" + (

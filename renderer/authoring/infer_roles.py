@@ -20,7 +20,7 @@ from ..render.inputs.document import Document
 from ..render.model.address_reads import config_reads
 from ..render.model.annotations import ENTRY_KINDS
 from ..render.model.records import Model, ServiceNode
-from ..render.model.store_signs import store_sign
+from ..render.model.store_signs import store_sign, volume_sign
 from .infer_facts import Edge, EntryPoint, Evidence, Role, SharedConfig, Unwired, evidence
 
 # the built-in plugin that fits a store kind (`core.stores`); a kind not here has none yet
@@ -84,16 +84,10 @@ def _stateful(model: Model, node: ServiceNode) -> Role | None:
     if kind and role_of(kind) == "registry":
         reason += ": a service registry, copied into each lane that reaches it so dev pods register with its own"
     args: tuple[tuple[str, str], ...] = ()
-    if kind in CACHES and (sign is None or sign.source != "volume") and not _claims(doc, spec):
+    if kind in CACHES and volume_sign(doc.obj, spec) is None:
         reason += ": a cache without persistence, so a dev copy that starts empty is the answer"
         args = (("mode", "fresh"),) if kind == "redis" else ()
     return Role(node.key, "stateful", reason, ev, PLUGINS.get(kind), kind, args=args)
-
-
-def _claims(doc: Document, spec: dict) -> bool:
-    """Whether the workload keeps data on a claim (a volumeClaimTemplate or a persistentVolumeClaim volume)."""
-    return bool((doc.obj.get("spec") or {}).get("volumeClaimTemplates")) or any(
-        isinstance(v, dict) and isinstance(v.get("persistentVolumeClaim"), dict) for v in spec.get("volumes") or [])
 
 
 def _env_names(model: Model, node: ServiceNode, spec: dict) -> list[str]:

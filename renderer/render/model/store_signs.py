@@ -47,6 +47,11 @@ def store_sign(node: ServiceNode) -> StoreSign | None:
         return port
     if node.stateful:
         return StoreSign("database", "annotated kardinal.dev.service/stateful", "annotation", "true")
+    return volume_sign(obj, spec)
+
+
+def volume_sign(obj: dict, spec: dict) -> StoreSign | None:
+    """The claim a workload keeps its data on (a volumeClaimTemplate, a persistentVolumeClaim volume), if any."""
     templates = (obj.get("spec") or {}).get("volumeClaimTemplates") or []
     if templates:
         name = str((templates[0].get("metadata") or {}).get("name", "")) if isinstance(templates[0], dict) else ""
