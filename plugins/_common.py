@@ -197,31 +197,46 @@ def rewrite_values(pod_specs: list[Json], rewrite: Callable[[str], str]) -> list
     return out
 
 
-def rename_names(pod_specs: list[Json], renames: Mapping[str, str]) -> tuple[list[Json], set[str]]:
-    """`rewrite_values` with each name of `renames` (a topic, a subject, a group) replaced wherever it is a whole
-    token: `orders` in `--topic=orders` or `a,orders`, never inside `orders-dlq` or `v2.orders`. Also returns the
+ConfigMaps = list[dict[str, dict[str, str]]]  # create_flow's `config_maps`: per pod spec, ConfigMap name -> data
+
+
+def rewrite_configs(config_maps: ConfigMaps | None, rewrite: Callable[[str], str]) -> ConfigMaps:
+    """Copies of `config_maps` (same shape) with `rewrite` applied to every data value: the app's config files."""
+    return [{name: {key: rewrite(value) for key, value in data.items()} for name, data in per.items()}
+            for per in config_maps or []]
+
+
+def rename_names(pod_specs: list[Json], renames: Mapping[str, str], config_maps: ConfigMaps | None = None,
+                 ) -> tuple[list[Json], ConfigMaps, set[str]]:
+    """`rewrite_values` and `rewrite_configs` with each name of `renames` (a topic, a subject, a group) replaced
+    wherever it is a whole token: `orders` in `--topic=orders` or `a,orders`, never inside `orders-dlq` or
+    `v2.orders`. In a config file, a token that is a key (`orders:`, `orders=`), a host or a path (after `/` or
+    `@`, before `:port`) is left alone: there the name is more likely a service's than a topic's. Also returns the
     names found."""
     if not renames:
-        return copy.deepcopy(pod_specs), set()
+        return copy.deepcopy(pod_specs), copy.deepcopy(config_maps or []), set()
     alternatives = "|".join(re.escape(n) for n in sorted(renames, key=len, reverse=True))
-    pattern = re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w.-])")
+    value = re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w.-])")
+    in_file = re.compile(rf"(?<![\w.\-/@])(?:{alternatives})(?![\w.-])(?![\"']?[ \t]*[:=])")
     seen: set[str] = set()
 
     def swap(m: re.Match[str]) -> str:
         seen.add(m.group(0))
         return renames[m.group(0)]
 
-    return rewrite_values(pod_specs, lambda text: pattern.sub(swap, text)), seen
+    specs = rewrite_values(pod_specs, lambda text: value.sub(swap, text))
+    return specs, rewrite_configs(config_maps, lambda text: in_file.sub(swap, text)), seen
 
 
 def unnamed(renames: Mapping[str, str], seen: set[str], what: Mapping[str, str],
             arg_of: Mapping[str, str]) -> list[Json]:
-    """A warning for each name of `renames` no dependent holds in env, command or args: the app reads it from a file
-    or has it compiled in, so that dependent still uses the baseline's. `what`/`arg_of`: per name, what it is
-    (topic, subject, ...) and the arg that lists it."""
-    return [result(f"{what[n]} {n} is in no env value, command or args of the dependents: a dependent that reads it "
-                   f"from a file, or has it compiled in, still uses the baseline's {n}", "warning",
-                   f"pass the name through env (the lane's is {renames[n]}), or drop it from args.{arg_of[n]}")
+    """A warning for each name of `renames` no dependent holds in env, command, args or a ConfigMap it reads: the
+    app has it compiled in (or reads it from a Secret), so that dependent still uses the baseline's. `what`/`arg_of`:
+    per name, what it is (topic, subject, ...) and the arg that lists it."""
+    return [result(f"{what[n]} {n} is in no env value, command, args or ConfigMap of the dependents: a dependent "
+                   f"that has it compiled in, or reads it from a Secret, still uses the baseline's {n}", "warning",
+                   f"pass the name through env or a ConfigMap (the lane's is {renames[n]}), or drop it from "
+                   f"args.{arg_of[n]}")
             for n in renames if n not in seen]
 
 

@@ -215,7 +215,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
         s.stop_on_errors(problems)
         plugins = running.results(policy)
     problems += plugins.messages
-    cloned, dev = dev, clone.patch(dev, plugins.pod_specs)
+    cloned, dev = dev, plugins.patched(clone.patch(dev, plugins.pod_specs))
     dev, found = flow_namespace.provide_secrets(model, dev, plugins.resources, settings.strict)
     problems += found
     entries, found = route_entries(model, dev, the_plan.flow_id, settings.routes)

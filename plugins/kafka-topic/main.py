@@ -4,10 +4,11 @@ when asked, a `KafkaUser` whose ACLs reach only those topics and groups). No Kaf
 Define it (`type: external`) with a `servicename` that stands for the topics, and list it in the plugins of the
 producers and consumers that use them. In a flow, the dependents that get a dev version (a producer the pull
 request changes, a consumer downstream of it) get the lane's topic names and a consumer group of their own
-wherever the names appear in their env values, `command` and `args` (every container, init containers included),
-while the bootstrap address stays the shared cluster's. A consumer not in the flow keeps the baseline topic, so the
+wherever the names appear in their env values, `command` and `args` (every container, init containers included)
+and in the ConfigMaps they read (a Spring `application.yml`: devlane gives the lane its own copy), while the
+bootstrap address stays the shared cluster's. A consumer not in the flow keeps the baseline topic, so the
 lane never feeds the baseline's consumers nor reads their messages. A topic name none of the dependents holds (the
-app reads it from a file, or it is compiled in) is said, loudly: that dependent would still use the baseline topic.
+app has it compiled in) is said, loudly: that dependent would still use the baseline topic.
 
 The topics are `<topic>-<flow_uuid>` (shortened with a stable hash past Kafka's 249 characters), each a KafkaTopic
 labelled `strimzi.io/cluster`; pruning the flow deletes them (the Topic Operator deletes a topic with its
@@ -20,6 +21,7 @@ import re
 from typing import Any
 
 from plugins._common import (
+    ConfigMaps,
     Json,
     Refused,
     clean_name,
@@ -91,12 +93,13 @@ def lane_name(name: str, flow_uuid: str, limit: int = MAX_TOPIC) -> str:
     return name[: limit - len(tail)] + tail
 
 
-def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str, cluster: str = "",
+def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str,
+                config_maps: ConfigMaps | None = None, cluster: str = "",
                 topics: str = "", groups: str = "", partitions: str = "", replicas: str = "",
                 retention_ms: str = "", api_version: str = "", user: str = "", authentication: str = "",
                 username_env: str = "", password_env: str = "") -> Json:
-    """The dependents' pod specs with the lane's topic and group names (same count and order), the KafkaTopics
-    (and KafkaUser), and the state."""
+    """The dependents' pod specs and the ConfigMaps they read with the lane's topic and group names (same count and
+    order), the KafkaTopics (and KafkaUser), and the state."""
     api = api_version or APIS[0]
     topic_names, group_names = name_list(topics), name_list(groups)
     renames = {t: lane_name(t, flow_uuid) for t in topic_names}
@@ -104,7 +107,7 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     try:
         if not cluster or not topic_names:
             raise Refused("kafka-topic needs args.cluster and args.topics", path="args")
-        specs, seen = rename_names(pod_specs, renames)
+        specs, configs, seen = rename_names(pod_specs, renames, config_maps)
         resources = [_topic(api, cluster, t, renames[t], flow_uuid, partitions, replicas, retention_ms)
                      for t in topic_names]
         state: Json = {"cluster": cluster, "topics": {t: renames[t] for t in topic_names},
@@ -123,7 +126,8 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
         return refused.answer(pod_specs)
     what = {n: "topic" if n in topic_names else "consumer group" for n in renames}
     results = unnamed(renames, seen, what, {n: "topics" if n in topic_names else "groups" for n in renames})
-    return {"pod_specs": specs, "config_map": state, "resources": resources, "results": results}
+    return {"pod_specs": specs, "config_maps": configs, "config_map": state, "resources": resources,
+            "results": results}
 
 
 def _topic(api: str, cluster: str, topic: str, name: str, flow_uuid: str, partitions: str, replicas: str,

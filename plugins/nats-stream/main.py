@@ -5,9 +5,9 @@ Define it (`type: external`) with a `servicename` that stands for the stream, an
 publishers and subscribers that use it. In a flow, the dependents with a dev version get the lane's subjects (each
 subject the app uses, wildcards included, under a prefix of the lane's: `orders.created` ->
 `<flowUuid>.orders.created`, so no baseline stream or subscription matches them; the lane's stream takes
-`<flowUuid>.>`), the lane's stream name and
-durable consumer names, wherever the names appear in their env values, `command` and `args`; the server address stays
-the shared one. A subscriber not in the flow keeps the baseline's subjects. A name none of the dependents holds is
+`<flowUuid>.>`), the lane's stream name and durable consumer names, wherever the names appear in their env values,
+`command`, `args` and the ConfigMaps they read (devlane gives the lane its own copy); the server address stays the
+shared one. A subscriber not in the flow keeps the baseline's subjects. A name none of the dependents holds is
 said, loudly. The NACK controller creates the stream and consumers when the flow is applied and deletes them when it
 is pruned.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from plugins._common import Json, Refused, clean_name, flow_name, name_list, rename_names, unnamed
+from plugins._common import ConfigMaps, Json, Refused, clean_name, flow_name, name_list, rename_names, unnamed
 
 API = "jetstream.nats.io/v1beta2"
 STREAM_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}\Z")  # no spaces, dots, wildcards or path separators
@@ -52,7 +52,8 @@ def validate_args(args: dict[str, Any]) -> list[Json]:
     return out
 
 
-def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str, stream: str = "",
+def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str,
+                config_maps: ConfigMaps | None = None, stream: str = "",
                 subjects: str = "", consumers: str = "", storage: str = "", max_age: str = "", replicas: str = "",
                 account: str = "") -> Json:
     """The dependents' pod specs with the lane's subjects, stream and consumers (same count and order), the NACK
@@ -65,7 +66,7 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     try:
         if not stream or not subject_names:
             raise Refused("nats-stream needs args.stream and args.subjects", path="args")
-        specs, seen = rename_names(pod_specs, renames)
+        specs, configs, seen = rename_names(pod_specs, renames, config_maps)
     except Refused as refused:
         return refused.answer(pod_specs)
     common: Json = {"account": account} if account else {}
@@ -89,7 +90,8 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
     state = {"stream": lane_stream, "subjects": {s: renames[s] for s in subject_names},
              "consumers": {c: renames[c] for c in consumer_names}}
     results = unnamed({n: r for n, r in renames.items() if n != stream}, seen, what, arg_of)
-    return {"pod_specs": specs, "config_map": state, "resources": resources, "results": results}
+    return {"pod_specs": specs, "config_maps": configs, "config_map": state, "resources": resources,
+            "results": results}
 
 
 def delete_flow(config_map: Json, flow_uuid: str) -> None:

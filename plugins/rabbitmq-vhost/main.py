@@ -1,14 +1,15 @@
 """rabbitmq-vhost: a lane's own virtual host on the shared RabbitMQ broker, with the repository's queues, exchanges and
 bindings for that broker copied into it, as messaging-topology-operator objects. No broker call during render.
 
-Define it (`type: external`) with a `servicename` that stands for the vhost, list it in the plugins of the services
-that publish or consume on the broker, and list the repository's `Queue`, `Exchange` and `Binding` objects of that
-broker in the definition's `extensions`. In a flow, the dependents with a dev version get the lane's vhost in their
-AMQP URLs (`amqp://u:p@rabbitmq:5672/%2F` -> `.../<lane vhost>`, in env values, `command` and `args`) and in the env
-named by `vhost_env`; the host, port and credentials stay: a `Permission` grants the user the apps connect as the
-lane's vhost. The lane's topology (the extensions, each with `vhost` set to the lane's) starts empty, so the lane
-never takes the baseline's messages nor feeds its consumers. A dependent with no AMQP URL and no `vhost_env` is
-said, loudly: it would still use the baseline's vhost.
+Define it (`type: external`) with a `servicename` that stands for the vhost, and list it in the plugins of the
+services that publish or consume on the broker. devlane hands it every `Queue`, `Exchange` and `Binding` of the
+repository (plugin.yaml `receives`), and those referencing the broker are copied into the lane's vhost. In a flow, the
+dependents with a dev version get the lane's vhost in their AMQP URLs (`amqp://u:p@rabbitmq:5672/%2F` ->
+`.../<lane vhost>`, in env values, `command`, `args` and the ConfigMaps they read, of which devlane gives the lane
+its own copy) and in the env named by `vhost_env`; the host, port and credentials stay: a `Permission` grants the
+user the apps connect as the lane's vhost. The lane's topology starts empty, so the lane never takes the baseline's
+messages nor feeds its consumers. A dependent with no AMQP URL and no `vhost_env` is said, loudly: it would still
+use the baseline's vhost.
 """
 
 from __future__ import annotations
@@ -18,7 +19,17 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote
 
-from plugins._common import Json, Refused, clean_name, flow_name, result, rewrite_values, set_env
+from plugins._common import (
+    ConfigMaps,
+    Json,
+    Refused,
+    clean_name,
+    flow_name,
+    result,
+    rewrite_configs,
+    rewrite_values,
+    set_env,
+)
 
 API = "rabbitmq.com/v1beta1"
 TOPOLOGY = ("Queue", "Exchange", "Binding")
@@ -50,7 +61,8 @@ def _rewire(text: str, vhost: str, users: set[str]) -> str:
 
 
 def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str,
-                extensions: list[Json] | None = None, cluster: str = "", cluster_namespace: str = "", user: str = "",
+                extensions: list[Json] | None = None, config_maps: ConfigMaps | None = None,
+                cluster: str = "", cluster_namespace: str = "", user: str = "",
                 vhost_env: str = "", default_queue_type: str = "") -> Json:
     """The dependents' pod specs wired to the lane's vhost (same count and order), the Vhost, the Permission, the
     lane's copy of the broker's topology, and the state."""
@@ -62,14 +74,16 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
         if not cluster:
             raise Refused("rabbitmq-vhost needs args.cluster", path="args.cluster")
         specs = rewrite_values(pod_specs, lambda text: _rewire(text, vhost, users))
+        configs = rewrite_configs(config_maps, lambda text: _rewire(text, vhost, users))
         for i, (spec, pod_spec) in enumerate(zip(specs, pod_specs, strict=True)):
             if vhost_env and spec.get("containers"):
                 set_env(spec["containers"][0], vhost_env, {"value": vhost})
-            if spec == pod_spec:
-                results.append(result(f"pod spec #{i + 1}: no AMQP URL in its env values, command or args, and no "
-                                      "vhost_env: it would still use the baseline's vhost", "warning",
-                                      "pass the broker's URL through env (amqp://host/vhost), or name the env var "
-                                      "that holds the vhost in args.vhost_env"))
+            if spec == pod_spec and (i >= len(configs) or configs[i] == config_maps[i]):
+                results.append(result(f"pod spec #{i + 1}: no AMQP URL in its env values, command, args or "
+                                      "ConfigMaps, and no vhost_env: it would still use the baseline's vhost",
+                                      "warning", "pass the broker's URL through env or a ConfigMap "
+                                      "(amqp://host/vhost), or name the env var that holds the vhost in "
+                                      "args.vhost_env"))
         grantee = user or (sorted(users)[0] if len(users) == 1 else "")
         if not grantee:
             raise Refused("rabbitmq-vhost cannot tell which user the apps connect as" + (
@@ -98,7 +112,8 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
         resources.append(obj)
         copied.append(f"{ext['kind']}/{ext['metadata']['name']}")
     state = {"vhost": vhost, "user": grantee, "topology": copied}
-    return {"pod_specs": specs, "config_map": state, "resources": resources, "results": results}
+    return {"pod_specs": specs, "config_maps": configs, "config_map": state, "resources": resources,
+            "results": results}
 
 
 def delete_flow(config_map: Json, flow_uuid: str) -> None:

@@ -6,10 +6,12 @@ Golden cases live in `<plugin>/testdata/<case>/`:
   Each workload (an object with `spec.template.spec.containers`: Deployment, StatefulSet, ...)
   is paired with the Service of the same name (a bare Service is made up when there is none);
   `devlane.dev/container` on that Service picks the target container, as in a repository.
-  Any other object is passed as an extension (`extensions` in a plugin definition).
+  Any other object is passed as an extension (`extensions` in a plugin definition); a ConfigMap a
+  workload reads (env, envFrom, a volume) is also handed as a render hands it (`config_maps` of a
+  Kardinal module).
 - `args.yaml` (optional): the plugin-definition args, a mapping.
 - `expected.yaml`: the output, in the renderer's canonical YAML: the workloads after the plugin,
-  the plugin-state ConfigMap, then the objects the plugin added. `--update` rewrites it.
+  the ConfigMaps it changed, the plugin-state ConfigMap, then the objects the plugin added. `--update` rewrites it.
 - `error.txt` (instead of `expected.yaml`): a substring the call's error must contain.
 
 The plugin runs through the real plugin host and runtime with the render's own argument checks
@@ -35,6 +37,7 @@ from ..host.invoke import Invocation, Outcome
 from ..host.manifest import MANIFEST, load_manifest
 from ..host.plugin_host import PluginHost
 from ..host.resolve import PluginSource, is_plugin_dir
+from ..render.model.address_reads import config_reads, data_of
 from ..render.model.plugin_definitions import plain_args
 from ..render.output.emit import label_resource, state_configmap
 from ..render.plugins.calls import target_back, target_first
@@ -99,6 +102,9 @@ def invocation_for(case: Case, plugin: str) -> tuple[Invocation, list[int]]:
     """The CreateFlow a render would send for these dependents; also where each target container was."""
     services = {o["metadata"]["name"]: o for o in case.objects if o["kind"] == "Service"}
     workloads = [o for o in case.objects if o["kind"] != "Service" and _is_workload(o)]
+    read = {r.name for w in workloads for r in config_reads(w["spec"]["template"]["spec"]) if r.kind == "ConfigMap"}
+    configs = {o["metadata"]["name"]: o for o in case.objects
+               if o["kind"] == "ConfigMap" and o["metadata"]["name"] in read}
     extensions = [o for o in case.objects if o["kind"] != "Service" and not _is_workload(o)]
     where = Where(file=str(case.path / "input.yaml"))
     if not workloads:
@@ -122,8 +128,17 @@ def invocation_for(case: Case, plugin: str) -> tuple[Invocation, list[int]]:
         paired.append(svc)
     inv = Invocation(operation="CreateFlow", instance=plugin, flow_id=FLOW_ID, plugin=plugin, args=dict(case.args),
                      dependents=names, workloads=moved, services=paired,
-                     extensions=copy.deepcopy(extensions))
+                     extensions=copy.deepcopy(extensions),
+                     configs=[(w["metadata"]["name"], _handed(configs[r.name])) for w in workloads
+                              for r in config_reads(w["spec"]["template"]["spec"])
+                              if r.kind == "ConfigMap" and r.name in configs])
     return inv, indexes
+
+
+def _handed(obj: dict) -> dict:
+    """A ConfigMap of the case as a render hands it: its name, namespace and text data."""
+    meta = {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace")}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data_of(obj)}
 
 
 def output_objects(inv: Invocation, outcome: Outcome, indexes: list[int], plugin: str) -> list[dict]:
@@ -137,6 +152,11 @@ def output_objects(inv: Invocation, outcome: Outcome, indexes: list[int], plugin
         obj["spec"]["template"]["spec"] = target_back(spec, idx)
         out.append(obj)
     ns = inv.workloads[0]["metadata"].get("namespace")
+    edited: dict[str, dict] = {}
+    for change in outcome.configs:  # as the flow's copy would hold them (one per name in a case)
+        edited[change["name"]] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": change["name"]},
+                                  "data": change["data"]}
+    out += [edited[n] for n in sorted(edited)]
     out.append(state_configmap(inv.instance, FLOW_ID, outcome.config_map, ns, plugin, list(inv.dependents)))
     out += [label_resource(r, FLOW_ID, ns) for r in outcome.resources]
     return json.loads(json.dumps(out))  # plain data, as it would be read back from the file

@@ -58,6 +58,8 @@ class Invocation:
     services: list[dict] = field(default_factory=list)  # the dependents' Service objects, same order
     extensions: list[dict] = field(default_factory=list)  # repo objects listed in `extensions`
     objects: list[dict] = field(default_factory=list)  # LifecycleHook / pipeline stages: the objects
+    # CreateFlow: (dependent, ConfigMap) for each ConfigMap a dependent's pod reads, as it reads it now
+    configs: list[tuple[str, dict]] = field(default_factory=list)
     state: Any = None  # DeleteFlow: the stored config_map
     old_args: dict | None = None  # ValidateChange
     stage: Stage = "plugin"
@@ -75,6 +77,8 @@ class Outcome:
     config_map: Any
     resources: list[dict] = field(default_factory=list)
     messages: list[Problem] = field(default_factory=list)
+    # the ConfigMaps the plugin changed: {"dependent", "name", "data"} (the whole new `data`), in request order
+    configs: list[dict] = field(default_factory=list)
 
 
 def _tag(obj: dict, ident: int, role: Role, dependent: str | None) -> dict:
@@ -96,6 +100,8 @@ def request_items(inv: Invocation) -> list[dict]:
         items.append(_tag(ext, len(items), "extension", None))
     for obj in inv.objects:
         items.append(_tag(obj, len(items), "object", None))
+    for dep, obj in inv.configs:
+        items.append(_tag(obj, len(items), "config", dep))
     return items
 
 
@@ -333,6 +339,7 @@ def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outco
     sent = {annotations(obj)[ID]: obj for obj in request_items(inv)}
     pod_specs = [copy.deepcopy(pod_spec(w)) for w in inv.workloads]
     resources: list[dict] = []
+    configs: list[dict] = []
     for item in items:
         ident = annotations(item).get(ID)
         if ident is None:
@@ -343,6 +350,11 @@ def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outco
         original = sent[ident]
         role = annotations(original)[ROLE]
         kind, name = original.get("kind"), (original.get("metadata") or {}).get("name")
+        if role == "config":
+            change = _config_change(original, item, reader)
+            if change is not None:
+                configs.append(change)
+            continue
         if role != "workload":
             path = _diff_path(original, item)
             if path is not None:
@@ -360,4 +372,25 @@ def outcome_from_reply(inv: Invocation, doc: dict, reader: ReplyReader) -> Outco
                                "workloads it receives", "add new objects instead of editing others",
                                code="plugin-mutation")
         pod_specs[inv.dependents.index(dep)] = copy.deepcopy(new_spec)
-    return Outcome(pod_specs, config_map, resources, messages + reader.stderr_info())
+    return Outcome(pod_specs, config_map, resources, messages + reader.stderr_info(), configs)
+
+
+def _config_change(original: dict, item: dict, reader: ReplyReader) -> dict | None:
+    """A ConfigMap the plugin was handed, as it came back: None when unchanged, else its new `data`. Only the
+    values of its `data` may change (a renamed topic in a config file); keys, metadata and the rest stay."""
+    name = (original.get("metadata") or {}).get("name")
+    path = _diff_path({**original, "data": None}, {**item, "data": None})
+    data = item.get("data")
+    if path is None and (not isinstance(data, dict) or sorted(data) != sorted(original.get("data") or {})):
+        path = "data"
+    if path is not None:
+        raise reader.error(f"changed ConfigMap/{name} (config) at {path}; a plugin may change only the values of "
+                           "the data of the ConfigMaps it is handed", "keep their keys and metadata as sent",
+                           code="plugin-mutation")
+    bad = sorted(k for k, v in data.items() if not isinstance(v, str))
+    if bad:
+        raise reader.error(f"ConfigMap/{name} data.{bad[0]} is {json_type(data[bad[0]])}, expected a string",
+                           "ConfigMap data values are strings", code="plugin-malformed")
+    if data == original.get("data"):
+        return None
+    return {"dependent": annotations(original)[DEPENDENT], "name": name, "data": dict(data)}

@@ -53,6 +53,7 @@ class Manifest:
     limits: dict[str, int] | None = None  # spec.limits: memoryMiB, processes, fileSizeMiB, cpuSeconds
     emits: tuple[str, ...] | None = None  # `spec.emits`: kinds it may add (None: the output policy's default)
     isolates: tuple[str, ...] = ()  # `spec.isolates`: store kinds whose state it gives the lane (shared address)
+    receives: tuple[str, ...] = ()  # `spec.receives`: kinds of repository objects it is handed as extensions
     synthesized: bool = False
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -82,6 +83,7 @@ class Manifest:
             "limits": self.limits,
             "emits": None if self.emits is None else list(self.emits),
             "isolates": list(self.isolates),
+            "receives": list(self.receives),
             "argsSchema": self.args_schema,
             "synthesized": self.synthesized,
         }
@@ -133,7 +135,8 @@ def load_manifest(path: Path, name: str) -> Manifest:
                     lifecycle_kinds=tuple((spec.get("lifecycle") or {}).get("kinds") or ()),
                     limits=spec.get("limits"),
                     emits=None if spec.get("emits") is None else tuple(spec["emits"]),
-                    isolates=tuple(spec.get("isolates") or ()), raw=raw)
+                    isolates=tuple(spec.get("isolates") or ()), receives=tuple(spec.get("receives") or ()),
+                    raw=raw)
 
 
 def args_problems(manifest: Manifest, args: dict, where: Where) -> list[Problem]:

@@ -139,7 +139,7 @@ class PluginHost:
             return Created(copy.deepcopy(rec.outcome), "replayed")
         outcome = self.runtime(choice).create_flow(inv, self.timeout(choice, inv.instance))
         record = Record(choice.name, inv.instance, inv.flow_id, key,
-                        Outcome(outcome.pod_specs, outcome.config_map, outcome.resources))
+                        Outcome(outcome.pod_specs, outcome.config_map, outcome.resources, configs=outcome.configs))
         return Created(outcome, "provisioned", record)
 
     def delete(self, state: FlowState, flow_id: str, args: dict, side_effects: SideEffects | None,

@@ -58,6 +58,7 @@ class Record:
                 "podSpecs": self.outcome.pod_specs,
                 "configMap": self.outcome.config_map,
                 "resources": self.outcome.resources,
+                **({"configs": self.outcome.configs} if self.outcome.configs else {}),
             },
         }
         return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -71,9 +72,12 @@ def read_record(source: Source, flow_id: str, instance: str) -> Record | None:
     try:
         doc = load_json(source.read(path).decode("utf-8"))  # a recorded reply: bounded like a live one
         result = doc["result"]
-        outcome = Outcome(list(result["podSpecs"]), result["configMap"], list(result.get("resources") or []))
+        outcome = Outcome(list(result["podSpecs"]), result["configMap"], list(result.get("resources") or []),
+                          configs=[dict(c) for c in result.get("configs") or []])
         problems = [f"pod spec {p}" for p in map(pod_spec_problem, outcome.pod_specs) if p]
         problems += [f"resources[{i}] {p}" for i, p in enumerate(map(malformed, outcome.resources)) if p]
+        problems += [f"configs[{i}] is not {{dependent, name, data}} of strings" for i, c in enumerate(outcome.configs)
+                     if not _config_record(c)]
         if problems:
             raise ValueError(f"recorded {problems[0]}")
         return Record(doc["plugin"], doc["instance"], doc["flowId"], doc["inputHash"], outcome)
@@ -83,6 +87,13 @@ def read_record(source: Source, flow_id: str, instance: str) -> Record | None:
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise fail(f"provision record is unreadable ({type(exc).__name__}: {exc})", where,
                    f"re-provision: devlane provision --flow {flow_id}", code="state-record") from None
+
+
+def _config_record(change: dict) -> bool:
+    """A recorded ConfigMap change: its dependent and name, and its data as strings."""
+    data = change.get("data")
+    return (isinstance(change.get("dependent"), str) and isinstance(change.get("name"), str)
+            and isinstance(data, dict) and all(isinstance(v, str) for v in data.values()))
 
 
 def write_records(repo_root: Path, flow_id: str, records: list[Record]) -> list[Path]:

@@ -33,7 +33,7 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # one reply, on any transport; a larger on
 ADDRESS_ENV = "DEVLANE_PLUGIN_ADDRESS"  # where a gRPC plugin server listens
 
 Operation = Literal["CreateFlow", "DeleteFlow", "ValidateArgs", "DefaultArgs", "ValidateChange", "LifecycleHook"]
-Role = Literal["workload", "service", "extension", "object"]
+Role = Literal["workload", "service", "extension", "object", "config"]
 Stage = Literal["plugin", "pre-render", "per-flow", "post-render"]
 RuntimeType = Literal["kardinal-python", "exec", "grpc"]  # how a plugin carries this document (plugin.yaml)
 RUNTIMES: tuple[str, ...] = get_args(RuntimeType)

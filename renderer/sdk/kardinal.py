@@ -359,19 +359,22 @@ class KardinalHandler:
         args = dict(spec.get("args") or {})
         flow_uuid = (spec.get("flow") or {}).get("uuid") or f"{self.instance}-{(spec.get('flow') or {}).get('id')}"
         mode = _signature_mode(fn)
+        configs = _handed_configs(items, dependents)
+        edited: list[dict] = [{} for _ in dependents]
         if mode == "plural":
             known = {"service_specs": [copy.deepcopy((services.get(d) or {}).get("spec") or {}) for d in dependents],
                      "services": [strip_internal(copy.deepcopy(services.get(d) or {})) for d in dependents],
                      "pod_specs": pod_specs, "flow_uuid": flow_uuid,
                      "extensions": [strip_internal(copy.deepcopy(i)) for i in items
-                                    if annotations(i).get(ROLE) == "extension"]}
-            new_specs, config_map, resources, results = self._plural(fn, known, args, dependents)
+                                    if annotations(i).get(ROLE) == "extension"],
+                     "config_maps": copy.deepcopy(configs)}
+            new_specs, config_map, resources, results, edited = self._plural(fn, known, args, dependents)
         else:
             new_specs, config_map, resources, results = self._singular(fn, mode, args, flow_uuid, dependents,
                                                                        workloads, services, pod_specs)
         ignored = sorted(a for a in args if a not in inspect.signature(fn).parameters or a in {
             "service_specs", "services", "pod_specs", "flow_uuid", "extensions", "service_spec", "pod_spec",
-            "deployment_spec"})
+            "deployment_spec", "config_maps"})
         if ignored:
             results.append(result(f"create_flow ignored args not in its signature: {', '.join(ignored)}", "info",
                                   code="plugin-debug"))
@@ -382,6 +385,10 @@ class KardinalHandler:
             if annotations(item).get(ROLE) == "workload" and dep in dependents:
                 item.setdefault("spec", {}).setdefault("template", {})["spec"] = copy.deepcopy(
                     new_specs[dependents.index(dep)])
+            elif annotations(item).get(ROLE) == "config" and dep in dependents:
+                name = (item.get("metadata") or {}).get("name")
+                if name in edited[dependents.index(dep)]:
+                    item["data"] = copy.deepcopy(edited[dependents.index(dep)][name])
             out.append(item)
         out += copy.deepcopy(resources)
         out.append(state_item(self.instance, str((spec.get("flow") or {}).get("id") or ""), config_map))
@@ -403,7 +410,8 @@ class KardinalHandler:
                           "return exactly one pod spec per entry of pod_specs, in the same order (modify them in place "
                           "and return the whole list)", "plugin-pod-spec-count")
         checked = [_pod_spec(s, i, dependents[i], "create_flow") for i, s in enumerate(specs)]
-        return checked, _config_map(value, "create_flow"), _resources(value.get("resources"), "create_flow"), results
+        return (checked, _config_map(value, "create_flow"), _resources(value.get("resources"), "create_flow"), results,
+                _edited_configs(value.get("config_maps"), known["config_maps"], dependents))
 
     def _singular(self, fn: Any, mode: str, args: dict, flow_uuid: str, dependents: list[str], workloads: dict,
                   services: dict, pod_specs: list[dict]) -> tuple:
@@ -506,6 +514,37 @@ class KardinalHandler:
             ann.update({k: v for k, v in annotations(item).items() if k in (ROLE, ID)})
             out.append(value)
         return reply(doc, out)
+
+
+def _handed_configs(items: list[dict], dependents: list[str]) -> list[dict[str, dict[str, str]]]:
+    """`config_maps` as create_flow receives it: per dependent (the order of pod_specs), the ConfigMaps its pod
+    reads, by name, each as its `data`."""
+    out: list[dict[str, dict[str, str]]] = [{} for _ in dependents]
+    for item in items:
+        dep = annotations(item).get(DEPENDENT)
+        if annotations(item).get(ROLE) == "config" and dep in dependents:
+            out[dependents.index(dep)][str((item.get("metadata") or {}).get("name"))] = dict(item.get("data") or {})
+    return out
+
+
+def _edited_configs(value: Any, handed: list[dict], dependents: list[str]) -> list[dict]:
+    """The `config_maps` create_flow returned (optional: omitted, nothing changed), checked against what it was
+    handed: the same shape, the data of ConfigMaps it received, strings only."""
+    if value is None:
+        return handed
+    shape = "a list with one {name: data} mapping per pod spec, in the order of pod_specs"
+    if not isinstance(value, list) or len(value) != len(dependents) or not all(isinstance(v, dict) for v in value):
+        raise Failure(f"create_flow returned `config_maps` that is not {shape}",
+                      "return the config_maps you received, with their data values changed, or leave it out")
+    for i, mapping in enumerate(value):
+        for name, data in mapping.items():
+            if name not in handed[i]:
+                raise Failure(f"create_flow returned config_maps[{i}] with {name!r}, which {dependents[i]} does not "
+                              "read", "change only the ConfigMaps handed in config_maps")
+            if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+                raise Failure(f"create_flow returned config_maps[{i}][{name!r}] that is not a mapping of strings",
+                              "ConfigMap data values are strings")
+    return value
 
 
 def kardinal(module_or_functions: Any) -> KardinalHandler:

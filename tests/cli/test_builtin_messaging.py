@@ -33,7 +33,7 @@ def test_args_schema_lists_exactly_the_args_create_flow_binds(name, module):
     manifest = yaml.safe_load((ROOT / "plugins" / name / "plugin.yaml").read_text())
     schema = manifest["spec"]["argsSchema"]
     bound = [p for p in inspect.signature(module.create_flow).parameters
-             if p not in ("service_specs", "pod_specs", "flow_uuid", "extensions")]
+             if p not in ("service_specs", "pod_specs", "flow_uuid", "extensions", "config_maps")]
     assert list(schema["properties"]) == bound == list(module.ARGS)
 
 
@@ -190,4 +190,4 @@ def test_a_topic_no_dependent_names_is_said(harness):
     shop(harness, topics=(*TOPICS, "orders.refunded"))
     result = harness.cli("render", *FLOW, "--stdout")
     assert result.returncode == 0, result.stderr
-    assert "topic orders.refunded is in no env value, command or args of the dependents" in result.stderr
+    assert "topic orders.refunded is in no env value, command, args or ConfigMap of the dependents" in result.stderr

@@ -23,13 +23,32 @@ FLOW = ["--flow", "pr-5", "--service", "orders=example.com/orders:2", "--service
 LANE_PLUGINS = "order-topics,event-bus,order-stream"
 
 
-def _workload(name: str, env: dict[str, str], image: str = "", kind: str = "Deployment") -> dict:
+def _workload(name: str, env: dict[str, str], image: str = "", kind: str = "Deployment", config: str = "") -> dict:
     container = {"name": name, "image": image or f"example.com/{name}:1",
                  "env": [{"name": k, "value": v} for k, v in env.items()]}
+    spec: dict = {"containers": [container]}
+    if config:  # the app's settings in a mounted application.yml
+        container["volumeMounts"] = [{"name": "config", "mountPath": "/config"}]
+        spec["volumes"] = [{"name": "config", "configMap": {"name": config}}]
     return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NS},
             "spec": {"selector": {"matchLabels": {"app": name}}, **({"serviceName": name} if kind == "StatefulSet"
                                                                      else {}),
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}}}}
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+
+
+# order-history and kitchen (not in the flow) read their topic, group, subjects and broker URL from one file
+CONSUMER_YML = f"""spring:
+  kafka:
+    bootstrap-servers: {BOOTSTRAP}
+    consumer:
+      group-id: {GROUP}
+  rabbitmq:
+    addresses: {AMQP}
+app:
+  topics: {TOPIC}
+  subjects: {SUBJECT}
+  durable: {DURABLE}
+"""
 
 
 def _service(name: str, port: dict, annotations: dict[str, str]) -> dict:
@@ -45,10 +64,11 @@ def queue_shop(harness) -> None:
                              "MONGO_URL": "mongodb://catalog-db:27017/catalog"}),
         _service("orders", {"name": "http", "port": 80}, {"kardinal.dev.service/plugins": LANE_PLUGINS,
                                                           "kardinal.dev.service/dependencies": "catalog-db:mongo"}),
-        _workload("order-history", {**clients, "TOPICS": TOPIC, "GROUP_ID": GROUP, "SUBJECTS": SUBJECT,
-                                    "DURABLE": DURABLE}),
+        _workload("order-history", {"NATS_URL": NATS}, config="consumers"),
         _service("order-history", {"name": "http", "port": 80}, {"kardinal.dev.service/plugins": LANE_PLUGINS}),
-        _workload("kitchen", {**clients, "TOPIC": TOPIC, "GROUP_ID": "kitchen", "SUBJECTS": SUBJECT}),
+        _workload("kitchen", {"NATS_URL": NATS}, config="consumers"),
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "consumers", "namespace": NS},
+         "data": {"application.yml": CONSUMER_YML}},
         _service("kitchen", {"name": "http", "port": 80}, {"kardinal.dev.service/plugins": LANE_PLUGINS}),
         _workload("catalog-db", {}, "mongo:7.0", "StatefulSet"),
         _service("catalog-db", {"name": "mongo", "port": 27017}, {"kardinal.dev.service/stateful": "true",
@@ -57,12 +77,13 @@ def queue_shop(harness) -> None:
          "stringData": {"password": "never-rendered-4d1"}},
         {"apiVersion": "rabbitmq.com/v1beta1", "kind": "Queue", "metadata": {"name": "history", "namespace": NS},
          "spec": {"name": "OrderHistory", "durable": True, "rabbitmqClusterReference": {"name": "eventbus"}}},
+        {"apiVersion": "rabbitmq.com/v1beta1", "kind": "Queue", "metadata": {"name": "audit", "namespace": NS},
+         "spec": {"name": "Audit", "rabbitmqClusterReference": {"name": "another-broker"}}},
     ]
     defs = [
         {"name": "kafka-topic", "type": "external", "servicename": "order-topics",
          "args": {"cluster": "events", "topics": TOPIC, "groups": GROUP, "partitions": "1", "user": "true"}},
-        {"name": "rabbitmq-vhost", "type": "external", "servicename": "event-bus", "args": {"cluster": "eventbus"},
-         "extensions": [{"apiVersion": "rabbitmq.com/v1beta1", "kind": "Queue", "name": "history"}]},
+        {"name": "rabbitmq-vhost", "type": "external", "servicename": "event-bus", "args": {"cluster": "eventbus"}},
         {"name": "nats-stream", "type": "external", "servicename": "order-stream",
          "args": {"stream": "ORDERS", "subjects": SUBJECT, "consumers": DURABLE, "max_age": "24h"}},
         {"name": "mongodb-seed", "type": "stateful", "servicename": "catalog-seed",
@@ -75,10 +96,16 @@ def queue_shop(harness) -> None:
     harness.write("app.yaml", "".join(yaml_doc(o) for o in objects))
 
 
-def words(obj: dict) -> set[str]:
+def words(obj: dict, configmaps: dict[str, dict]) -> set[str]:
+    """Every value token the pod reads: its env values and the values of the ConfigMaps its volumes mount (by the
+    names the rendered pod spec gives, looked up among `configmaps`); keys of a YAML file are not values."""
     spec = obj["spec"]["template"]["spec"]
-    return {w for c in spec["containers"] for e in c.get("env") or [] for w in re.findall(r"[\w.%-]+",
-                                                                                           e.get("value") or "")}
+    texts = [e.get("value") or "" for c in spec["containers"] for e in c.get("env") or []]
+    for volume in spec.get("volumes") or []:
+        if "configMap" in volume:
+            for text in configmaps[volume["configMap"]["name"]]["data"].values():
+                texts += [line.split(": ", 1)[1] for line in text.splitlines() if ": " in line]
+    return {w for text in texts for w in re.findall(r"[\w.%-]+", text)}
 
 
 def test_every_new_builtin_in_one_app_is_valid_builds_and_isolates(harness):
@@ -98,23 +125,30 @@ def test_every_new_builtin_in_one_app_is_valid_builds_and_isolates(harness):
     assert "never-rendered-4d1" not in "".join(p.read_text() for p in flow.rglob("*") if p.is_file())
 
     pods = {o["metadata"]["name"]: o for o in objects if o["kind"] in ("Deployment", "StatefulSet")}
+    repo = [o for o in yaml.safe_load_all((harness.root / "app.yaml").read_text()) if o]
+    configmaps = {o["metadata"]["name"]: o for o in [*repo, *objects] if o["kind"] == "ConfigMap"}
     assert set(pods) == {"orders-pr-5", "order-history-pr-5", "catalog-db-pr-5"}  # kitchen is not in the flow
     lane = {"topic": next(o["spec"]["topicName"] for o in objects if o["kind"] == "KafkaTopic"),
             "vhost": next(o["spec"]["name"] for o in objects if o["kind"] == "Vhost"),
             "subjects": next(o["spec"]["subjects"][0] for o in objects if o["kind"] == "Stream").removesuffix(">")}
     baseline = {TOPIC, GROUP, SUBJECT, DURABLE}
     for name in ("orders-pr-5", "order-history-pr-5"):
-        used = words(pods[name])
+        used = words(pods[name], configmaps)
         assert not used & baseline, (name, used & baseline)
         assert {"events-kafka-bootstrap.kafka.svc", "eventbus.messaging.svc", "nats.messaging.svc"} <= used
         assert "%2F" not in " ".join(used) and lane["vhost"] in " ".join(used)
         assert any(w.startswith(lane["subjects"]) for w in used)
-    assert lane["topic"] in words(pods["orders-pr-5"])
-    mongo = next(w for w in words(pods["orders-pr-5"]) if w.startswith("catalog-db"))
+    assert lane["topic"] in words(pods["orders-pr-5"], configmaps)
+    assert lane["topic"] in words(pods["order-history-pr-5"], configmaps)  # from its copy of the mounted file
+    mongo = next(w for w in words(pods["orders-pr-5"], configmaps) if w.startswith("catalog-db"))
     service = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == mongo)
     assert labels_match_map(service["spec"]["selector"], pod_labels(pods["catalog-db-pr-5"]))  # the seeded copy
-    kitchen = (harness.root / "app.yaml").read_text()
-    assert not any(v in kitchen for v in (lane["topic"], lane["vhost"], lane["subjects"]))
+    kitchen = next(o for o in repo if o["kind"] == "Deployment" and o["metadata"]["name"] == "kitchen")
+    assert baseline <= words(kitchen, configmaps)  # the baseline consumer and its file keep the baseline's names
+    assert not any(v in (harness.root / "app.yaml").read_text() for v in (lane["topic"], lane["vhost"],
+                                                                          lane["subjects"]))
+    queues = [o["spec"] for o in objects if o["kind"] == "Queue"]  # the broker's topology, found by `receives`
+    assert queues == [{**queues[0], "name": "OrderHistory", "vhost": lane["vhost"]}]
 
     deleted = harness.run("delete", "--flow", "pr-5", "--out", out)
     assert deleted.returncode == 0, deleted.stderr

@@ -215,7 +215,7 @@ def _drop_kardinal(meta: dict) -> None:
         meta.pop("annotations", None)
 
 
-def _copy_of(doc: Document, version: str, namespace: str | None, lane: Lane) -> dict:
+def copy_of(doc: Document, version: str, namespace: str | None, lane: Lane) -> dict:
     """A per-flow copy of a repository object: its dev name in `namespace` (the dev pod's), flow labels."""
     obj = strip_metadata(copy_tree(doc.obj))
     meta = obj["metadata"]
@@ -328,7 +328,7 @@ class _Cloner:
         """The per-flow copy of a ConfigMap with its references rewritten (made once per flow)."""
         slot = ("ConfigMap", dw.namespace, doc.name, dw.version)
         if slot not in self._made:
-            obj = _copy_of(doc, dw.version, dw.namespace, self.dev.lane)
+            obj = copy_of(doc, dw.version, dw.namespace, self.dev.lane)
             obj.pop("immutable", None)
             for key, refs in found.items():
                 old = obj["data"][key]
@@ -380,7 +380,7 @@ class _Cloner:
     def _claim(self, doc: Document, dw: DevWorkload) -> str:
         slot = ("PersistentVolumeClaim", dw.namespace, doc.name, dw.version)
         if slot not in self._made:
-            obj = _copy_of(doc, dw.version, dw.namespace, self.dev.lane)
+            obj = copy_of(doc, dw.version, dw.namespace, self.dev.lane)
             spec = obj["spec"] = obj.get("spec") or {}
             spec.pop("volumeName", None)  # a fresh volume, never the baseline's bound one
             ann = obj["metadata"].get("annotations") or {}
@@ -472,7 +472,7 @@ def _network_policies(model: Model, workloads: list[DevWorkload], keys: dict[str
                 selector = doc.obj["spec"].get("podSelector")
                 hit = isinstance(selector, dict) and any(policy_selects(selector, dw.pod_labels)
                                                          for dw in mine.candidates(ns, required_labels(selector)))
-                obj = _copy_of(doc, version, lane.namespace(ns, version), lane) if hit else None
+                obj = copy_of(doc, version, lane.namespace(ns, version), lane) if hit else None
             else:
                 obj = _policy_copy(doc, mine, keys.get(ns, set()), version, ns, lane)
             if obj is not None:
@@ -498,7 +498,7 @@ def _policy_copy(doc: Document, mine: LabelIndex, keys: set[str], version: str,
     admits = any(moved(p.get("podSelector")) and not p.get("namespaceSelector") for p in peers)
     if not selects and not admits:
         return None
-    obj = _copy_of(doc, version, ns, lane)
+    obj = copy_of(doc, version, ns, lane)
     new = obj["spec"]
     if selects:
         new["podSelector"] = _dev_selector(new["podSelector"], keys, version)

@@ -30,11 +30,12 @@ from ...host.invoke import Invocation, Outcome
 from ...host.plugin_host import Created, PluginHost
 from ...host.resolve import PluginSource
 from ...host.state import FlowState, Record
+from ..copies.config_edits import ConfigEdits
 from ..copies.dev_set import DevSet, DevWorkload
 from ..model.plugin_definitions import PluginDef
 from ..model.records import Model
 from ..plan.planner import Plan, PluginInstance
-from .output_policy import OutputPolicy
+from .output_policy import OutputPolicy, emitted
 
 Status = Literal["ok", "replayed", "bypassed", "provisioned"]
 FILE_ANNOTATION = "devlane.dev/file"  # on the ConfigMap an `extensions` file entry becomes: the file's path
@@ -65,6 +66,11 @@ class PluginResults:
     bypassed: list[dict] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)  # provision mode: what to write
     pod_specs: dict[WorkKey, dict] = field(default_factory=dict)  # dev workload -> its pod spec after plugins
+    configs: ConfigEdits | None = None  # what the plugins changed in the ConfigMaps dev pods read
+
+    def patched(self, dev: DevSet) -> DevSet:
+        """`dev` (its pod specs already the plugins') with the plugins' ConfigMap edits."""
+        return dev if self.configs is None else self.configs.apply(dev)
 
     @property
     def resources(self) -> list[dict]:
@@ -141,7 +147,10 @@ def file_object(source: Source | None, path: str, where: Where) -> dict:
             **content}
 
 
-def _extension_objects(model: Model, pdef: PluginDef, source: Source | None) -> list[dict]:
+def _extension_objects(model: Model, pdef: PluginDef, source: Source | None, receives: tuple[str, ...] = ()
+                       ) -> list[dict]:
+    """The definition's `extensions`, then every repository object of a kind the plugin `receives` (plugin.yaml)
+    that is not listed already, in repository order."""
     out = []
     for ref in pdef.extensions:
         if "file" in ref:
@@ -156,6 +165,10 @@ def _extension_objects(model: Model, pdef: PluginDef, source: Source | None) -> 
                        pdef.instance_where, "list an object of the repository (add namespace: to pick one of several)",
                        code="plugin-extension")
         out.append(copy.deepcopy(matches[0].obj))
+    listed = {(o["kind"], (o.get("metadata") or {}).get("namespace"), o["metadata"]["name"]) for o in out}
+    for doc in model.documents if receives else ():
+        if emitted(doc.obj, receives) and (doc.kind, doc.namespace, doc.name) not in listed:
+            out.append(copy.deepcopy(doc.obj))
     return out
 
 
@@ -172,17 +185,22 @@ def _service_object(model: Model, name: str) -> dict:
 
 
 def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorkload], current: dict[WorkKey, dict],
-                   choice: Choice, source: Source | None = None) -> Invocation:
-    """The CreateFlow of one instance, with each dependent's current pod spec (target container first)."""
+                   choice: Choice, source: Source | None = None, configs: ConfigEdits | None = None) -> Invocation:
+    """The CreateFlow of one instance, with each dependent's current pod spec (target container first) and, given
+    `configs`, the ConfigMaps each reads as it reads them now."""
     pdef = model.plugin_defs.get(inst.servicename)
     moved = []
     for w in workloads:
         spec = target_first(current.get(w.key, w.pod_spec), w.container)[0]
         moved.append(with_pod_spec(w.obj, spec))
+    handed = [(w.service, obj) for w in workloads for obj in configs.handed(w, current.get(w.key, w.pod_spec))] \
+        if configs is not None else []
     return Invocation(operation="CreateFlow", instance=inst.servicename, flow_id=inst.flow_id, plugin=choice.name,
                       args=dict(choice.args), dependents=[w.service for w in workloads], workloads=copy.deepcopy(moved),
                       services=[_service_object(model, w.service) for w in workloads],
-                      extensions=_extension_objects(model, pdef, source) if pdef is not None else [])
+                      extensions=_extension_objects(model, pdef, source, choice.manifest.receives)
+                      if pdef is not None else [],
+                      configs=handed)
 
 
 def _levels(instances: list[PluginInstance]) -> list[list[int]]:
@@ -228,7 +246,7 @@ class Calls:
                                  for i in plan.instances]
         self.work += extra or []
         self.waves = _levels([w[0] for w in self.work])
-        self.acc = _Accumulator()
+        self.acc = _Accumulator(ConfigEdits(model, dev))
         self.pool = ThreadPoolExecutor(max_workers=max(1, host.jobs))
         self.first: dict[int, tuple] | None = None
         self.failed: DevlaneError | None = None
@@ -253,7 +271,8 @@ class Calls:
             inst, choice, _ = self.work[i]
             workloads = [self.dev.workloads[d] for d in inst.dependents if d in self.dev.workloads]
             if workloads:
-                inv = invocation_for(self.model, inst, workloads, self.acc.pod_specs, choice, self.host.source)
+                inv = invocation_for(self.model, inst, workloads, self.acc.pod_specs, choice, self.host.source,
+                                     self.acc.configs)
                 calls[i] = (inv, workloads, self.pool.submit(self.host.create, inv, choice))
         return calls
 
@@ -284,7 +303,8 @@ class Calls:
 class _Accumulator:
     """Applies each instance's outcome in plan order; the plugins stage's working state."""
 
-    def __init__(self) -> None:
+    def __init__(self, configs: ConfigEdits) -> None:
+        self.configs = configs
         self.pod_specs: dict[WorkKey, dict] = {}
         self.instances: list[InstanceResult] = []
         self.messages: list[Problem] = []
@@ -315,6 +335,10 @@ class _Accumulator:
                     "set the variable once (replace it rather than append), or remove it from the manifest",
                     severity="warning", code="plugin-duplicate-env"))
             self.pod_specs[w.key] = target_back(new_spec, moved_idx)
+        by_service = {w.service: w for w in workloads}
+        for change in outcome.configs:
+            if change["dependent"] in by_service:
+                self.configs.record(by_service[change["dependent"]], change["name"], change["data"])
         try:
             json.dumps(outcome.config_map)
         except (TypeError, ValueError):
@@ -334,7 +358,7 @@ class _Accumulator:
         for i, w in enumerate(work):
             first.setdefault(w[0].servicename, i)
         bypassed = sorted(self.bypassed, key=lambda b: first.get(b["instance"], len(work)))
-        return PluginResults(results, self.messages, bypassed, self.records, self.pod_specs)
+        return PluginResults(results, self.messages, bypassed, self.records, self.pod_specs, self.configs)
 
 
 def _duplicate_env(pod_spec: dict) -> set[tuple[str, str]]:

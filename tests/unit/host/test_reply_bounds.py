@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from renderer.core.source import WorktreeSource
 from renderer.errors import DevlaneError, PluginError
-from renderer.host.invoke import Invocation, ReplyReader, outcome_from_reply
+from renderer.host.invoke import Invocation, Outcome, ReplyReader, outcome_from_reply
 from renderer.host.reply_bounds import (
     MAX_DEPTH,
     MAX_FIELD_BYTES,
@@ -23,7 +23,7 @@ from renderer.host.reply_bounds import (
     ReplyLimit,
     load_reply,
 )
-from renderer.host.state import read_record, record_path
+from renderer.host.state import Record, read_record, record_path, write_records
 from renderer.protocol.krm import ID, STATE, STATE_KEY
 
 HEAD = '{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": '
@@ -147,6 +147,8 @@ def test_malformed_workloads_in_a_reply_are_errors_not_crashes(item):
     ({"podSpecs": [], "configMap": {}, "resources": [{"kind": "Job"}]},
      "(ValueError: recorded resources[0] has no apiVersion)"),
     ({"podSpecs": [], "configMap": json.loads(nested(300))}, "provision record is nested more than 200 levels deep"),
+    ({"podSpecs": [], "configMap": {}, "configs": [{"dependent": "a", "name": "cfg", "data": {"k": 1}}]},
+     "(ValueError: recorded configs[0] is not {dependent, name, data} of strings)"),
 ])  # fmt: skip
 def test_a_provision_record_is_a_recorded_reply_read_within_the_same_limits(tmp_path, result, expected):
     path = tmp_path / record_path("pr-1", "seed")
@@ -156,3 +158,9 @@ def test_a_provision_record_is_a_recorded_reply_read_within_the_same_limits(tmp_
     with pytest.raises(DevlaneError) as info:
         read_record(WorktreeSource(tmp_path), "pr-1", "seed")
     assert expected in info.value.problems[0].message
+
+
+def test_a_provision_record_keeps_the_configmap_edits(tmp_path):
+    edit = {"dependent": "a", "name": "cfg", "data": {"app.yml": "topic: orders-pr-1\n"}}
+    write_records(tmp_path, "pr-1", [Record("./bus", "bus", "pr-1", "h", Outcome([], {}, [], configs=[edit]))])
+    assert read_record(WorktreeSource(tmp_path), "pr-1", "bus").outcome.configs == [edit]
