@@ -284,6 +284,8 @@ def describe_dict(info: PluginInfo) -> dict[str, Any]:
         "lifecycleKinds": list(m.lifecycle_kinds) if m else [],
         "emits": list(m.emitted_kinds) if m else [],
         "emitsDeclared": m is not None and m.emits is not None,
+        "isolates": list(m.isolates) if m else [],
+        "receives": list(m.receives) if m else [],
         "digest": info.digest,
         "hint": info.error.hint if info.error else None,
         "uses": uses,
@@ -331,6 +333,10 @@ def describe_text(d: dict[str, Any]) -> str:
     row("lifecycle kinds", ", ".join(d["lifecycleKinds"]))
     if d["manifest"] is not None:
         row("emits", (", ".join(d["emits"]) or "nothing") + ("" if d["emitsDeclared"] else " (default)"))
+        if d["isolates"]:
+            row("isolates", ", ".join(d["isolates"]) + " (the lane's own state at the shared address)")
+        if d["receives"]:
+            row("receives", ", ".join(d["receives"]) + " (every such object of the repository)")
     if d["manifest"] is None:
         row("args schema", None)
     elif d["argsSchema"]:
