@@ -364,3 +364,27 @@ def test_with_stateful_removed_every_store_a_dev_pod_reads_is_named(app, tmp_pat
     named = {r.target.rsplit("/", 1)[-1] for r in result.reach if r.cls == "baseline-store"}
     assert named >= truth, (sorted(truth - named), result.reach)
     assert named <= {n for _, n in repo.unmarked}, named  # a store the hand annotations did not mark: none
+
+
+def test_kafka_topic_on_ftgo_isolates_the_broker_and_says_the_topics_it_cannot_rename(tmp_path):
+    """FTGO's order service with kafka-topic, as upstream configures it: Eventuate compiles its channel names (the
+    aggregate classes) into the image, so the lane gets its KafkaTopics, the broker is listed as shared on purpose
+    (`isolates: [kafka]`), and each topic is named loudly as one the dev pod still uses the baseline's of."""
+    repo = ftgo(tmp_path)
+    order = repo / "ftgo-order-service.yml"
+    topic = "net.chrisrichardson.ftgo.orderservice.domain.Order"
+    definition = [{"name": "kafka-topic", "type": "external", "servicename": "order-events",
+                   "args": {"cluster": "ftgo-kafka", "topics": topic}}]
+    order.write_text(order.read_text().replace(
+        "name: ftgo-order-service\n", "name: ftgo-order-service\n  annotations:\n    kardinal.dev.service/plugins: "
+        "order-events\n", 1))
+    (repo / "plugins.yml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Service", "metadata": {
+        "name": "plugin-defs", "annotations": {"kardinal.dev.service/plugin-definition": json.dumps(definition)}}}))
+    result = api.render(api.Options(repo=repo), build_flow(FLOW, {"ftgo-order-service": "x/dev:1"}, []))
+    assert ("shared", "ftgo-kafka") in {(r.cls, r.target) for r in result.reach}
+    assert "ftgo-kafka" not in reach_warnings(result)
+    [loud] = [p for p in result.warnings if p.where.plugin == "order-events"]
+    assert f"topic {topic} is in no env value, command, args or ConfigMap of the dependents" in loud.message
+    objects = [o for o in yaml.safe_load_all(result.stream()) if o]
+    [kafka_topic] = [o for o in objects if o["kind"] == "KafkaTopic"]
+    assert kafka_topic["spec"]["topicName"] == f"{topic}-order-events-{FLOW}"
