@@ -69,7 +69,8 @@ def test_describe_a_builtin_no_repository_uses(harness, tmp_path):
     text = _ok(harness.cli("plugins", "describe", "redis-sidecar", empty))
     assert "source:           builtin plugins/redis-sidecar" in text and "mode:" in text
     text = _ok(harness.cli("plugins", "describe", "rabbitmq-vhost", empty))
-    assert "isolates:         rabbitmq" in text and "receives:         rabbitmq.com/Queue, rabbitmq.com/Exchange" in text
+    assert "isolates:         rabbitmq" in text
+    assert "receives:         rabbitmq.com/Queue, rabbitmq.com/Exchange" in text
     unknown = harness.cli("plugins", "describe", "no-such-plugin", empty)
     assert unknown.returncode == 1 and "devlane plugins list --builtin" in unknown.stderr
 
