@@ -15,10 +15,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
-from .errors import DevlaneError, Problem, UsageError
+from .errors import DevlaneError, Problem, UsageError, Where
 from .host import process
 from .host.choose import Choice, RunMode
 from .host.resolve import git_specs, plugin_digest
@@ -37,7 +38,7 @@ from .host.supply.lock import (
     stale_pins,
 )
 from .host.supply.venvs import Target
-from .render.checks import invariants, reach, route_proof
+from .render.checks import budget, footprint, invariants, reach, route_proof
 from .render.checks.mesh_lint import mesh_problems
 from .render.copies import clone, flow_namespace
 from .render.copies.dev_set import DevSet
@@ -45,9 +46,9 @@ from .render.inputs.load import Loaded, read_back
 from .render.model.plugin_definitions import changed_args, used_plugin_names
 from .render.model.records import Model
 from .render.model.topology import build_model
-from .render.output import emit
+from .render.output import emit, lifecycle
 from .render.output.emit import RenderedFlow
-from .render.output.write import Output, read_rendered, remove_dir
+from .render.output.write import Output, read_metadata, read_rendered, remove_dir
 from .render.plan import targets
 from .render.plan.flow_spec import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
 from .render.plan.planner import Plan, cycle_risks, make_plan
@@ -56,6 +57,7 @@ from .render.plugins import calls, output_policy, pipeline_steps
 from .render.plugins.calls import PluginResults
 from .render.routing import mesh
 from .render.routing.entries import Entries, route_entries
+from .render.settings.lifecycle import parse_time
 from .render.settings.render_settings import RenderSettings, RouteSettings, lane_of
 from .render.stored.memo import model_for
 from .session import Options, Session, retain_until_exit
@@ -107,6 +109,7 @@ class PlanReport:
     proof: dict | None = None  # mesh modes: the routing proof (header, paths walked, violations, routes)
     targets: list[Change] = field(default_factory=list)  # `--services auto`: each target and why
     reach: list[reach.Reached] = field(default_factory=list)  # the state outside the lane, before plugins run
+    footprint: dict | None = None  # the dev copies' footprint, before plugins add theirs
 
     def as_dict(self) -> dict:
         out = self.plan.as_dict()
@@ -115,7 +118,8 @@ class PlanReport:
                 p["choice"] = self.choices[p["instance"]].as_dict()
         return {**out, "pipeline": self.steps, **({"isolation": self.isolation} if self.isolation else {}),
                 "copies": self.copies, **({"proof": self.proof} if self.proof else {}),
-                "reach": [r.as_dict() for r in self.reach]}
+                "reach": [r.as_dict() for r in self.reach],
+                **({"footprint": self.footprint} if self.footprint is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,12 @@ class Rendering:
     def render(self, flow: FlowInput) -> RenderResult:
         result = render_in(self.session, flow)
         refuse_read_back(result, self.out)
+        cap = self.session.settings.lifecycle.budget.lanes
+        if cap is not None:  # policy.budget.lanes: the flows of this output directory, once this one is written
+            flows = {*self.output.present(), result.plan.flow_id}
+            problems = budget.lanes(len(flows), cap, result.plan.flow_id)
+            if problems:
+                raise DevlaneError(problems)
         return result
 
     def write(self, result: RenderResult) -> list[Path]:
@@ -220,9 +230,14 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     problems += found
     entries, found = route_entries(model, dev, the_plan.flow_id, settings.routes)
     problems += found
-    objects, found = _post_rendered(s, emit.collect(the_plan, dev, plugins, entries, model.default_namespace),
-                                    the_plan, plugins, policy)
+    collected, found = _lifecycle_objects(settings, emit.collect(the_plan, dev, plugins, entries,
+                                                                 model.default_namespace), the_plan.flow_id, dev)
     problems += found
+    objects, found = _post_rendered(s, collected, the_plan, plugins, policy)
+    problems += found
+    life = settings.lifecycle
+    fp = footprint.compute(objects.groups.get(the_plan.flow_id, []), life.prices)
+    problems += budget.over(fp, life.budget, the_plan.flow_id, life.prices)
     problems += invariants.after_plugins(model, cloned, objects.all(), policy.owners)
     problems += invariants.external_addresses(model, dev, plugins.instances, settings.strict)
     problems += invariants.unpinned_images(cloned, dev, plugins.instances, settings.strict)
@@ -233,8 +248,10 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
         problems += route_proof.check(model, dev, [*objects.all(), *(shared.objects if shared else [])],
                                       the_plan.flow_id, settings.routes.baggage_key)
     s.stop_on_errors(problems)
+    ends = lifecycle.expiry(life, lifecycle.commit_time(str(s.root), loaded.revision) if life.ttl and not
+                            life.created else None)
     flows = emit.render(objects, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins, choices,
-                                                                problems, lane_reach))
+                                                                problems, lane_reach, fp, ends))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
                         [p for p in problems if p.severity != "error"], dev, shared, changes, lane_reach)
 
@@ -289,11 +306,35 @@ def _post_rendered(s: Session, objects: emit.FlowObjects, the_plan: Plan, plugin
 
 
 def _provenance(s: Session, loaded: Loaded, flow: FlowSpec, entries: Entries, dev: DevSet, plugins: PluginResults,
-                choices: dict[str, Choice], problems: list[Problem], reached: list[reach.Reached]) -> emit.Provenance:
+                choices: dict[str, Choice], problems: list[Problem], reached: list[reach.Reached],
+                fp: footprint.Footprint | None = None, ends: dict | None = None) -> emit.Provenance:
     chosen = sorted([*choices.values(), *(r.choice for r in plugins.results if r.choice)], key=lambda c: c.name)
     digests = {c.name: plugin_digest(c.source.path) for c in chosen}
     return emit.provenance(loaded, flow, s.settings.routes.mode, s.options.ref, digests, entries, dev, plugins,
-                           flow_namespace.summary(dev, problems), [r.as_dict() for r in reached])
+                           flow_namespace.summary(dev, problems), [r.as_dict() for r in reached],
+                           fp.as_dict() if fp is not None else None, ends)
+
+
+def _lifecycle_objects(settings: RenderSettings, objects: emit.FlowObjects, flow_id: str, dev: DevSet
+                       ) -> tuple[emit.FlowObjects, list[Problem]]:
+    """The flow's objects with its sleep schedule and namespace quota (`lifecycle.sleep`, `lifecycle.quota`)."""
+    life, problems = settings.lifecycle, []
+    added: list[dict] = []
+    if life.sleep:
+        made, problems = lifecycle.sleep_objects(objects.groups.get(flow_id, []), flow_id, life.sleep)
+        if settings.strict:
+            problems = [replace(p, severity="error") for p in problems]
+        added += made
+    if life.quota is not None and not dev.lane.by_namespace:
+        problems.append(Problem("lifecycle.quota applies to a lane in namespaces of its own (isolation: namespace): "
+                                "a suffix lane shares its baseline's namespaces, whose quota is not the lane's",
+                                Where(file=".devlane.yaml"), "set isolation: namespace, or remove lifecycle.quota",
+                                severity="warning", code="quota"))
+    elif life.quota is not None:
+        added += lifecycle.quota_objects(sorted(set(dev.namespaces.values())), flow_id, life.budget, life.quota)
+    if not added:
+        return objects, problems
+    return objects.with_group(flow_id, [*objects.groups.get(flow_id, []), *added]), problems
 
 
 def plan(options: Options, flow: FlowInput) -> PlanReport:
@@ -312,18 +353,21 @@ def plan(options: Options, flow: FlowInput) -> PlanReport:
             proof, found = _proof(settings, model, the_plan)
             problems += found
             s.stop_on_errors(problems)  # an entry that cannot carry the header stops `plan` as it stops `render`
-        reached = _reach(settings, model, the_plan)
+        reached, fp = _before_plugins(settings, model, the_plan)
         problems += reach.problems(reached)  # listed; `render --strict` refuses them
         return PlanReport(the_plan, choices, pipeline_steps.plan_steps(s.host, settings.plugins.pipeline, flow.id),
                           [p for p in problems if p.severity == "warning"], _lane(settings, model, the_plan), copies,
-                          proof, changes, reached)
+                          proof, changes, reached, fp.as_dict())
 
 
-def _reach(settings: RenderSettings, model: Model, the_plan: Plan) -> list[reach.Reached]:
-    """The lane's reach `plan` shows, on the dev copies as the manifests make them (the plugins' rewiring is
-    `render`'s to check)."""
+def _before_plugins(settings: RenderSettings, model: Model, the_plan: Plan
+                    ) -> tuple[list[reach.Reached], footprint.Footprint]:
+    """The lane's reach and footprint `plan` shows, on the dev copies as the manifests make them (the plugins'
+    rewiring, and what they add, are `render`'s to check and count)."""
     dev, _ = clone.make(model, the_plan, settings.copies, _by_header(settings.routes, model, the_plan))
-    return reach.lane_reach(model, dev, settings.shared_stores, before_plugins=True)
+    objects = [*(w.obj for w in dev.unique_workloads()), *(o.obj for o in dev.objects)]
+    return (reach.lane_reach(model, dev, settings.shared_stores, before_plugins=True),
+            footprint.compute(objects, settings.lifecycle.prices))
 
 
 def _proof(settings: RenderSettings, model: Model, the_plan: Plan) -> tuple[dict, list[Problem]]:
@@ -422,12 +466,63 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
     """
     validate_flow_id(flow_id)
     with open_session(options, "delete") as s, _output(s, out, create=False) as output:
-        model = build_model(s.loaded.documents, s.config.namespace)
-        flow_dir = output.flows / flow_id
-        states = read_flow_states(read_rendered(s.source, s.root, flow_dir, options.ref), flow_id)
-        deleted, messages = calls.delete_flows(s.host, model, states, flow_id, flow_dir)
-        removed = [p for p in (output.remove(flow_id), remove_dir(Path(options.repo) / STATE_DIR / flow_id)) if p]
+        return _delete_one(s, output, build_model(s.loaded.documents, s.config.namespace), flow_id)
+
+
+def _delete_one(s: Session, output: Output, model: Model, flow_id: str) -> DeleteResult:
+    """`delete_flow` of each plugin state of the flow, then its directory and provision records (kept, with the
+    failures raised, when a call fails)."""
+    flow_dir = output.flows / flow_id
+    states = read_flow_states(read_rendered(s.source, s.root, flow_dir, s.options.ref), flow_id)
+    deleted, messages = calls.delete_flows(s.host, model, states, flow_id, flow_dir)
+    removed = [p for p in (output.remove(flow_id), remove_dir(s.root / STATE_DIR / flow_id)) if p]
     return DeleteResult(flow_id, flow_dir, deleted, messages, removed)
+
+
+@dataclass(frozen=True)
+class GcResult:
+    """What `gc` removed, would remove (`dry_run`), kept, and could not remove (a plugin's delete_flow failed)."""
+
+    doomed: dict[str, str]  # flow -> why it goes (not in the keep list; expired at ...)
+    removed: list[DeleteResult]
+    kept: list[str]
+    failed: dict[str, list[Problem]]
+    dry_run: bool = False
+
+
+def gc(options: Options, keep: list[str] | None = None, expired: bool = False, now: datetime | None = None,
+       out: Path | None = None, dry_run: bool = False) -> GcResult:
+    """Remove every rendered flow not in `keep` (None: keep-list not given) and, with `expired`, every flow whose
+    `flow.metadata` expiry is at or before `now` (default: the current time): each as `delete` does, under the
+    output directory's lock held throughout. A flow whose plugins fail to delete is kept and reported; the others
+    go on. `flows/_mesh/` is rebuilt from the flows that remain."""
+    if keep is None and not expired:
+        raise UsageError("gc needs the flows to keep (--keep FLOW..., --keep-file FILE) or --expired")
+    for flow_id in keep or []:
+        validate_flow_id(flow_id)
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    with open_session(options, "delete") as s, _output(s, out, create=False) as output:
+        doomed: dict[str, str] = {}
+        for flow_id in output.present():
+            why = []
+            if keep is not None and flow_id not in keep:
+                why.append("not in the keep list")
+            ends = (read_metadata(output.flows / flow_id) or {}).get("lifecycle") or {} if expired else {}
+            if ends.get("expires") and parse_time(ends["expires"], f"flows/{flow_id}/flow.metadata expires") <= moment:
+                why.append(f"expired at {ends['expires']}")
+            if why:
+                doomed[flow_id] = " and ".join(why)
+        kept = [f for f in output.present() if f not in doomed]
+        if dry_run:
+            return GcResult(doomed, [], kept, {}, True)
+        model = build_model(s.loaded.documents, s.config.namespace)
+        removed, failed = [], {}
+        for flow_id in doomed:
+            try:
+                removed.append(_delete_one(s, output, model, flow_id))
+            except DevlaneError as exc:
+                failed[flow_id] = exc.problems
+        return GcResult(doomed, removed, [*kept, *failed], failed)
 
 
 def check_changes(base: Loaded, head: Loaded, s: Session) -> list[Problem]:

@@ -49,6 +49,8 @@ class Options:
     allow_paths: tuple[str, ...] = ()  # --allow-path: directories beside the repository its inputs may name
     policy_file: str | None = None  # --policy: the operator's relaxations (default $DEVLANE_POLICY)
     trusted_ref: str | None = None  # --trusted-ref: the ref whose .devlane.yaml may relax what the head's cannot
+    ttl: str | None = None  # --ttl: the lane's time to live (30m, 72h, 7d), over lifecycle.ttl
+    created: str | None = None  # --created: RFC 3339 time the ttl counts from (default: the commit's time)
 
 
 _retained: list[Session] = []
@@ -147,7 +149,8 @@ class Session:
     @functools.cached_property
     def settings(self) -> RenderSettings:
         """Every stage's settings, built once (a routing mode the isolation mode cannot work with raises here)."""
-        return render_settings(self.config, self.options.routing, self.options.isolation, self.options.strict)
+        return render_settings(self.config, self.options.routing, self.options.isolation, self.options.strict,
+                               self.options.ttl, self.options.created)
 
     def stop_on_errors(self, problems: list[Problem]) -> None:
         """Stop on any error in `problems` (on any warning too, under `policy.warningsAsErrors`)."""

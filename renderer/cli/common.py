@@ -153,7 +153,8 @@ def options(args: argparse.Namespace) -> api.Options:
                        cache=getattr(args, "cache", True),
                        allow_weak_sandbox=bool(getattr(args, "allow_weak_sandbox", False)),
                        allow_paths=tuple(getattr(args, "allow_path", []) or ()),
-                       policy_file=getattr(args, "policy", None), trusted_ref=getattr(args, "trusted_ref", None))
+                       policy_file=getattr(args, "policy", None), trusted_ref=getattr(args, "trusted_ref", None),
+                       ttl=getattr(args, "ttl", None), created=getattr(args, "created", None))
 
 
 def flow_input(args: argparse.Namespace) -> api.FlowInput:

@@ -10,7 +10,7 @@ from .common import add_common, flow_input, options, say_targets, show
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from .. import api
-    from ..render.checks import reach
+    from ..render.checks import footprint, reach
 
     flow = flow_input(args)
     report = api.plan(options(args), flow)
@@ -56,6 +56,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"    fix: {r.fix}")
     else:
         print("reach beyond the lane: none (no baseline store, registry or outside store in the dev pods' addresses)")
+    if report.footprint is not None:
+        print("footprint of the dev copies (before plugins; `render` counts what they add):")
+        for what, value in footprint.summary(report.footprint):
+            print(f"  {what}: {value}")
     proof = report.proof
     if proof:
         header = f"{proof['header']} {proof['member']}"

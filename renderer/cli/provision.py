@@ -1,10 +1,12 @@
-"""`devlane provision` and `devlane delete`: CI on PR open and close, for plugins with side effects."""
+"""`devlane provision`, `devlane delete` and `devlane gc`: CI on PR open and close (plugins with side effects), and
+the sweep that ends every lane whose pull request is gone or whose time is up."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from ..errors import DevlaneError, Problem, UsageError
 from .common import add_common, add_plugin_source, add_weak_sandbox, flow_input, options, say, say_targets, show
 
 
@@ -36,6 +38,53 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gc(args: argparse.Namespace) -> int:
+    from .. import api
+    from ..render.settings.lifecycle import parse_time
+
+    keep = None
+    if args.keep is not None or args.keep_file is not None:
+        keep = [*(args.keep or []), *(_keep_file(args.keep_file) if args.keep_file else [])]
+    now = parse_time(args.now, "--now") if args.now else None
+    result = api.gc(options(args), keep, args.expired, now, args.out, args.dry_run)
+    for flow_id, why in result.doomed.items():
+        if result.dry_run:
+            say(f"would remove flow {flow_id}: {why}")
+    for done in result.removed:
+        show(done.messages, args.debug)
+        plugins = f" (delete_flow done: {', '.join(done.deleted)})" if done.deleted else ""
+        say(f"removed flow {done.flow_id}: {result.doomed[done.flow_id]}{plugins}")
+    for problems in result.failed.values():
+        show(problems, args.debug)
+    say(f"kept {len(result.kept)} flow{'s' if len(result.kept) != 1 else ''}" +
+        (f": {', '.join(result.kept)}" if result.kept else ""))
+    if result.failed:
+        raise DevlaneError([Problem(f"kept flow {f}: its plugins' delete_flow failed (above); run `devlane gc` again "
+                                    "once fixed", code="delete-kept") for f in result.failed])
+    return 0
+
+
+def _keep_file(path: Path) -> list[str]:
+    """One flow id a line (blank lines and `#` comments skipped), each checked, naming the line when it is none."""
+    from ..render.plan.flow_spec import validate_flow_id
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--keep-file {path}: cannot read it ({exc})") from None
+    out = []
+    for number, line in enumerate(lines, 1):
+        flow_id = line.split("#", 1)[0].strip()
+        if not flow_id:
+            continue
+        try:
+            validate_flow_id(flow_id)
+        except DevlaneError as exc:
+            raise UsageError(f"--keep-file {path} line {number}: {exc.problems[0].message}") from None
+        out.append(flow_id)
+    return out
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     provision = sub.add_parser("provision", help="run External plugins for real and record their results (CI)")
     add_common(provision)
@@ -48,3 +97,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("--plugin-timeout", type=float, metavar="SECONDS")
     add_weak_sandbox(delete)
     delete.set_defaults(handler=cmd_delete)
+    gc = sub.add_parser("gc", help="remove every rendered flow not kept, or past its expiry (plugins' delete_flow, "
+                                   "then the files)")
+    add_common(gc, flow=False)
+    gc.add_argument("--keep", nargs="+", action="extend", metavar="FLOW",
+                    help="flows to keep (the open pull requests'); every other rendered flow is removed")
+    gc.add_argument("--keep-file", type=Path, metavar="FILE", help="flows to keep, one id a line (# comments)")
+    gc.add_argument("--expired", action="store_true",
+                    help="remove flows whose flow.metadata expiry (render --ttl) is at or before --now")
+    gc.add_argument("--now", metavar="TIME", help="RFC 3339 time --expired compares with (default: now)")
+    gc.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+    gc.add_argument("--out", type=Path, metavar="DIR", help="output root (default: the configured output)")
+    add_plugin_source(gc)
+    gc.add_argument("--plugin-timeout", type=float, metavar="SECONDS")
+    add_weak_sandbox(gc)
+    gc.set_defaults(handler=cmd_gc)

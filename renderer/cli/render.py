@@ -67,4 +67,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         help=f"Kubernetes version whose schemas --validate uses (default {DEFAULT_KUBE_VERSION})")
     render.add_argument("--crds", action="append", default=[], type=Path, metavar="DIR",
                         help="CustomResourceDefinitions to validate custom resources against (repeatable)")
+    life = render.add_argument_group("lifecycle")
+    life.add_argument("--ttl", metavar="DURATION",
+                      help="record an expiry in flow.metadata (30m, 72h, 7d; also lifecycle.ttl): `devlane gc "
+                           "--expired` removes the lane after it")
+    life.add_argument("--created", metavar="TIME",
+                      help="RFC 3339 time the ttl counts from (default: the rendered commit's committer time)")
     render.set_defaults(handler=cmd_render)

@@ -65,6 +65,8 @@ class Report:
     entry_backends: list[str] = field(default_factory=list)  # services the entries send to, for the picture
     targets: list[Change] = field(default_factory=list)  # `--services auto`: each target and why
     reach: list[dict] = field(default_factory=list)  # at head: the state outside the lane its dev pods can use
+    footprint: dict | None = None  # at head: what the lane reserves and creates (flow.metadata)
+    lifecycle: dict | None = None  # at head: created, ttl, expires
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for c in self.changes if c.status == s) for s in STATUSES}
@@ -78,6 +80,7 @@ class Report:
             **({"isolation": self.isolation} if self.isolation else {}),
             **({"mesh": {**self.mesh, "byHeader": self.by_header}} if self.mesh else {}),
             **({"reach": self.reach} if self.reach else {}),
+            **({"footprint": self.footprint} if self.footprint else {}),
         }
 
 
@@ -202,7 +205,8 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
     return Report(flow_id, base_ref, head_ref, changes, rows, plugins, list(problems or []), notes, entries, images,
                   {n: decisions[n].version for n in services}, edges, head.main.metadata.get("isolation"),
                   head.main.metadata.get("mesh"), sorted(head.dev.by_header), backends,
-                  reach=head.main.metadata.get("reach") or [])
+                  reach=head.main.metadata.get("reach") or [], footprint=head.main.metadata.get("footprint"),
+                  lifecycle=head.main.metadata.get("lifecycle"))
 
 
 def run(options: Options, flow: api.FlowInput, base_ref: str, head_ref: str) -> Report:

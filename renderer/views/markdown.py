@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ..render.checks import reach
+from ..render.checks import footprint, reach
 from . import mesh_reach
 from .diff import FLOW_ROW, Report
 
@@ -122,6 +122,14 @@ def _cut(rows: list[str], limit: int | None, what: str) -> list[str]:
     return [*rows[:limit], f"| … {len(rows) - limit} more {what} in the artifact | | | |"]
 
 
+def _footprint_table(report: Report) -> list[str]:
+    """The lane's footprint at head, one short table (the artifact's flow.metadata holds every object)."""
+    if not report.footprint:
+        return []
+    rows = footprint.summary(report.footprint, report.lifecycle)
+    return ["", "| Footprint | |", "|---|---|", *(f"| {what} | {_cell(value)} |" for what, value in rows)]
+
+
 def _reach_block(records: list[dict]) -> list[str]:
     """Isolation: each piece of state outside the lane its dev pods can still use, with the fix."""
     if not records:
@@ -151,6 +159,7 @@ def _tables(report: Report, limit: int | None = None) -> list[str]:
         if lane["needs"]:
             out += ["", "**The lane still needs:**", ""] + [f"- {_cell(n)}" for n in lane["needs"]]
     out += _mesh_line(report)
+    out += _footprint_table(report)
     out += _reach_block(report.reach)
     if report.problems:
         out += ["", "**Plugins refuse these changes:**", ""] + [f"- {_cell(p.format())}" for p in report.problems]

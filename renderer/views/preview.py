@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..api import RenderResult
-from ..render.checks import reach
+from ..render.checks import footprint, reach
 from ..render.model.records import Model
 from ..render.output.emit import RenderedFlow
 from ..render.plugins.calls import InstanceResult
@@ -38,6 +38,7 @@ class View:
     isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
     mesh: dict | None = None  # mesh routing: flow.metadata's record (mode, header, member, match, istio hosts)
     reach: list[dict] = field(default_factory=list)  # flow.metadata's reach: state outside the lane its pods use
+    footprint: list[tuple[str, str]] = field(default_factory=list)  # `footprint.summary` of flow.metadata
 
     @property
     def urls(self) -> list[str]:
@@ -132,7 +133,9 @@ def build_view(result: RenderResult) -> View:
     files = {f"flows/{f.flow_id}/{n}": t for f in [*result.flows, *shared] for n, t in sorted(f.files.items())}
     return View(plan.flow_id, plan.routing, services, edges, plugins,
                 _entries(model, main, result.dev.lane, record), files, main.metadata.get("isolation"), record,
-                main.metadata.get("reach") or [])
+                main.metadata.get("reach") or [],
+                footprint.summary(main.metadata["footprint"], main.metadata.get("lifecycle"))
+                if main.metadata.get("footprint") else [])
 
 
 def _entry_note(entry: dict) -> str:
@@ -238,6 +241,10 @@ def print_terminal(view: View, out) -> None:
                 add(node, child)
         else:
             add(tree, root)
+    if view.footprint:  # last: the tree above is the flow, this what it costs
+        node = tree.add("footprint")
+        for what, value in view.footprint:
+            node.add(f"{escape(what)}: {escape(value)}")
     out.print(tree)
 
 
@@ -380,7 +387,7 @@ def render_html(view: View) -> str:
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>devlane flow {e(view.flow_id)}</title><style>{css}</style></head><body>\n"
             f"<h1>devlane flow <code>{e(view.flow_id)}</code></h1><p>routing {e(view.routing)}</p>\n"
-            f"{_mesh_html(view.mesh)}{_isolation_html(view.isolation)}{_reach_html(view.reach)}"
+            f"{_mesh_html(view.mesh)}{_isolation_html(view.isolation)}{_footprint_html(view.footprint)}{_reach_html(view.reach)}"
             f"<h2>Entry</h2><ul>{entries}</ul>\n<h2>Flow</h2>\n{legend}\n{svg(view)}\n"
             f"<h2>Plan</h2><table><tr><th>service</th><th>version</th><th>why</th></tr>{rows}</table>\n"
             f"<h2>Plugins</h2><table><tr><th>instance</th><th>plugin</th><th>runtime</th><th>for</th>"
@@ -406,6 +413,14 @@ def _mesh_html(record: dict | None) -> str:
                 "rules alone:</p>"
                 f"<ul class=\"hosts\">{''.join(f'<li>{e(h)}</li>' for h in hosts)}</ul>\n")
     return out
+
+
+def _footprint_html(rows: list[tuple[str, str]]) -> str:
+    if not rows:
+        return ""
+    e = html.escape
+    body = "".join(f"<tr><th>{e(what)}</th><td>{e(value)}</td></tr>" for what, value in rows)
+    return f"<h2>Footprint</h2><table class=\"footprint\">{body}</table>\n"
 
 
 def _reach_html(records: list[dict]) -> str:

@@ -19,7 +19,7 @@ from ...core.names import SHARED, flow_labels, flow_uuid, suffixed
 from ...core.version import VERSION
 from ...core.yamlio import dump
 from ...protocol.krm import STATE_KEY
-from ..checks import reach
+from ..checks import footprint, reach
 from ..copies.dev_set import DevSet
 from ..inputs.load import Loaded
 from ..plan.flow_spec import FlowSpec
@@ -60,6 +60,8 @@ class Provenance:
     isolation: dict | None = None  # isolation namespace: flow namespaces, aliases, what the lane still needs
     mesh: dict | None = None  # mesh routing: the header the flow is matched by, and (istio) the hosts it routes
     reach: list[dict] = field(default_factory=list)  # the state outside the lane its dev pods can use
+    footprint: dict | None = None  # `checks.footprint`: what the lane reserves and creates
+    lifecycle: dict | None = None  # created, ttl and expires (`--ttl`)
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,10 @@ class RenderedFlow:
         return dumps_pretty(self.metadata) + "\n"
 
 
-def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, str], isolation: str = "suffix") -> str:
-    """A hash of every input of the render: files, config, flow and template, routing and isolation, plugin code."""
+def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, str], isolation: str = "suffix",
+               ends: dict | None = None) -> str:
+    """A hash of every input of the render: files, config, flow and template, routing and isolation, plugin code,
+    and the lane's expiry (`--ttl`, `--created`)."""
     template = hashlib.sha256(read_user_file(flow.template_file)).hexdigest() if flow.template_file else None
     doc = {
         "devlane": VERSION,
@@ -95,17 +99,19 @@ def input_hash(loaded: Loaded, flow: FlowSpec, routing: str, digests: dict[str, 
         "routing": routing,
         "plugins": digests,
         **({"isolation": isolation} if isolation != "suffix" else {}),  # suffix hashes as before it had a choice
+        **({"lifecycle": ends} if ends else {}),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def provenance(loaded: Loaded, flow: FlowSpec, routing: str, ref: str | None, digests: dict[str, str],
                entries: Entries, dev: DevSet, plugins: PluginResults, isolation: dict | None = None,
-               reach: list[dict] | None = None) -> Provenance:
+               reach: list[dict] | None = None, footprint: dict | None = None, ends: dict | None = None) -> Provenance:
     template = {"file": Path(flow.template_file).name, "args": flow.template_args} if flow.template_file else None
-    return Provenance(loaded.revision, ref, input_hash(loaded, flow, routing, digests, dev.lane.isolation),
+    return Provenance(loaded.revision, ref, input_hash(loaded, flow, routing, digests, dev.lane.isolation, ends),
                       flow.as_dict()["services"], template, digests, entries.summary,
-                      [r.as_dict() for r in dev.rewrites], plugins.bypassed, isolation, entries.mesh, reach or [])
+                      [r.as_dict() for r in dev.rewrites], plugins.bypassed, isolation, entries.mesh, reach or [],
+                      footprint, ends)
 
 
 def state_configmap(servicename: str, flow_id: str, config_map, namespace: str | None, source_name: str,
@@ -269,6 +275,8 @@ def build_metadata(flow_id: str, plan: Plan, provenance: Provenance, plugins: Pl
         "files": sorted(files),
         **({"isolation": provenance.isolation} if provenance.isolation and flow_group else {}),
         **({"mesh": provenance.mesh} if provenance.mesh and flow_group else {}),
+        **({"footprint": provenance.footprint} if provenance.footprint is not None and flow_group else {}),
+        **({"lifecycle": provenance.lifecycle} if provenance.lifecycle and flow_group else {}),
     }
 
 
@@ -307,6 +315,10 @@ def build_readme(meta: dict) -> str:
         if lane["needs"]:
             lines += ["", "The lane still needs:", ""] + [f"- {n}" for n in lane["needs"]]
     lines += mesh_section(meta.get("mesh"))
+    if meta.get("footprint"):
+        lines += ["", "## Footprint", "", "| | |", "|---|---|"]
+        rows = footprint.summary(meta["footprint"], meta.get("lifecycle"))
+        lines += [f"| {what} | {value} |" for what, value in rows]
     lines += reach_section(meta.get("reach") or [])
     if meta["entries"]:
         lines += ["", "## Entry points", ""]

@@ -93,6 +93,13 @@ class Output:
                 _discard(tmp)  # a swapped tmp holds the old tree; an unswapped one, the new
         return [final for _, final in staged]  # `_mesh` last, when a flow routes a host
 
+    def present(self) -> list[str]:
+        """The flows in the output directory (`flows/<id>/` with a flow.metadata), sorted; `_mesh` is none."""
+        if not self.flows.is_dir():
+            return []
+        return sorted(e.name for e in os.scandir(self.flows) if not e.name.startswith((".", "_"))
+                      and e.is_dir(follow_symlinks=False) and os.path.isfile(os.path.join(e.path, "flow.metadata")))
+
     def remove(self, name: str) -> Path | None:
         """Remove `flows/<name>`, then rebuild `_mesh` from the flows that remain; None when it was not there."""
         removed = _remove(self.flows / name)
@@ -122,7 +129,7 @@ class Output:
             for entry in sorted(os.scandir(self.flows), key=lambda e: e.name):
                 if entry.name.startswith((".", "_")) or not entry.is_dir(follow_symlinks=False):
                     continue
-                meta = _read_metadata(Path(entry.path) / "flow.metadata")
+                meta = read_metadata_file(Path(entry.path) / "flow.metadata")
                 if meta is not None:
                     metadata[entry.name] = meta
         for name, meta in pending.items():
@@ -135,7 +142,12 @@ class Output:
         return mesh_flow(records, keep=keep)
 
 
-def _read_metadata(path: Path) -> dict | None:
+def read_metadata(flow_dir: Path) -> dict | None:
+    """A flow directory's flow.metadata (None when missing; one devlane cannot read is an error)."""
+    return read_metadata_file(flow_dir / "flow.metadata")
+
+
+def read_metadata_file(path: Path) -> dict | None:
     """A flow directory's `flow.metadata` (None: none there). One devlane cannot read stops the run: dropping its
     routes from `_mesh` would cut that flow off silently."""
     try:

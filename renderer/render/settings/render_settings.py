@@ -5,11 +5,12 @@ each gets its record, so what a stage may depend on is in its signature.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import get_args
 
 from ...errors import fail
 from .isolation import Lane
+from .lifecycle import LifecycleSettings, budget_of, parse_duration, parse_time, prices_of
 from .repo_config import Isolation, PipelineStep, PluginAllow, RepoConfig, Routing
 
 MODES: tuple[str, ...] = get_args(Routing)
@@ -51,6 +52,7 @@ class RenderSettings:
     strict: bool
     warnings_as_errors: bool
     shared_stores: frozenset[str] = frozenset()  # outside stores every lane may use on purpose (`sharedStores`)
+    lifecycle: LifecycleSettings = field(default_factory=LifecycleSettings)
 
 
 def check_mode(mode: str, isolation: str = "suffix") -> Routing:
@@ -72,8 +74,9 @@ def lane_of(config: RepoConfig, isolation: Isolation | None = None) -> Lane:
 
 
 def render_settings(config: RepoConfig, routing: Routing | None = None, isolation: Isolation | None = None,
-                    strict: bool = False) -> RenderSettings:
-    """Every stage's settings: the command line's `--routing`, `--isolation` and `--strict` over the config."""
+                    strict: bool = False, ttl: str | None = None, created: str | None = None) -> RenderSettings:
+    """Every stage's settings: the command line's `--routing`, `--isolation`, `--strict`, `--ttl` and `--created`
+    over the config."""
     lane = lane_of(config, isolation)
     strict = strict or config.strict
     return RenderSettings(
@@ -82,4 +85,18 @@ def render_settings(config: RepoConfig, routing: Routing | None = None, isolatio
         RouteSettings(check_mode(routing or config.routing, lane.isolation), config.domain, config.baggage_key,
                       config.mesh_gateway),
         PluginSettings(config.pipeline, config.plugin_policy),
-        strict, config.warnings_as_errors, frozenset(config.shared_stores))
+        strict, config.warnings_as_errors, frozenset(config.shared_stores), lifecycle_settings(config, ttl, created))
+
+
+def lifecycle_settings(config: RepoConfig, ttl: str | None = None, created: str | None = None) -> LifecycleSettings:
+    """`--ttl` over `lifecycle.ttl` (checked here, so a bad one fails before any work), `--created`, the sleep
+    schedule, the quota, the prices, and the budget: the head's tightened by every trusted source's."""
+    ttl = ttl or config.lifecycle.get("ttl")
+    if ttl:
+        parse_duration(ttl, "--ttl" if ttl != config.lifecycle.get("ttl") else "lifecycle.ttl")
+    budget = budget_of(config.budget)
+    for trusted in config.trusted_budgets:
+        budget = budget.tightest(budget_of(trusted))
+    return LifecycleSettings(ttl, parse_time(created, "--created") if created else None,
+                             config.lifecycle.get("sleep"), config.lifecycle.get("quota"), prices_of(config.prices),
+                             budget)

@@ -107,6 +107,10 @@ class RepoConfig:
     plugin_policy: dict[str, PluginAllow] = field(default_factory=dict)
     present: bool = False
     pipeline: list[PipelineStep] = field(default_factory=list)
+    lifecycle: dict = field(default_factory=dict)  # lifecycle: ttl, sleep, quota (as the schema checked them)
+    prices: dict | None = None  # footprint.prices
+    budget: dict = field(default_factory=dict)  # policy.budget
+    trusted_budgets: tuple[dict, ...] = ()  # the trusted sources' policy.budget (`trust.confine`): always applied
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,10 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                                                        tuple(p.get("namespaces") or ()))
                                      for name, p in (policy.get("plugins") or {}).items()},
                       present=True,
-                      pipeline=_pipeline(raw.get("pipeline") or [], file))
+                      pipeline=_pipeline(raw.get("pipeline") or [], file),
+                      lifecycle=dict(raw.get("lifecycle") or {}),
+                      prices=(raw.get("footprint") or {}).get("prices"),
+                      budget=dict(policy.get("budget") or {}))
 
 
 def _pipeline(raw: list[dict], file: str) -> list[PipelineStep]:

@@ -8,7 +8,8 @@ plugin's output may hold beyond the output policy, `policy.plugins`; plugin reso
 - the `.devlane.yaml` at a trusted ref (`--trusted-ref REF`, e.g. the pull request's base in CI).
 The head's own values apply only where they are at least as tight: an entry of `policy.plugins` is kept as far
 as a trusted entry for the same name grants it, a limit only up to the trusted one (else the default). What the
-head asked beyond that is ignored with a warning naming the setting (an error under `--strict`).
+head asked beyond that is ignored with a warning naming the setting (an error under `--strict`). A budget
+(`policy.budget`) of a trusted source always applies: the head's can only add limits or lower them.
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ class Trusted:
     plugin_policy: dict[str, PluginAllow] = field(default_factory=dict)
     limits: dict[str, int] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    budgets: tuple[dict, ...] = ()  # policy.budget of each trusted source: each always applies
 
     def merged(self, config: RepoConfig, source: str) -> Trusted:
         policy = dict(self.plugin_policy)
         for name, allow in config.plugin_policy.items():
             policy[name] = policy[name] | allow if name in policy else allow
         limits = {**self.limits, **{k: max(int(v), self.limits.get(k, 0)) for k, v in config.plugin_limits.items()}}
-        return Trusted(policy, limits, (*self.sources, source))
+        budgets = (*self.budgets, config.budget) if config.budget else self.budgets
+        return Trusted(policy, limits, (*self.sources, source), budgets)
 
 
 def read_trusted(policy_file: Path | str | None, trusted: Source | None) -> Trusted:
@@ -90,4 +93,4 @@ def confine(head: RepoConfig, trusted: Trusted, strict: bool) -> tuple[RepoConfi
             refuse(f"plugins.limits.{key}", f"({value}, above {cap})")
         limits[key] = min(int(value), cap)
     limits = {**{k: v for k, v in trusted.limits.items() if k not in limits}, **limits}
-    return replace(head, plugin_policy=policy, plugin_limits=limits), problems
+    return replace(head, plugin_policy=policy, plugin_limits=limits, trusted_budgets=trusted.budgets), problems

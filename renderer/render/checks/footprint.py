@@ -1,0 +1,281 @@
+"""A lane's footprint, computed from its rendered objects alone: what applying it reserves and creates.
+
+Why: what users of per-pull-request environments pay for is what the lanes leave running; a reviewer should see
+it before merge, and `policy.budget` refuses a lane over its limits. Everything here comes from the objects the
+flow directory holds, so it is the same whoever computes it:
+- dev copies: the workloads of the lane (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod);
+- CPU and memory requests and limits, per pod as the scheduler counts them (the larger of the app containers
+  plus sidecars and each init container plus the sidecars started before it), times replicas (a Job's or
+  CronJob's parallelism; a DaemonSet counts one pod, per node); containers without requests are named;
+- storage: each PersistentVolumeClaim's request, and a StatefulSet's claim templates times its replicas;
+- cloud resources: custom resources by group/Kind (an RDS instance, a Neon branch, a topic), but for the mesh
+  routes devlane itself renders;
+- with `footprint.prices`, an estimated cost per day on requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ...core import quantity
+from ...core.k8s import pod_spec
+from ..settings.lifecycle import Prices
+
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob", "Pod")
+RESOURCES = ("cpu", "memory")
+ROUTING_GROUPS = ("networking.istio.io", "security.istio.io", "telemetry.istio.io")  # devlane's own routes
+GIB = Decimal(2**30)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """CPU in millicores and memory in bytes."""
+
+    cpu: int = 0
+    memory: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.cpu + other.cpu, self.memory + other.memory)
+
+    def times(self, n: int) -> Usage:
+        return Usage(self.cpu * n, self.memory * n)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"cpuMillicores": self.cpu, "memoryBytes": self.memory}
+
+
+@dataclass(frozen=True)
+class WorkloadUse:
+    ref: str  # Kind/name
+    replicas: int
+    requests: Usage  # all replicas
+    limits: Usage
+    per_node: bool = False  # a DaemonSet: one pod per node, counted once
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"object": self.ref, "replicas": self.replicas, "requests": self.requests.as_dict(),
+                "limits": self.limits.as_dict(), **({"perNode": True} if self.per_node else {})}
+
+
+@dataclass(frozen=True)
+class Footprint:
+    workloads: list[WorkloadUse]
+    without_requests: list[str]  # "Deployment/x container c: cpu, memory"
+    volumes: list[tuple[str, int]]  # (PersistentVolumeClaim/x or StatefulSet/x claim y (n replicas), bytes)
+    cloud: dict[str, int]  # group/Kind -> count
+    cloud_objects: dict[str, list[str]] = field(default_factory=dict)  # group/Kind -> names
+    cost: Decimal | None = None  # per day, on requests
+    currency: str = "USD"
+
+    @property
+    def dev_copies(self) -> int:
+        return len(self.workloads)
+
+    @property
+    def requests(self) -> Usage:
+        return sum((w.requests for w in self.workloads), Usage())
+
+    @property
+    def limits(self) -> Usage:
+        return sum((w.limits for w in self.workloads), Usage())
+
+    @property
+    def storage(self) -> int:
+        return sum(size for _, size in self.volumes)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "devCopies": self.dev_copies, "replicas": sum(w.replicas for w in self.workloads),
+            "requests": self.requests.as_dict(), "limits": self.limits.as_dict(),
+            "storageBytes": self.storage, "cloudResources": dict(sorted(self.cloud.items())),
+            "workloads": [w.as_dict() for w in self.workloads], "withoutRequests": self.without_requests,
+            "volumes": [{"object": ref, "bytes": size} for ref, size in self.volumes],
+        }
+        if self.cost is not None:
+            out["estimate"] = {"costPerDay": float(round(self.cost, 2)), "currency": self.currency,
+                               "basis": "requests; an estimate from footprint.prices, not a bill"}
+        return out
+
+
+def compute(objects: Iterable[dict], prices: Prices | None = None) -> Footprint:
+    """The footprint of a flow's rendered objects (any order; the result is sorted)."""
+    workloads, missing, volumes, cloud, names = [], [], [], {}, {}
+    for obj in objects:
+        kind, name = obj.get("kind"), (obj.get("metadata") or {}).get("name")
+        if kind in WORKLOADS and _group(obj) in ("", "apps", "batch"):
+            use, unrequested = _workload(obj)
+            workloads.append(use)
+            missing += unrequested
+            if kind == "StatefulSet":
+                volumes += _claim_templates(obj, use.replicas)
+        elif kind == "PersistentVolumeClaim" and _group(obj) == "":
+            volumes.append((f"PersistentVolumeClaim/{name}", _storage(obj.get("spec") or {})))
+        elif _custom(obj):
+            key = f"{_group(obj)}/{kind}"
+            cloud[key] = cloud.get(key, 0) + 1
+            names.setdefault(key, []).append(str(name))
+    out = Footprint(sorted(workloads, key=lambda w: w.ref), sorted(missing), sorted(volumes), cloud,
+                    {k: sorted(v) for k, v in names.items()})
+    if prices is None:
+        return out
+    return Footprint(out.workloads, out.without_requests, out.volumes, out.cloud, out.cloud_objects,
+                     cost_per_day(out, prices), prices.currency)
+
+
+def cost_parts(fp: Footprint, prices: Prices) -> dict[str, Decimal]:
+    """The estimated cost per day, on requests, by what makes it: CPU (cores x 24 x per vCPU-hour), memory (GiB x 24
+    x per GiB-hour), storage (GiB x per GiB-month / 30), and each custom resource kind (count x its price per day,
+    by group/Kind, else by Kind)."""
+    requests = fp.requests
+    parts = {"CPU": Decimal(requests.cpu) / 1000 * 24 * prices.cpu_hour,
+             "memory": Decimal(requests.memory) / GIB * 24 * prices.memory_gib_hour,
+             "storage": Decimal(fp.storage) / GIB * prices.storage_gib_month / 30}
+    for key, count in sorted(fp.cloud.items()):
+        parts[key] = prices.resources.get(key, prices.resources.get(key.rpartition("/")[2], Decimal(0))) * count
+    return parts
+
+
+def cost_per_day(fp: Footprint, prices: Prices) -> Decimal:
+    return sum(cost_parts(fp, prices).values(), Decimal(0))
+
+
+def _group(obj: dict) -> str:
+    version = obj.get("apiVersion")
+    return version.rpartition("/")[0] if isinstance(version, str) else ""
+
+
+def _custom(obj: dict) -> bool:
+    """A custom resource: an API group of its own (a dot in it), not Kubernetes' (`*.k8s.io`), not a mesh route."""
+    group = _group(obj)
+    return "." in group and not group.endswith(".k8s.io") and group not in ROUTING_GROUPS
+
+
+def _replicas(obj: dict) -> tuple[int, bool]:
+    spec = obj.get("spec") or {}
+    kind = obj.get("kind")
+    if kind == "DaemonSet":
+        return 1, True
+    if kind == "Pod":
+        return 1, False
+    if kind == "Job":
+        value = spec.get("parallelism", 1)
+    elif kind == "CronJob":
+        value = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("parallelism", 1)
+    else:
+        value = spec.get("replicas", 1)
+    return (value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1), False
+
+
+def _container_usage(container: dict, field_name: str) -> Usage:
+    values = (container.get("resources") or {}).get(field_name) or {}
+    return Usage(_amount(values.get("cpu"), quantity.millicores), _amount(values.get("memory"), quantity.whole))
+
+
+def _amount(value: object, unit: Any) -> int:
+    if value is None:
+        return 0
+    try:
+        return unit(quantity.parse(value))
+    except ValueError:
+        return 0  # the API server refuses it; strict validation names it
+
+
+def _pod_usage(spec: dict, field_name: str) -> Usage:
+    """One pod as the scheduler counts it (KEP-753 sidecars: init containers with restartPolicy Always keep running)."""
+    app = sum((_container_usage(c, field_name) for c in spec.get("containers") or [] if isinstance(c, dict)), Usage())
+    sidecars, peak = Usage(), Usage()
+    for c in spec.get("initContainers") or []:
+        if not isinstance(c, dict):
+            continue
+        use = _container_usage(c, field_name)
+        if c.get("restartPolicy") == "Always":
+            sidecars = sidecars + use
+            peak = Usage(max(peak.cpu, sidecars.cpu), max(peak.memory, sidecars.memory))
+        else:
+            peak = Usage(max(peak.cpu, sidecars.cpu + use.cpu), max(peak.memory, sidecars.memory + use.memory))
+    running = app + sidecars
+    return Usage(max(running.cpu, peak.cpu), max(running.memory, peak.memory))
+
+
+def _workload(obj: dict) -> tuple[WorkloadUse, list[str]]:
+    ref = f"{obj['kind']}/{obj['metadata']['name']}"
+    spec = pod_spec(obj)
+    replicas, per_node = _replicas(obj)
+    missing = []
+    for group in ("initContainers", "containers"):
+        for c in spec.get(group) or []:
+            if not isinstance(c, dict):
+                continue
+            requests = (c.get("resources") or {}).get("requests") or {}
+            # Kubernetes defaults requests to limits: a container with limits only does request them
+            limits = (c.get("resources") or {}).get("limits") or {}
+            lacking = [r for r in RESOURCES if r not in requests and r not in limits]
+            if lacking:
+                missing.append(f"{ref} container {c.get('name')}: no {' or '.join(lacking)} request")
+    requests = _pod_usage(_requests_defaulted(spec), "requests")
+    return WorkloadUse(ref, replicas, requests.times(replicas), _pod_usage(spec, "limits").times(replicas),
+                       per_node), missing
+
+
+def _requests_defaulted(spec: dict) -> dict:
+    """The pod spec with each container's missing requests taken from its limits, as the API server defaults them."""
+    out = dict(spec)
+    for group in ("initContainers", "containers"):
+        containers = []
+        for c in spec.get(group) or []:
+            if isinstance(c, dict):
+                res = c.get("resources") or {}
+                requests = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+                c = {**c, "resources": {**res, "requests": requests}}
+            containers.append(c)
+        if group in spec:
+            out[group] = containers
+    return out
+
+
+def _storage(spec: dict) -> int:
+    return _amount(((spec.get("resources") or {}).get("requests") or {}).get("storage"), quantity.whole)
+
+
+def _claim_templates(obj: dict, replicas: int) -> list[tuple[str, int]]:
+    out = []
+    for t in (obj.get("spec") or {}).get("volumeClaimTemplates") or []:
+        if isinstance(t, dict):
+            name = (t.get("metadata") or {}).get("name")
+            out.append((f"StatefulSet/{obj['metadata']['name']} claim {name} ({replicas} replicas)",
+                        _storage(t.get("spec") or {}) * replicas))
+    return out
+
+
+def summary(record: dict, lifecycle: dict | None = None) -> list[tuple[str, str]]:
+    """The footprint as `flow.metadata` records it (and the lane's expiry), as short (what, value) rows: one table
+    for the flow README, the PR comment, `plan` and `preview`."""
+    req, lim = record["requests"], record["limits"]
+    pods = f" ({record['replicas']} pods)" if record["replicas"] != record["devCopies"] else ""
+
+    def pair(key: str, text: Any) -> str:  # a limit of 0: no container sets one
+        return f"{text(req[key])} / {text(lim[key]) if lim[key] else 'none'}"
+
+    rows = [("Dev workloads", f"{record['devCopies']}{pods}"),
+            ("CPU requests / limits", pair("cpuMillicores", quantity.cpu_text)),
+            ("Memory requests / limits", pair("memoryBytes", quantity.bytes_text))]
+    missing = record.get("withoutRequests") or []
+    if missing:
+        more = f" and {len(missing) - 2} more" if len(missing) > 2 else ""
+        rows.append(("Without requests", f"{len(missing)}: {'; '.join(missing[:2])}{more}"))
+    if record["volumes"]:
+        rows.append(("Storage", f"{quantity.bytes_text(record['storageBytes'])} in {len(record['volumes'])} "
+                                f"volume{'s' if len(record['volumes']) != 1 else ''}"))
+    if record["cloudResources"]:
+        rows.append(("Cloud resources", ", ".join(f"{n} {k.rpartition('/')[2]}"
+                                                  for k, n in record["cloudResources"].items())))
+    estimate = record.get("estimate")
+    if estimate:
+        rows.append(("Estimated cost", f"~{estimate['costPerDay']:.2f} {estimate['currency']} per day (an estimate "
+                                       "on requests, from footprint.prices)"))
+    if lifecycle:
+        rows.append(("Expires", f"{lifecycle['expires']} (ttl {lifecycle['ttl']} from {lifecycle['created']})"))
+    return rows

@@ -1,0 +1,146 @@
+"""What makes a lane end and stay small, as objects and metadata of the flow: its expiry, its sleep schedule, its
+namespace quota.
+
+- Expiry (`--ttl`, `lifecycle.ttl`): `created + ttl` in `flow.metadata`, `created` being `--created` or the
+  rendered commit's committer time, never the clock, so the same commit renders the same bytes; `devlane gc
+  --expired` removes lanes past it.
+- Sleep (`lifecycle.sleep`): two CronJobs per namespace of the lane's Deployments and StatefulSets, one scaling
+  them to zero at `down`, one back to their rendered replicas at `up`, run as a ServiceAccount whose Role may
+  only get and scale those workloads, by name.
+- Quota (`lifecycle.quota`, isolation namespace): a ResourceQuota from `policy.budget` (CPU, memory and storage
+  requests) and a LimitRange giving containers without requests the defaults (a quota on requests refuses such
+  pods otherwise), in each flow namespace.
+
+Every object is named `<name>-<flowId>`, labelled with the flow, and passes the output policy a plugin's would.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ...core.names import flow_labels
+from ...core.quantity import bytes_exact, cpu_text
+from ...errors import Problem, UsageError, Where
+from ..settings.lifecycle import Budget, LifecycleSettings, parse_duration, rfc3339
+
+KUBECTL = "registry.k8s.io/kubectl:v1.34.1"  # by tag: `lifecycle.sleep.image` pins it (--strict requires that)
+SCALED = {"Deployment": "deployment", "StatefulSet": "statefulset"}
+DEFAULT_REQUEST = {"cpu": "100m", "memory": "128Mi"}
+
+
+def commit_time(root: str, revision: str | None) -> datetime | None:
+    """The committer time of `revision` in the repository at `root` (None when there is no such commit)."""
+    if not revision:
+        return None
+    import git  # only with a ttl: the render path never imports GitPython otherwise
+
+    try:
+        return git.Repo(root, search_parent_directories=True).commit(revision).committed_datetime
+    except (git.GitError, ValueError, OSError):
+        return None
+
+
+def expiry(settings: LifecycleSettings, committed: datetime | None) -> dict | None:
+    """`flow.metadata` `lifecycle`: created, ttl and expires (RFC 3339, UTC); None without a ttl. A ttl with no
+    time to count from is a usage error."""
+    if not settings.ttl:
+        return None
+    created = settings.created or committed
+    if created is None:
+        raise UsageError("--ttl needs a time to count from: pass --created TIME (RFC 3339), or render a commit of a "
+                         "git repository (its committer time is used)")
+    ttl: timedelta = parse_duration(settings.ttl)
+    return {"created": rfc3339(created), "ttl": settings.ttl, "expires": rfc3339(created + ttl)}
+
+
+def _restricted(container: dict) -> dict:
+    return {**container, "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                             "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}}
+
+
+def _meta(name: str, flow_id: str, namespace: str | None) -> dict:
+    return {"name": f"{name}-{flow_id}", **({"namespace": namespace} if namespace else {}),
+            "labels": flow_labels(flow_id)}
+
+
+def sleep_objects(objects: list[dict], flow_id: str, sleep: dict) -> tuple[list[dict], list[Problem]]:
+    """The sleep schedule of the lane's Deployments and StatefulSets (`objects`: the flow's), per namespace."""
+    by_ns: dict[str | None, list[tuple[str, str, int]]] = {}
+    for obj in objects:
+        if obj.get("kind") in SCALED and obj.get("apiVersion") == "apps/v1":
+            replicas = (obj.get("spec") or {}).get("replicas", 1)
+            by_ns.setdefault(obj["metadata"].get("namespace"), []).append(
+                (obj["kind"], obj["metadata"]["name"], replicas if isinstance(replicas, int) else 1))
+    image = sleep.get("image") or KUBECTL
+    out: list[dict] = []
+    for ns, workloads in sorted(by_ns.items(), key=lambda e: e[0] or ""):
+        workloads.sort()
+        account = f"devlane-sleep-{flow_id}"
+        names = sorted({name for _, name, _ in workloads})
+        rules = [{"apiGroups": ["apps"], "resources": sorted({f"{SCALED[k]}s" for k, _, _ in workloads}),
+                  "resourceNames": names, "verbs": ["get"]},
+                 {"apiGroups": ["apps"], "resources": sorted({f"{SCALED[k]}s/scale" for k, _, _ in workloads}),
+                  "resourceNames": names, "verbs": ["get", "patch", "update"]}]
+        out += [
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta("devlane-sleep", flow_id, ns)},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": _meta("devlane-sleep", flow_id, ns), "rules": rules},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": _meta("devlane-sleep", flow_id, ns),
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
+             "subjects": [{"kind": "ServiceAccount", "name": account, **({"namespace": ns} if ns else {})}]},
+            _cronjob("sleep", flow_id, ns, sleep["down"], sleep.get("timeZone"), account,
+                     [_scale("scale-to-0", image, 0, workloads, ns)]),
+            _cronjob("wake", flow_id, ns, sleep["up"], sleep.get("timeZone"), account,
+                     [_scale(f"scale-to-{n}", image, n, [w for w in workloads if w[2] == n], ns)
+                      for n in sorted({r for _, _, r in workloads})]),
+        ]
+    problems = []
+    if "@sha256:" not in image:
+        problems.append(Problem(f"lifecycle.sleep runs {image}, which is not pinned by digest: the image a lane "
+                                "scales itself with could change under the same tag", Where(file=".devlane.yaml"),
+                                "set lifecycle.sleep.image to the image pinned by digest (IMAGE@sha256:...)",
+                                severity="warning", code="unpinned-image"))
+    return out, problems
+
+
+def _scale(name: str, image: str, replicas: int, workloads: list[tuple[str, str, int]], ns: str | None) -> dict:
+    targets = [f"{SCALED[kind]}/{wname}" for kind, wname, _ in workloads]
+    return _restricted({"name": name, "image": image, "command": ["kubectl"],
+                        "args": ["scale", f"--replicas={replicas}", *([f"--namespace={ns}"] if ns else []), *targets],
+                        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}}})
+
+
+def _cronjob(name: str, flow_id: str, ns: str | None, schedule: str, zone: str | None, account: str,
+             containers: list[dict]) -> dict:
+    spec: dict = {"schedule": schedule, **({"timeZone": zone} if zone else {}), "concurrencyPolicy": "Forbid",
+                  "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 1,
+                  "jobTemplate": {"spec": {"backoffLimit": 2, "template": {
+                      "metadata": {"labels": flow_labels(flow_id)},
+                      "spec": {"serviceAccountName": account, "restartPolicy": "OnFailure",
+                               "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+                                                   "seccompProfile": {"type": "RuntimeDefault"}},
+                               "containers": containers}}}}}
+    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(name, flow_id, ns), "spec": spec}
+
+
+def quota_objects(namespaces: list[str], flow_id: str, budget: Budget, quota: dict) -> list[dict]:
+    """A ResourceQuota (from the budget's CPU, memory and storage) and a LimitRange in each flow namespace."""
+    hard = {}
+    if budget.cpu is not None:
+        hard["requests.cpu"] = cpu_text(budget.cpu)
+    if budget.memory is not None:
+        hard["requests.memory"] = bytes_exact(budget.memory)
+    if budget.storage is not None:
+        hard["requests.storage"] = bytes_exact(budget.storage)
+    limit: dict = {"type": "Container", "defaultRequest": {**DEFAULT_REQUEST, **(quota.get("defaultRequest") or {})}}
+    if quota.get("default"):
+        limit["default"] = dict(quota["default"])
+    out = []
+    for ns in sorted(namespaces):
+        if hard:
+            out.append({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta("devlane-quota", flow_id, ns),
+                        "spec": {"hard": hard}})
+        out.append({"apiVersion": "v1", "kind": "LimitRange", "metadata": _meta("devlane-limits", flow_id, ns),
+                    "spec": {"limits": [limit]}})
+    return out
