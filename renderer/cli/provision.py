@@ -54,13 +54,13 @@ def cmd_gc(args: argparse.Namespace) -> int:
         show(done.messages, args.debug)
         plugins = f" (delete_flow done: {', '.join(done.deleted)})" if done.deleted else ""
         say(f"removed flow {done.flow_id}: {result.doomed[done.flow_id]}{plugins}")
-    for problems in result.failed.values():
-        show(problems, args.debug)
     say(f"kept {len(result.kept)} flow{'s' if len(result.kept) != 1 else ''}" +
         (f": {', '.join(result.kept)}" if result.kept else ""))
-    if result.failed:
-        raise DevlaneError([Problem(f"kept flow {f}: its plugins' delete_flow failed (above); run `devlane gc` again "
-                                    "once fixed", code="delete-kept") for f in result.failed])
+    if result.failed:  # each failure, then which flow it kept
+        raise DevlaneError([p for f, problems in result.failed.items() for p in [
+            *(q for q in problems if q.code != "delete-kept"),
+            Problem(f"kept flow {f}: its plugins' delete_flow failed; run `devlane gc` again once fixed",
+                    code="delete-kept")]])
     return 0
 
 

@@ -53,11 +53,14 @@ def cpu_text(milli: int) -> str:
 
 
 def bytes_text(size: int) -> str:
-    """`805306368` -> `768Mi`: the largest binary unit that shows the size to a tenth."""
+    """`805306368` -> `768Mi`, `2281701376` -> `2176Mi`: exact in the largest binary unit that divides the size, else
+    to a tenth of the largest unit it reaches (`1.3Gi`)."""
+    exact = bytes_exact(size)
+    if exact != str(size) or size < 2**10:
+        return exact
     for unit, factor in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
         if size >= factor:
-            value = size / factor
-            return f"{value:.1f}".rstrip("0").rstrip(".") + unit
+            return f"{size / factor:.1f}".rstrip("0").rstrip(".") + unit
     return str(size)
 
 

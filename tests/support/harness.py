@@ -71,7 +71,7 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
 class Harness:
     """A repository under `tmp_path/repo`, built by the test, and devlane run on it."""
 
-    COMMANDS = {"render", "plan", "lint", "provision", "delete", "diff", "preview", "init"}
+    COMMANDS = {"render", "plan", "lint", "provision", "delete", "gc", "diff", "preview", "init"}
 
     def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         self.tmp = tmp_path

@@ -1,0 +1,231 @@
+"""A lane's footprint, its budget, its sleep schedule and its quota (issue 34), checked from the rendered files with
+this file's own arithmetic (its own quantity parser and the scheduler's rule for init containers and sidecars), never
+from devlane's numbers: the footprint equals those sums; a budget one unit below a lane's footprint fails naming the
+limit and the largest contributor, one at it passes; the PR comment holds the footprint table; the sleep schedule
+and the quota validate strictly, pass the output policy's content rules and build with `kubectl kustomize`, and in
+namespace isolation the lane's Namespace is one of the flow's objects (pruning the flow deletes it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import yaml
+from support import kubectl_kustomize, plugin_definition, validate_strict, yaml_doc
+
+from renderer.render.plugins.output_policy import content_findings, name_findings
+
+FLOW = ["--flow", "pr-1", "--service", "web=web:2"]
+UNITS = {"": 1, "m": Decimal("0.001"), "k": 1000, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+QUEUE_PLUGIN = textwrap.dedent("""
+    def create_flow(service_specs, pod_specs, flow_uuid):
+        queue = {"apiVersion": "sqs.services.k8s.aws/v1alpha1", "kind": "Queue",
+                 "metadata": {"name": "jobs-" + flow_uuid}, "spec": {"queueName": "jobs-" + flow_uuid}}
+        return {"pod_specs": pod_specs, "config_map": {}, "resources": [queue]}
+
+    def delete_flow(config_map, flow_uuid):
+        return None
+""")
+
+
+def q(text: str | int) -> Decimal:
+    number, unit = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", str(text)).groups()
+    return Decimal(number) * UNITS[unit]
+
+
+def shop(harness, tmp_path: Path, config: dict | None = None) -> str:
+    """web (2 replicas: an app container, a sidecar init container, a bigger plain init container, and a claim) and
+    db (a StatefulSet with a claim template and a container without requests), both in the flow; a plugin adds an
+    SQS Queue."""
+    web = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {
+        "replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": {
+            "metadata": {"labels": {"app": "web"}}, "spec": {
+                "initContainers": [
+                    {"name": "proxy", "image": "proxy:1", "restartPolicy": "Always",
+                     "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}}},
+                    {"name": "migrate", "image": "web:1",
+                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}],
+                "containers": [{"name": "web", "image": "web:1", "resources": {
+                    "requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}},
+                    "env": [{"name": "DB", "value": "db:5432"}],
+                    "volumeMounts": [{"name": "uploads", "mountPath": "/uploads"}]}],
+                "volumes": [{"name": "uploads", "persistentVolumeClaim": {"claimName": "uploads"}}]}}}}
+    db = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {
+        "serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}}, "template": {
+            "metadata": {"labels": {"app": "db"}}, "spec": {"containers": [
+                {"name": "postgres", "image": "postgres:17", "volumeMounts": [{"name": "data", "mountPath": "/d"}]}]}},
+        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}}}]}}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "uploads"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}}}
+
+    def service(name: str, port: int, annotations: dict) -> dict:
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "annotations": annotations},
+                "spec": {"selector": {"app": name}, "ports": [{"name": "tcp", "port": port}]}}
+
+    harness.write("app.yaml", "".join(yaml_doc(o) for o in [
+        web, service("web", 80, {"kardinal.dev.service/dependencies": "db:tcp", "kardinal.dev.service/plugins": "jobs"}),
+        db, service("db", 5432, {"kardinal.dev.service/stateful": "true"}), claim]) + plugin_definition(
+        [{"name": "./plugins/queue", "type": "external", "servicename": "jobs"}]))
+    harness.plugin("plugins/queue", QUEUE_PLUGIN, {"apiVersion": "devlane.dev/v1alpha1", "kind": "Plugin",
+                                                   "metadata": {"name": "queue"},
+                                                   "spec": {"emits": ["sqs.services.k8s.aws/Queue"]}})
+    harness.config({"replicas": "keep", **(config or {})})
+    return str(tmp_path / "out")
+
+
+def rendered(out: str, flow: str = "pr-1") -> tuple[list[dict], dict]:
+    d = Path(out) / "flows" / flow
+    objects = [yaml.safe_load(p.read_text()) for p in sorted(d.glob("*.yaml")) if p.name != "kustomization.yaml"]
+    return objects, json.loads((d / "flow.metadata").read_text())
+
+
+def pod_requests(spec: dict, key: str, resource: str) -> Decimal:
+    """One pod as the scheduler counts it: app containers plus sidecars, or an init container plus the sidecars
+    started before it, whichever is larger (a missing request is its limit, else 0)."""
+    def amount(c: dict) -> Decimal:
+        res = c.get("resources") or {}
+        value = (res.get(key) or {}).get(resource) or (res.get("limits") or {}).get(resource) if key == "requests" \
+            else (res.get(key) or {}).get(resource)
+        return q(value) if value else Decimal(0)
+
+    sidecars, peak = Decimal(0), Decimal(0)
+    for c in spec.get("initContainers") or []:
+        if c.get("restartPolicy") == "Always":
+            sidecars += amount(c)
+            peak = max(peak, sidecars)
+        else:
+            peak = max(peak, sidecars + amount(c))
+    return max(sum((amount(c) for c in spec["containers"]), Decimal(0)) + sidecars, peak)
+
+
+def test_the_footprint_equals_the_sums_of_the_rendered_objects(harness, tmp_path):
+    out = shop(harness, tmp_path, {"footprint": {"prices": {"cpuHour": 0.04, "memoryGiBHour": 0.005,
+                                                            "storageGiBMonth": 0.1, "currency": "EUR",
+                                                            "resources": {"Queue": 0.02}}}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 0, done.stderr
+    objects, meta = rendered(out)
+    fp = meta["footprint"]
+    workloads = [o for o in objects if o["kind"] in ("Deployment", "StatefulSet")]
+    assert fp["devCopies"] == len(workloads) == 2
+
+    def total(key: str, resource: str) -> Decimal:
+        return sum((pod_requests(o["spec"]["template"]["spec"], key, resource) * o["spec"].get("replicas", 1)
+                    for o in workloads), Decimal(0))
+
+    assert fp["requests"] == {"cpuMillicores": int(total("requests", "cpu") * 1000),
+                              "memoryBytes": int(total("requests", "memory"))}
+    assert fp["requests"]["cpuMillicores"] == 2 * 1050  # the migrate init container and the sidecar beside it
+    assert fp["limits"] == {"cpuMillicores": int(total("limits", "cpu") * 1000),
+                            "memoryBytes": int(total("limits", "memory"))}
+    claims = [o for o in objects if o["kind"] == "PersistentVolumeClaim"]
+    storage = sum(q(c["spec"]["resources"]["requests"]["storage"]) for c in claims) + sum(
+        q(t["spec"]["resources"]["requests"]["storage"]) * o["spec"]["replicas"]
+        for o in workloads for t in o["spec"].get("volumeClaimTemplates") or [])
+    assert fp["storageBytes"] == storage == 7 * 2**30
+    assert fp["cloudResources"] == {"sqs.services.k8s.aws/Queue": 1}
+    assert fp["withoutRequests"] == ["StatefulSet/db-pr-1 container postgres: no cpu or memory request"]
+    cost = (total("requests", "cpu") * 24 * Decimal("0.04") + total("requests", "memory") / 2**30 * 24
+            * Decimal("0.005") + Decimal(storage) / 2**30 * Decimal("0.1") / 30 + Decimal("0.02"))
+    assert fp["estimate"]["costPerDay"] == float(round(cost, 2)) and fp["estimate"]["currency"] == "EUR"
+    readme = (Path(out) / "flows" / "pr-1" / "README.md").read_text()
+    assert "## Footprint" in readme and "| CPU requests / limits | 2100m / 2 |" in readme
+    assert "| Cloud resources | 1 Queue |" in readme and "EUR per day (an estimate" in readme
+
+
+@pytest.mark.parametrize(("limit", "value", "contributor"), [
+    ("cpu", "2100m", "Deployment/web-pr-1 2100m (2 replicas)"),
+    ("memory", "2176Mi", "Deployment/web-pr-1 2176Mi (2 replicas)"),
+    ("storage", "7Gi", "StatefulSet/db-pr-1 claim data (1 replicas) 5Gi"),
+    ("devCopies", 2, "Deployment/web-pr-1"),
+])  # fmt: skip
+def test_a_budget_just_below_the_footprint_fails_naming_the_limit_and_one_at_it_passes(harness, tmp_path, limit,
+                                                                                      value, contributor):
+    below = int(value) - 1 if isinstance(value, int) else f"{q(value) * (1000 if limit == 'cpu' else 1) - 1}" + (
+        "m" if limit == "cpu" else "")
+    out = shop(harness, tmp_path, {"policy": {"budget": {limit: below}}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 1
+    assert f"flow pr-1 is over policy.budget.{limit}" in done.stderr and contributor in done.stderr
+    assert "Traceback" not in done.stderr and not (Path(out) / "flows" / "pr-1").exists()
+    harness.config({"replicas": "keep", "policy": {"budget": {limit: value}}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_pull_request_cannot_raise_the_trusted_budget(harness, tmp_path):
+    out = shop(harness, tmp_path, {"policy": {"budget": {"cpu": 100}}})  # the head asks for 100 cores
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("policy:\n  budget: {cpu: '2'}\n")  # the operator allows 2
+    done = harness.cli("render", *FLOW, "--out", out, "--policy", policy)
+    assert done.returncode == 1 and "over policy.budget.cpu: its pods request 2100m CPU, the budget is 2" in done.stderr
+
+
+def test_the_lanes_budget_counts_the_output_directorys_flows(harness, tmp_path):
+    out = shop(harness, tmp_path, {"policy": {"budget": {"lanes": 1}}})
+    assert harness.cli("render", *FLOW, "--out", out).returncode == 0
+    assert harness.cli("render", *FLOW, "--out", out).returncode == 0  # the same lane again
+    done = harness.cli("render", "--flow", "pr-2", "--service", "web=web:2", "--out", out)
+    assert done.returncode == 1 and "flow pr-2 would be lane 2 of the output directory" in done.stderr
+    assert "devlane gc" in done.stderr
+
+
+def test_the_sleep_schedule_scales_only_the_lanes_workloads_and_passes_the_policy(harness, tmp_path):
+    out = shop(harness, tmp_path, {"lifecycle": {"sleep": {"down": "0 20 * * 1-5", "up": "0 7 * * 1-5",
+                                                           "timeZone": "Europe/Berlin"}}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 0, done.stderr
+    assert "lifecycle.sleep runs registry.k8s.io/kubectl:v1.34.1, which is not pinned by digest" in done.stderr
+    objects, _ = rendered(out)
+    mine = [o for o in objects if "sleep" in o["metadata"]["name"] or "wake" in o["metadata"]["name"]]
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in mine) == [
+        ("CronJob", "sleep-pr-1"), ("CronJob", "wake-pr-1"), ("Role", "devlane-sleep-pr-1"),
+        ("RoleBinding", "devlane-sleep-pr-1"), ("ServiceAccount", "devlane-sleep-pr-1")]
+    for obj in mine:
+        validate_strict(obj)
+        assert content_findings(obj, "pr-1") == [] and name_findings(obj["metadata"]["name"], "pr-1") == []
+    role = next(o for o in mine if o["kind"] == "Role")
+    assert {n for r in role["rules"] for n in r["resourceNames"]} == {"web-pr-1", "db-pr-1"}  # never the baseline's
+    jobs = {o["metadata"]["name"]: o["spec"] for o in mine if o["kind"] == "CronJob"}
+    assert jobs["sleep-pr-1"]["schedule"] == "0 20 * * 1-5" and jobs["sleep-pr-1"]["timeZone"] == "Europe/Berlin"
+    args = {c["name"]: c["args"] for spec in jobs.values()
+            for c in spec["jobTemplate"]["spec"]["template"]["spec"]["containers"]}
+    assert args == {"scale-to-0": ["scale", "--replicas=0", "deployment/web-pr-1", "statefulset/db-pr-1"],
+                    "scale-to-1": ["scale", "--replicas=1", "statefulset/db-pr-1"],
+                    "scale-to-2": ["scale", "--replicas=2", "deployment/web-pr-1"]}
+    kubectl_kustomize(Path(out) / "flows" / "pr-1")
+    strict = harness.cli("render", *FLOW, "--out", out, "--strict")
+    assert strict.returncode == 1 and "set lifecycle.sleep.image to the image pinned by digest" in strict.stderr
+
+
+def test_a_quota_in_the_lanes_namespace_and_the_namespace_is_part_of_the_flow(harness, tmp_path):
+    out = shop(harness, tmp_path, {"isolation": "namespace", "namespace": "shop",
+                                   "policy": {"budget": {"cpu": "4", "memory": "8Gi", "storage": "20Gi"}},
+                                   "lifecycle": {"quota": {"defaultRequest": {"cpu": "50m", "memory": "64Mi"}}}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 0, done.stderr
+    built = kubectl_kustomize(Path(out) / "flows" / "pr-1")
+    [namespace] = [o["metadata"]["name"] for o in built if o["kind"] == "Namespace"]  # pruned with the flow
+    quota = next(o for o in built if o["kind"] == "ResourceQuota")
+    limits = next(o for o in built if o["kind"] == "LimitRange")
+    assert quota["metadata"]["namespace"] == limits["metadata"]["namespace"] == namespace != "shop"
+    assert quota["spec"]["hard"] == {"requests.cpu": "4", "requests.memory": "8Gi", "requests.storage": "20Gi"}
+    assert limits["spec"]["limits"] == [{"type": "Container", "defaultRequest": {"cpu": "50m", "memory": "64Mi"}}]
+    for obj in (quota, limits):
+        validate_strict(obj)
+
+
+def test_the_pr_comment_shows_the_footprint_table(harness, tmp_path):
+    shop(harness, tmp_path)
+    harness.commit("base")
+    harness.write("app.yaml", (harness.root / "app.yaml").read_text().replace("image: web:1", "image: web:3"))
+    harness.commit("head")
+    done = harness.cli("diff", "--base", "HEAD~1", "--head", "HEAD", *FLOW, "-o", "markdown")
+    assert done.returncode == 0, done.stderr
+    assert "| Footprint | |" in done.stdout and "| CPU requests / limits | 2100m / 2 |" in done.stdout
+    assert "| Storage | 7Gi in 2 volumes |" in done.stdout
