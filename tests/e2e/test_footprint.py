@@ -48,7 +48,8 @@ def shop(harness, tmp_path: Path, config: dict | None = None) -> str:
                     {"name": "proxy", "image": "proxy:1", "restartPolicy": "Always",
                      "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}}},
                     {"name": "migrate", "image": "web:1",
-                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}],
+                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                   "limits": {"cpu": "1", "memory": "1Gi"}}}],
                 "containers": [{"name": "web", "image": "web:1", "resources": {
                     "requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}},
                     "env": [{"name": "DB", "value": "db:5432"}],
@@ -68,7 +69,8 @@ def shop(harness, tmp_path: Path, config: dict | None = None) -> str:
                 "spec": {"selector": {"app": name}, "ports": [{"name": "tcp", "port": port}]}}
 
     harness.write("app.yaml", "".join(yaml_doc(o) for o in [
-        web, service("web", 80, {"kardinal.dev.service/dependencies": "db:tcp", "kardinal.dev.service/plugins": "jobs"}),
+        web, service("web", 80, {"kardinal.dev.service/dependencies": "db:tcp",
+                                 "kardinal.dev.service/plugins": "jobs"}),
         db, service("db", 5432, {"kardinal.dev.service/stateful": "true"}), claim]) + plugin_definition(
         [{"name": "./plugins/queue", "type": "external", "servicename": "jobs"}]))
     harness.plugin("plugins/queue", QUEUE_PLUGIN, {"apiVersion": "devlane.dev/v1alpha1", "kind": "Plugin",
