@@ -68,7 +68,7 @@ def test_the_devlane_flags_the_scripts_use_exist(harness):
 def test_example_workflow_runs_on_pull_requests_with_opt_in_label_and_cleans_up():
     wf = _workflow()
     assert set(wf["on"]["pull_request"]["types"]) == {"opened", "synchronize", "reopened", "labeled", "closed"}
-    assert wf["concurrency"]["group"] == "devlane-${{ github.event.pull_request.number }}"
+    assert wf["concurrency"]["group"] == "devlane-${{ github.event.pull_request.number || 'gc' }}"
     assert wf["permissions"] == {"contents": "read", "pull-requests": "write"}
     preview, cleanup = wf["jobs"]["preview"], wf["jobs"]["cleanup"]
     assert "devlane-preview" in preview["if"] and "closed" in cleanup["if"]
@@ -76,3 +76,8 @@ def test_example_workflow_runs_on_pull_requests_with_opt_in_label_and_cleans_up(
     assert set(use["with"]) <= set(_action()["inputs"])
     assert (ROOT / use["with"]["path"] / ".devlane.yaml").is_file()
     assert any("devlane delete" in s.get("run", "") for s in cleanup["steps"])
+    # the sweep from the truth: daily and on close, keeping the open pull requests' lanes, removing expired ones
+    gc = wf["jobs"]["gc"]
+    assert wf["on"]["schedule"] and "schedule" in gc["if"] and "closed" in gc["if"] and "!cancelled()" in gc["if"]
+    run = " ".join(s.get("run", "") for s in gc["steps"])
+    assert "gh pr list --state open" in run and "devlane gc examples/bookshop --keep-file open-prs --expired" in run

@@ -231,3 +231,36 @@ def test_the_pr_comment_shows_the_footprint_table(harness, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "| Footprint | |" in done.stdout and "| CPU requests / limits | 2100m / 2 |" in done.stdout
     assert "| Storage | 7Gi in 2 volumes |" in done.stdout
+
+
+def test_budgets_on_cloud_resources_and_cost(harness, tmp_path):
+    prices = {"cpuHour": 0.04, "memoryGiBHour": 0.005, "resources": {"Queue": 0.5}}
+    out = shop(harness, tmp_path, {"footprint": {"prices": prices},
+                                   "policy": {"budget": {"resources": {"sqs.services.k8s.aws/Queue": 0}}}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 1
+    assert "over policy.budget.resources.sqs.services.k8s.aws/Queue: 1 sqs.services.k8s.aws/Queue, the budget " \
+           "is 0; most: Queue/jobs-jobs-pr-1" in done.stderr
+    harness.config({"replicas": "keep", "footprint": {"prices": prices}, "policy": {"budget": {"costPerDay": 1}}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    # 2.1 cores x 24 x 0.04 + 2176Mi x 24 x 0.005 + one Queue at 0.5 a day
+    assert done.returncode == 1 and "over policy.budget.costPerDay: an estimated 2.77 USD per day" in done.stderr
+    assert "most: CPU 2.02, sqs.services.k8s.aws/Queue 0.50, memory 0.26" in done.stderr
+    harness.config({"replicas": "keep", "policy": {"budget": {"costPerDay": 1}}})  # no prices: said, not guessed
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 1 and "policy.budget.costPerDay needs footprint.prices" in done.stderr
+
+
+def test_plan_and_preview_show_the_footprint(harness, tmp_path):
+    shop(harness, tmp_path)
+    planned = harness.cli("plan", *FLOW, "-o", "json")
+    assert planned.returncode == 0, planned.stderr
+    before = json.loads(planned.stdout)["footprint"]  # the dev copies before plugins: no Queue yet
+    assert before["devCopies"] == 2 and before["requests"]["cpuMillicores"] == 2100 and before["cloudResources"] == {}
+    text = harness.cli("plan", *FLOW).stderr + harness.cli("plan", *FLOW).stdout
+    assert "footprint of the dev copies (before plugins" in text and "CPU requests / limits: 2100m / 2" in text
+    page = tmp_path / "preview.html"
+    shown = harness.cli("preview", *FLOW, "--html", page)
+    assert shown.returncode == 0, shown.stderr
+    html = page.read_text()
+    assert "<h2>Footprint</h2>" in html and "<th>Cloud resources</th><td>1 Queue</td>" in html
