@@ -247,9 +247,10 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     if settings.routes.mode != "none" and not errors(problems):  # istio: with the rules shared with other flows
         problems += route_proof.check(model, dev, [*objects.all(), *(shared.objects if shared else [])],
                                       the_plan.flow_id, settings.routes.baggage_key)
+    ends, found = lifecycle.expiry(life, lifecycle.commit_time(str(s.root), loaded.revision) if life.ttl and not
+                                   life.created else None)
+    problems += found
     s.stop_on_errors(problems)
-    ends = lifecycle.expiry(life, lifecycle.commit_time(str(s.root), loaded.revision) if life.ttl and not
-                            life.created else None)
     flows = emit.render(objects, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins, choices,
                                                                 problems, lane_reach, fp, ends))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,

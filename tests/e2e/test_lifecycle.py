@@ -128,3 +128,16 @@ def test_a_ttl_without_a_time_to_count_from_is_a_usage_error(harness, tmp_path):
     done = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--ttl", "1d", "--created", "yesterday",
                        "--stdout")
     assert done.returncode == 2 and "--created 'yesterday' is not an RFC 3339 time" in done.stderr
+
+
+def test_a_configured_ttl_without_git_history_records_no_expiry_and_says_so(harness, tmp_path):
+    harness.app("api")
+    harness.config({"lifecycle": {"ttl": "3d"}})  # an Argo CD repo-server checkout may have no .git
+    done = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "lifecycle.ttl: no commit to count from" in done.stderr
+    meta = json.loads((tmp_path / "out" / "flows" / "pr-1" / "flow.metadata").read_text())
+    assert "lifecycle" not in meta
+    harness.commit("base")  # with history, the same config records the expiry
+    done = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--out", tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "flows" / "pr-1" / "flow.metadata").read_text())["lifecycle"]["ttl"] == "3d"

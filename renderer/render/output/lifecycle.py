@@ -40,17 +40,22 @@ def commit_time(root: str, revision: str | None) -> datetime | None:
         return None
 
 
-def expiry(settings: LifecycleSettings, committed: datetime | None) -> dict | None:
-    """`flow.metadata` `lifecycle`: created, ttl and expires (RFC 3339, UTC); None without a ttl. A ttl with no
-    time to count from is a usage error."""
+def expiry(settings: LifecycleSettings, committed: datetime | None) -> tuple[dict | None, list[Problem]]:
+    """`flow.metadata` `lifecycle`: created, ttl and expires (RFC 3339, UTC); None without a ttl. With no time to
+    count from, `--ttl` is a usage error; `lifecycle.ttl` (a checkout without git history, as an Argo CD
+    repo-server may have) records no expiry, with a warning, rather than fail every render of the repository."""
     if not settings.ttl:
-        return None
+        return None, []
     created = settings.created or committed
-    if created is None:
+    if created is None and settings.ttl_given:
         raise UsageError("--ttl needs a time to count from: pass --created TIME (RFC 3339), or render a commit of a "
                          "git repository (its committer time is used)")
+    if created is None:
+        return None, [Problem("lifecycle.ttl: no commit to count from (not a git checkout), so this render records no "
+                              "expiry", Where(file=".devlane.yaml"), "render from a git checkout, or pass --ttl with "
+                              "--created TIME", severity="warning", code="ttl")]
     ttl: timedelta = parse_duration(settings.ttl)
-    return {"created": rfc3339(created), "ttl": settings.ttl, "expires": rfc3339(created + ttl)}
+    return {"created": rfc3339(created), "ttl": settings.ttl, "expires": rfc3339(created + ttl)}, []
 
 
 def _restricted(container: dict) -> dict:

@@ -115,3 +115,4 @@ class LifecycleSettings:
     quota: dict | None = None  # `lifecycle.quota`: LimitRange defaults; the quota itself comes from the budget
     prices: Prices | None = None
     budget: Budget = field(default_factory=Budget)
+    ttl_given: bool = False  # the ttl is the command line's (`--ttl`), not `.devlane.yaml`'s

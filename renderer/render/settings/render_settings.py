@@ -91,12 +91,13 @@ def render_settings(config: RepoConfig, routing: Routing | None = None, isolatio
 def lifecycle_settings(config: RepoConfig, ttl: str | None = None, created: str | None = None) -> LifecycleSettings:
     """`--ttl` over `lifecycle.ttl` (checked here, so a bad one fails before any work), `--created`, the sleep
     schedule, the quota, the prices, and the budget: the head's tightened by every trusted source's."""
+    given = bool(ttl)
     ttl = ttl or config.lifecycle.get("ttl")
     if ttl:
-        parse_duration(ttl, "--ttl" if ttl != config.lifecycle.get("ttl") else "lifecycle.ttl")
+        parse_duration(ttl, "--ttl" if given else "lifecycle.ttl")
     budget = budget_of(config.budget)
     for trusted in config.trusted_budgets:
         budget = budget.tightest(budget_of(trusted))
     return LifecycleSettings(ttl, parse_time(created, "--created") if created else None,
                              config.lifecycle.get("sleep"), config.lifecycle.get("quota"), prices_of(config.prices),
-                             budget)
+                             budget, ttl_given=given)
