@@ -489,6 +489,7 @@ class GcResult:
     kept: list[str]
     failed: dict[str, list[Problem]]
     dry_run: bool = False
+    flows: Path | None = None  # the output directory's flows/
 
 
 def gc(options: Options, keep: list[str] | None = None, expired: bool = False, now: datetime | None = None,
@@ -515,7 +516,7 @@ def gc(options: Options, keep: list[str] | None = None, expired: bool = False, n
                 doomed[flow_id] = " and ".join(why)
         kept = [f for f in output.present() if f not in doomed]
         if dry_run:
-            return GcResult(doomed, [], kept, {}, True)
+            return GcResult(doomed, [], kept, {}, True, output.flows)
         model = build_model(s.loaded.documents, s.config.namespace)
         removed, failed = [], {}
         for flow_id in doomed:
@@ -523,7 +524,7 @@ def gc(options: Options, keep: list[str] | None = None, expired: bool = False, n
                 removed.append(_delete_one(s, output, model, flow_id))
             except DevlaneError as exc:
                 failed[flow_id] = exc.problems
-        return GcResult(doomed, removed, [*kept, *failed], failed)
+        return GcResult(doomed, removed, [*kept, *failed], failed, False, output.flows)
 
 
 def check_changes(base: Loaded, head: Loaded, s: Session) -> list[Problem]:

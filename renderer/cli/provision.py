@@ -54,6 +54,9 @@ def cmd_gc(args: argparse.Namespace) -> int:
         show(done.messages, args.debug)
         plugins = f" (delete_flow done: {', '.join(done.deleted)})" if done.deleted else ""
         say(f"removed flow {done.flow_id}: {result.doomed[done.flow_id]}{plugins}")
+    if not result.doomed and not result.kept:
+        say(f"no rendered flow in {result.flows}")
+        return 0
     say(f"kept {len(result.kept)} flow{'s' if len(result.kept) != 1 else ''}" +
         (f": {', '.join(result.kept)}" if result.kept else ""))
     if result.failed:  # each failure, then which flow it kept

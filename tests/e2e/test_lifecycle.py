@@ -88,6 +88,8 @@ def test_gc_needs_a_keep_list_or_expired(harness, lanes):
     env, source, out = lanes
     done = harness.cli("gc", "--out", out, source, env=env)
     assert done.returncode == 2 and "gc needs the flows to keep" in done.stderr
+    empty = harness.cli("gc", "--keep", "pr-1", "--out", out, source, env=env)
+    assert empty.returncode == 0 and f"no rendered flow in {out / 'flows'}" in empty.stderr
     bad = harness.cli("gc", "--keep", "Bad_Flow", "--out", out, source, env=env)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
 
