@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .errors import DevlaneError, Problem, UsageError, Where
+from .errors import DevlaneError, Problem, UsageError, Where, fail
 from .host import process
 from .host.choose import Choice, RunMode
 from .host.resolve import git_specs, plugin_digest
@@ -57,7 +57,7 @@ from .render.plugins import calls, output_policy, pipeline_steps
 from .render.plugins.calls import PluginResults
 from .render.routing import mesh
 from .render.routing.entries import Entries, route_entries
-from .render.settings.lifecycle import parse_time
+from .render.settings.lifecycle import Prices, parse_time
 from .render.settings.render_settings import RenderSettings, RouteSettings, lane_of
 from .render.stored.memo import model_for
 from .session import Options, Session, retain_until_exit
@@ -212,7 +212,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     loaded, model, the_plan, problems = _planned(s, loaded, flow)
     choices = calls.choose_all(s.host, model, the_plan)
     dev, found = clone.make(model, the_plan, settings.copies, _by_header(settings.routes, model, the_plan))
-    problems += found
+    problems += found + _budget_before_plugins(settings, dev, the_plan.flow_id)
     with calls.Calls(s.host, model, the_plan, dev, choices,
                      pipeline_steps.per_flow_work(s.host, settings.plugins.pipeline, the_plan, dev)) as running:
         if not errors(problems):  # the copies are made: the plugins start while the render checks them
@@ -255,6 +255,20 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
                                                                 problems, lane_reach, fp, ends))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
                         [p for p in problems if p.severity != "error"], dev, shared, changes, lane_reach)
+
+
+def _budget_before_plugins(settings: RenderSettings, dev: DevSet, flow_id: str) -> list[Problem]:
+    """The budget's limits the dev copies alone exceed, before any plugin runs (plugins only add): a lane refused
+    for its size never starts a plugin that creates something outside the cluster."""
+    limits = settings.lifecycle.budget
+    if limits.empty:
+        return []
+    return budget.over(_copies_footprint(dev), replace(limits, resources={}, cost_per_day=None), flow_id, None)
+
+
+def _copies_footprint(dev: DevSet, prices: Prices | None = None) -> footprint.Footprint:
+    """The footprint of the dev copies as cloned, before plugins add theirs."""
+    return footprint.compute([*(w.obj for w in dev.unique_workloads()), *(o.obj for o in dev.objects)], prices)
 
 
 def _isolated(plugins: calls.PluginResults) -> dict[str, dict[str, str]]:
@@ -326,6 +340,8 @@ def _lifecycle_objects(settings: RenderSettings, objects: emit.FlowObjects, flow
         if settings.strict:
             problems = [replace(p, severity="error") for p in problems]
         added += made
+        kept, found = lifecycle.without_replicas(objects.groups.get(flow_id, []))
+        objects, problems = objects.with_group(flow_id, kept), problems + found
     if life.quota is not None and not dev.lane.by_namespace:
         problems.append(Problem("lifecycle.quota applies to a lane in namespaces of its own (isolation: namespace): "
                                 "a suffix lane shares its baseline's namespaces, whose quota is not the lane's",
@@ -366,9 +382,8 @@ def _before_plugins(settings: RenderSettings, model: Model, the_plan: Plan
     """The lane's reach and footprint `plan` shows, on the dev copies as the manifests make them (the plugins'
     rewiring, and what they add, are `render`'s to check and count)."""
     dev, _ = clone.make(model, the_plan, settings.copies, _by_header(settings.routes, model, the_plan))
-    objects = [*(w.obj for w in dev.unique_workloads()), *(o.obj for o in dev.objects)]
     return (reach.lane_reach(model, dev, settings.shared_stores, before_plugins=True),
-            footprint.compute(objects, settings.lifecycle.prices))
+            _copies_footprint(dev, settings.lifecycle.prices))
 
 
 def _proof(settings: RenderSettings, model: Model, the_plan: Plan) -> tuple[dict, list[Problem]]:
@@ -470,6 +485,20 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
         return _delete_one(s, output, build_model(s.loaded.documents, s.config.namespace), flow_id)
 
 
+def _expires(flow_dir: Path) -> tuple[datetime, str] | None:
+    """A rendered flow's expiry (`lifecycle.expires` in its flow.metadata), None when it has none; one devlane cannot
+    read is an error naming the file."""
+    ends = (read_metadata(flow_dir) or {}).get("lifecycle")
+    text = ends.get("expires") if isinstance(ends, dict) else None
+    if text is None:
+        return None
+    try:
+        return parse_time(str(text), "expires"), str(text)
+    except UsageError:
+        raise fail(f"{flow_dir / 'flow.metadata'}: lifecycle.expires {text!r} is not an RFC 3339 time",
+                   hint=f"re-render flow {flow_dir.name}, or remove it with devlane delete", code="output") from None
+
+
 def _delete_one(s: Session, output: Output, model: Model, flow_id: str) -> DeleteResult:
     """`delete_flow` of each plugin state of the flow, then its directory and provision records (kept, with the
     failures raised, when a call fails)."""
@@ -509,9 +538,9 @@ def gc(options: Options, keep: list[str] | None = None, expired: bool = False, n
             why = []
             if keep is not None and flow_id not in keep:
                 why.append("not in the keep list")
-            ends = (read_metadata(output.flows / flow_id) or {}).get("lifecycle") or {} if expired else {}
-            if ends.get("expires") and parse_time(ends["expires"], f"flows/{flow_id}/flow.metadata expires") <= moment:
-                why.append(f"expired at {ends['expires']}")
+            expires = _expires(output.flows / flow_id) if expired else None
+            if expires is not None and expires[0] <= moment:
+                why.append(f"expired at {expires[1]}")
             if why:
                 doomed[flow_id] = " and ".join(why)
         kept = [f for f in output.present() if f not in doomed]

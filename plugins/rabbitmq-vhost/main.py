@@ -100,14 +100,19 @@ def create_flow(service_specs: list[Json], pod_specs: list[Json], flow_uuid: str
          "spec": {"vhost": vhost, "user": grantee, "permissions": {"configure": ".*", "write": ".*", "read": ".*"},
                   "rabbitmqClusterReference": reference}},
     ]
-    copied = []
+    copied, names = [], set()
     for ext in extensions or []:
         if ext.get("apiVersion") != API or ext.get("kind") not in TOPOLOGY:
             continue
-        if ((ext.get("spec") or {}).get("rabbitmqClusterReference") or {}).get("name") != cluster:
-            continue
-        obj = {"apiVersion": API, "kind": ext["kind"],
-               "metadata": {"name": flow_name("lane-" + clean_name(ext["metadata"]["name"])[:40], flow_uuid)},
+        ref = (ext.get("spec") or {}).get("rabbitmqClusterReference") or {}
+        where = ref.get("namespace") or (ext.get("metadata") or {}).get("namespace")
+        if ref.get("name") != cluster or (cluster_namespace and where and where != cluster_namespace):
+            continue  # another broker's, or a same-named one in another namespace
+        base = clean_name(ext["metadata"]["name"])[:40]
+        if (ext["kind"], base) in names:  # same name in two namespaces: the lane's copies live in one
+            base = clean_name(f"{(ext.get('metadata') or {}).get('namespace') or ''}-{base}")[:40]
+        names.add((ext["kind"], base))
+        obj = {"apiVersion": API, "kind": ext["kind"], "metadata": {"name": flow_name("lane-" + base, flow_uuid)},
                "spec": {**copy.deepcopy(ext.get("spec") or {}), "vhost": vhost}}
         resources.append(obj)
         copied.append(f"{ext['kind']}/{ext['metadata']['name']}")

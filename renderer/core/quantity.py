@@ -11,8 +11,9 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"  # the number
+_QUANTITY = re.compile(r"(\+?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"  # the number (a request is never negative)
                        r"(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?\Z")  # an exponent or a suffix
+MAX_EXPONENT = 18  # 1e18 bytes: an exabyte, past any request a cluster can hold
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": Decimal(10**3),
             "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18)}
@@ -23,11 +24,15 @@ def parse(text: object) -> Decimal:
     if isinstance(text, bool):
         raise ValueError(f"{text!r} is not a quantity")
     if isinstance(text, int | float):
+        if not 0 <= text < 2**63:
+            raise ValueError(f"{text!r} is not a quantity from 0 to 2^63")
         return Decimal(str(text))
     found = _QUANTITY.match(str(text).strip()) if isinstance(text, str) else None
     if found is None:
         raise ValueError(f"{text!r} is not a quantity (e.g. 500m, 2, 768Mi, 1Gi)")
     number, exponent, suffix = found.groups()
+    if exponent and abs(int(exponent[1:])) > MAX_EXPONENT:
+        raise ValueError(f"{text!r} is out of range (Kubernetes keeps quantities within 64 bits)")
     try:
         value = Decimal(number + (exponent or ""))
     except InvalidOperation:

@@ -381,7 +381,7 @@ def _config_change(original: dict, item: dict, reader: ReplyReader) -> dict | No
     name = (original.get("metadata") or {}).get("name")
     path = _diff_path({**original, "data": None}, {**item, "data": None})
     data = item.get("data")
-    if path is None and (not isinstance(data, dict) or sorted(data) != sorted(original.get("data") or {})):
+    if path is None and (not isinstance(data, dict) or set(data) != set(original.get("data") or {})):
         path = "data"
     if path is not None:
         raise reader.error(f"changed ConfigMap/{name} (config) at {path}; a plugin may change only the values of "

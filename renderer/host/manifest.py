@@ -118,6 +118,10 @@ def load_manifest(path: Path, name: str) -> Manifest:
     if problems:
         raise DevlaneError([Problem(p.message, where, p.hint, code="plugin-manifest") for p in problems])
     spec = raw.get("spec") or {}
+    if "Secret" in (spec.get("receives") or ()):  # the core kind (a group/Kind entry names another group's)
+        raise DevlaneError(Problem("plugin.yaml spec.receives lists Secret: devlane never hands a plugin the "
+                                   "repository's Secrets (a plugin reads a Secret by reference, in the cluster)",
+                                   where, "remove Secret from spec.receives", code="plugin-manifest"))
     runtime = spec.get("runtime") or {"type": "kardinal-python"}
     kind = runtime["type"]
     caps = spec.get("capabilities")

@@ -183,7 +183,11 @@ def test_the_sleep_schedule_scales_only_the_lanes_workloads_and_passes_the_polic
     done = harness.cli("render", *FLOW, "--out", out)
     assert done.returncode == 0, done.stderr
     assert "lifecycle.sleep runs registry.k8s.io/kubectl:v1.34.1, which is not pinned by digest" in done.stderr
-    objects, _ = rendered(out)
+    assert "Deployment/web-pr-1 keeps replicas: 2, which Argo CD self-heal or a Flux reconcile" in done.stderr
+    objects, meta = rendered(out)
+    assert meta["footprint"]["devCopies"] == 2  # the schedule's CronJobs are devlane's, not the lane's
+    workloads = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] in ("Deployment", "StatefulSet")}
+    assert "replicas" not in workloads["db-pr-1"] and workloads["web-pr-1"]["replicas"] == 2  # 1 is left unset
     mine = [o for o in objects if "sleep" in o["metadata"]["name"] or "wake" in o["metadata"]["name"]]
     assert sorted((o["kind"], o["metadata"]["name"]) for o in mine) == [
         ("CronJob", "sleep-pr-1"), ("CronJob", "wake-pr-1"), ("Role", "devlane-sleep-pr-1"),
@@ -264,3 +268,18 @@ def test_plan_and_preview_show_the_footprint(harness, tmp_path):
     assert shown.returncode == 0, shown.stderr
     html = page.read_text()
     assert "<h2>Footprint</h2>" in html and "<th>Cloud resources</th><td>1 Queue</td>" in html
+
+
+def test_the_trusted_sources_price_the_budget_and_bound_the_ttl(harness, tmp_path):
+    out = shop(harness, tmp_path, {"footprint": {"prices": {"cpuHour": 0}},  # the head prices CPU at nothing
+                                   "lifecycle": {"ttl": "30d"}})
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("policy:\n  budget: {costPerDay: 1}\nfootprint:\n  prices: {cpuHour: 0.04}\n"
+                      "lifecycle:\n  ttl: 7d\n")
+    done = harness.cli("render", *FLOW, "--out", out, "--policy", policy, "--created", "2030-01-01T00:00:00Z")
+    assert done.returncode == 1 and "over policy.budget.costPerDay: an estimated 2.02 USD per day" in done.stderr
+    policy.write_text("lifecycle:\n  ttl: 7d\n")
+    done = harness.cli("render", *FLOW, "--out", out, "--policy", policy, "--created", "2030-01-01T00:00:00Z")
+    assert done.returncode == 0, done.stderr
+    assert rendered(out)[1]["lifecycle"] == {"created": "2030-01-01T00:00:00Z", "ttl": "7d",
+                                             "expires": "2030-01-08T00:00:00Z"}  # the shorter, trusted one

@@ -28,6 +28,7 @@ WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Replicatio
 RESOURCES = ("cpu", "memory")
 ROUTING_GROUPS = ("networking.istio.io", "security.istio.io", "telemetry.istio.io")  # devlane's own routes
 GIB = Decimal(2**30)
+LIFECYCLE_LABEL = "devlane.dev/lifecycle"  # `output.lifecycle`'s objects
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,8 @@ def compute(objects: Iterable[dict], prices: Prices | None = None) -> Footprint:
     workloads, missing, volumes, cloud, names = [], [], [], {}, {}
     for obj in objects:
         kind, name = obj.get("kind"), (obj.get("metadata") or {}).get("name")
+        if LIFECYCLE_LABEL in _mapping((obj.get("metadata") or {}).get("labels")):
+            continue  # devlane's sleep schedule and quota: not what the lane runs
         if kind in WORKLOADS and _group(obj) in ("", "apps", "batch"):
             use, unrequested = _workload(obj)
             workloads.append(use)
@@ -112,7 +115,7 @@ def compute(objects: Iterable[dict], prices: Prices | None = None) -> Footprint:
             if kind == "StatefulSet":
                 volumes += _claim_templates(obj, use.replicas)
         elif kind == "PersistentVolumeClaim" and _group(obj) == "":
-            volumes.append((f"PersistentVolumeClaim/{name}", _storage(obj.get("spec") or {})))
+            volumes.append((f"PersistentVolumeClaim/{name}", _storage(_mapping(obj.get("spec")))))
         elif _custom(obj):
             key = f"{_group(obj)}/{kind}"
             cloud[key] = cloud.get(key, 0) + 1
@@ -154,7 +157,7 @@ def _custom(obj: dict) -> bool:
 
 
 def _replicas(obj: dict) -> tuple[int, bool]:
-    spec = obj.get("spec") or {}
+    spec = _mapping(obj.get("spec"))
     kind = obj.get("kind")
     if kind == "DaemonSet":
         return 1, True
@@ -163,14 +166,23 @@ def _replicas(obj: dict) -> tuple[int, bool]:
     if kind == "Job":
         value = spec.get("parallelism", 1)
     elif kind == "CronJob":
-        value = ((spec.get("jobTemplate") or {}).get("spec") or {}).get("parallelism", 1)
+        value = _mapping(_mapping(spec.get("jobTemplate")).get("spec")).get("parallelism", 1)
     else:
         value = spec.get("replicas", 1)
     return (value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1), False
 
 
+def _mapping(value: object) -> dict:
+    """`value` when it is a mapping, else {}: a malformed field counts as absent (strict validation names it)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _resources(container: dict, field_name: str) -> dict:
+    return _mapping(_mapping(container.get("resources")).get(field_name))
+
+
 def _container_usage(container: dict, field_name: str) -> Usage:
-    values = (container.get("resources") or {}).get(field_name) or {}
+    values = _resources(container, field_name)
     return Usage(_amount(values.get("cpu"), quantity.millicores), _amount(values.get("memory"), quantity.whole))
 
 
@@ -179,7 +191,7 @@ def _amount(value: object, unit: Any) -> int:
         return 0
     try:
         return unit(quantity.parse(value))
-    except ValueError:
+    except (ValueError, ArithmeticError):
         return 0  # the API server refuses it; strict validation names it
 
 
@@ -209,9 +221,9 @@ def _workload(obj: dict) -> tuple[WorkloadUse, list[str]]:
         for c in spec.get(group) or []:
             if not isinstance(c, dict):
                 continue
-            requests = (c.get("resources") or {}).get("requests") or {}
+            requests = _resources(c, "requests")
             # Kubernetes defaults requests to limits: a container with limits only does request them
-            limits = (c.get("resources") or {}).get("limits") or {}
+            limits = _resources(c, "limits")
             lacking = [r for r in RESOURCES if r not in requests and r not in limits]
             if lacking:
                 missing.append(f"{ref} container {c.get('name')}: no {' or '.join(lacking)} request")
@@ -227,9 +239,8 @@ def _requests_defaulted(spec: dict) -> dict:
         containers = []
         for c in spec.get(group) or []:
             if isinstance(c, dict):
-                res = c.get("resources") or {}
-                requests = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-                c = {**c, "resources": {**res, "requests": requests}}
+                requests = {**_resources(c, "limits"), **_resources(c, "requests")}
+                c = {**c, "resources": {**_mapping(c.get("resources")), "requests": requests}}
             containers.append(c)
         if group in spec:
             out[group] = containers
@@ -237,16 +248,16 @@ def _requests_defaulted(spec: dict) -> dict:
 
 
 def _storage(spec: dict) -> int:
-    return _amount(((spec.get("resources") or {}).get("requests") or {}).get("storage"), quantity.whole)
+    return _amount(_resources(spec, "requests").get("storage"), quantity.whole)
 
 
 def _claim_templates(obj: dict, replicas: int) -> list[tuple[str, int]]:
     out = []
-    for t in (obj.get("spec") or {}).get("volumeClaimTemplates") or []:
+    for t in _mapping(obj.get("spec")).get("volumeClaimTemplates") or []:
         if isinstance(t, dict):
             name = (t.get("metadata") or {}).get("name")
             out.append((f"StatefulSet/{obj['metadata']['name']} claim {name} ({replicas} replicas)",
-                        _storage(t.get("spec") or {}) * replicas))
+                        _storage(_mapping(t.get("spec"))) * replicas))
     return out
 
 

@@ -54,11 +54,11 @@ class ConfigEdits:
         data = data_of(made if made is not None else doc.obj)
         return {**data, **self.edits.get((w.namespace, name, w.version), {})}
 
-    def record(self, w: DevWorkload, name: str, data: dict[str, str]) -> None:
-        """A plugin's new `data` for ConfigMap `name` as `w` reads it: the values that differ are edits."""
+    def record(self, w: DevWorkload, name: str, data: dict[str, str], handed: dict[str, str]) -> None:
+        """A plugin's new `data` for ConfigMap `name` as `w` reads it: the values that differ from what the plugin
+        was `handed` are its edits (a value it left alone keeps any other plugin's edit)."""
         slot = (w.namespace, name, w.version)
-        before = self._data(w, name) or {}
-        changed = {k: v for k, v in data.items() if k in before and before[k] != v}
+        changed = {k: v for k, v in data.items() if k in handed and handed[k] != v}
         if changed:
             self.edits.setdefault(slot, {}).update(changed)
             self.homes.setdefault(slot, self.model.namespace_of(w.baseline))

@@ -19,8 +19,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from ...core.names import flow_labels
-from ...core.quantity import bytes_exact, cpu_text
+from ...core.quantity import bytes_exact, cpu_text, parse
 from ...errors import Problem, UsageError, Where
+from ..checks.footprint import LIFECYCLE_LABEL
 from ..settings.lifecycle import Budget, LifecycleSettings, parse_duration, rfc3339
 
 KUBECTL = "registry.k8s.io/kubectl:v1.34.1"  # by tag: `lifecycle.sleep.image` pins it (--strict requires that)
@@ -63,9 +64,29 @@ def _restricted(container: dict) -> dict:
                                              "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}}
 
 
-def _meta(name: str, flow_id: str, namespace: str | None) -> dict:
+def _meta(name: str, flow_id: str, namespace: str | None, part: str) -> dict:
     return {"name": f"{name}-{flow_id}", **({"namespace": namespace} if namespace else {}),
-            "labels": flow_labels(flow_id)}
+            "labels": {**flow_labels(flow_id), LIFECYCLE_LABEL: part}}
+
+
+def without_replicas(objects: list[dict]) -> tuple[list[dict], list[Problem]]:
+    """The flow's objects with `spec.replicas: 1` left out of its Deployments and StatefulSets (1 is the default):
+    a field the manifests do not set is not Argo CD's or Flux's to restore, so the sleep schedule's scale sticks
+    until the wake job's. A workload of more replicas keeps them, with a warning: a sync would wake it."""
+    out, problems = [], []
+    for obj in objects:
+        spec = obj.get("spec") if obj.get("kind") in SCALED and obj.get("apiVersion") == "apps/v1" else None
+        if isinstance(spec, dict) and spec.get("replicas", 1) == 1:
+            obj = {**obj, "spec": {k: v for k, v in spec.items() if k != "replicas"}}
+        elif isinstance(spec, dict):
+            problems.append(Problem(
+                f"lifecycle.sleep: {obj['kind']}/{obj['metadata']['name']} keeps replicas: {spec.get('replicas')}, "
+                "which Argo CD self-heal or a Flux reconcile re-applies, waking it before the wake job",
+                Where(file=".devlane.yaml"), "render the lane with replicas: 1 (the default), or have Argo CD ignore "
+                "/spec/replicas (ignoreDifferences with RespectIgnoreDifferences=true)", severity="warning",
+                code="sleep"))
+        out.append(obj)
+    return out, problems
 
 
 def sleep_objects(objects: list[dict], flow_id: str, sleep: dict) -> tuple[list[dict], list[Problem]]:
@@ -87,11 +108,11 @@ def sleep_objects(objects: list[dict], flow_id: str, sleep: dict) -> tuple[list[
                  {"apiGroups": ["apps"], "resources": sorted({f"{SCALED[k]}s/scale" for k, _, _ in workloads}),
                   "resourceNames": names, "verbs": ["get", "patch", "update"]}]
         out += [
-            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta("devlane-sleep", flow_id, ns)},
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta("devlane-sleep", flow_id, ns, "sleep")},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-             "metadata": _meta("devlane-sleep", flow_id, ns), "rules": rules},
+             "metadata": _meta("devlane-sleep", flow_id, ns, "sleep"), "rules": rules},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-             "metadata": _meta("devlane-sleep", flow_id, ns),
+             "metadata": _meta("devlane-sleep", flow_id, ns, "sleep"),
              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
              "subjects": [{"kind": "ServiceAccount", "name": account, **({"namespace": ns} if ns else {})}]},
             _cronjob("sleep", flow_id, ns, sleep["down"], sleep.get("timeZone"), account,
@@ -121,12 +142,12 @@ def _cronjob(name: str, flow_id: str, ns: str | None, schedule: str, zone: str |
     spec: dict = {"schedule": schedule, **({"timeZone": zone} if zone else {}), "concurrencyPolicy": "Forbid",
                   "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 1,
                   "jobTemplate": {"spec": {"backoffLimit": 2, "template": {
-                      "metadata": {"labels": flow_labels(flow_id)},
+                      "metadata": {"labels": {**flow_labels(flow_id), LIFECYCLE_LABEL: "sleep"}},
                       "spec": {"serviceAccountName": account, "restartPolicy": "OnFailure",
                                "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
                                                    "seccompProfile": {"type": "RuntimeDefault"}},
                                "containers": containers}}}}}
-    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(name, flow_id, ns), "spec": spec}
+    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": _meta(name, flow_id, ns, "sleep"), "spec": spec}
 
 
 def quota_objects(namespaces: list[str], flow_id: str, budget: Budget, quota: dict) -> list[dict]:
@@ -138,14 +159,17 @@ def quota_objects(namespaces: list[str], flow_id: str, budget: Budget, quota: di
         hard["requests.memory"] = bytes_exact(budget.memory)
     if budget.storage is not None:
         hard["requests.storage"] = bytes_exact(budget.storage)
-    limit: dict = {"type": "Container", "defaultRequest": {**DEFAULT_REQUEST, **(quota.get("defaultRequest") or {})}}
-    if quota.get("default"):
-        limit["default"] = dict(quota["default"])
+    default = dict(quota.get("default") or {})
+    # the built-in default request, where a default limit below it would make the API server refuse the LimitRange
+    request = {r: v for r, v in DEFAULT_REQUEST.items() if r not in default or parse(v) <= parse(default[r])}
+    limit: dict = {"type": "Container", "defaultRequest": {**request, **(quota.get("defaultRequest") or {})}}
+    if default:
+        limit["default"] = default
     out = []
     for ns in sorted(namespaces):
         if hard:
-            out.append({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta("devlane-quota", flow_id, ns),
-                        "spec": {"hard": hard}})
-        out.append({"apiVersion": "v1", "kind": "LimitRange", "metadata": _meta("devlane-limits", flow_id, ns),
+            out.append({"apiVersion": "v1", "kind": "ResourceQuota",
+                        "metadata": _meta("devlane-quota", flow_id, ns, "quota"), "spec": {"hard": hard}})
+        out.append({"apiVersion": "v1", "kind": "LimitRange", "metadata": _meta("devlane-limits", flow_id, ns, "quota"),
                     "spec": {"limits": [limit]}})
     return out

@@ -32,6 +32,7 @@ from ...host.resolve import PluginSource
 from ...host.state import FlowState, Record
 from ..copies.config_edits import ConfigEdits
 from ..copies.dev_set import DevSet, DevWorkload
+from ..model.address_reads import config_reads
 from ..model.plugin_definitions import PluginDef
 from ..model.records import Model
 from ..plan.planner import Plan, PluginInstance
@@ -203,12 +204,13 @@ def invocation_for(model: Model, inst: PluginInstance, workloads: list[DevWorklo
                       configs=handed)
 
 
-def _levels(instances: list[PluginInstance]) -> list[list[int]]:
-    """Group instances into waves: one waits for every earlier instance that shares a dependent."""
+def _levels(instances: list[PluginInstance], touches: list[set] | None = None) -> list[list[int]]:
+    """Group instances into waves: one waits for every earlier instance that shares a dependent, or (`touches`,
+    per instance) a ConfigMap its dependents read: a later one then sees the earlier one's edits."""
     level: list[int] = []
-    for i, inst in enumerate(instances):
-        deps = set(inst.dependents)
-        level.append(1 + max([level[j] for j in range(i) if deps & set(instances[j].dependents)], default=-1))
+    sets = touches or [set(inst.dependents) for inst in instances]
+    for i in range(len(instances)):
+        level.append(1 + max([level[j] for j in range(i) if sets[i] & sets[j]], default=-1))
     waves: dict[int, list[int]] = {}
     for i, lv in enumerate(level):
         waves.setdefault(lv, []).append(i)
@@ -245,11 +247,21 @@ class Calls:
         self.work: list[Work] = [(i, choices[i.servicename], model.plugin_defs[i.servicename].behavior)
                                  for i in plan.instances]
         self.work += extra or []
-        self.waves = _levels([w[0] for w in self.work])
+        self.waves = _levels([w[0] for w in self.work], [self._touches(w[0]) for w in self.work])
         self.acc = _Accumulator(ConfigEdits(model, dev))
         self.pool = ThreadPoolExecutor(max_workers=max(1, host.jobs))
         self.first: dict[int, tuple] | None = None
         self.failed: DevlaneError | None = None
+
+    def _touches(self, inst: PluginInstance) -> set:
+        """What an instance's call reads and may change: its dependents, and the ConfigMaps their pods read."""
+        out: set = {("service", d) for d in inst.dependents}
+        for d in inst.dependents:
+            w = self.dev.workloads.get(d)
+            if w is not None:
+                out |= {("ConfigMap", w.namespace, r.name, w.version) for r in config_reads(w.pod_spec)
+                        if r.kind == "ConfigMap"}
+        return out
 
     def __enter__(self) -> Calls:
         return self
@@ -336,9 +348,11 @@ class _Accumulator:
                     severity="warning", code="plugin-duplicate-env"))
             self.pod_specs[w.key] = target_back(new_spec, moved_idx)
         by_service = {w.service: w for w in workloads}
+        handed = {(dep, obj["metadata"]["name"]): obj.get("data") or {} for dep, obj in inv.configs}
         for change in outcome.configs:
             if change["dependent"] in by_service:
-                self.configs.record(by_service[change["dependent"]], change["name"], change["data"])
+                self.configs.record(by_service[change["dependent"]], change["name"], change["data"],
+                                    handed.get((change["dependent"], change["name"]), {}))
         try:
             json.dumps(outcome.config_map)
         except (TypeError, ValueError):

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from ...core import quantity
-from ...errors import UsageError
+from ...errors import DevlaneError, Problem, UsageError, Where
 
 _DURATION = re.compile(r"([1-9][0-9]{0,5})(m|h|d)\Z")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
@@ -90,7 +90,13 @@ def budget_of(raw: dict | None) -> Budget:
     raw = raw or {}
 
     def amount(key: str, unit: Any) -> int | None:
-        return None if raw.get(key) is None else unit(quantity.parse(raw[key]))
+        if raw.get(key) is None:
+            return None
+        try:
+            return unit(quantity.parse(raw[key]))
+        except ValueError as exc:
+            raise DevlaneError(Problem(f"policy.budget.{key}: {exc}", Where(file=".devlane.yaml"),
+                                       "give a quantity such as 4, 500m, 8Gi", code="schema")) from None
 
     return Budget(raw.get("devCopies"), amount("cpu", quantity.millicores), amount("memory", quantity.whole),
                   amount("storage", quantity.whole), {str(k): int(v) for k, v in (raw.get("resources") or {}).items()},

@@ -95,9 +95,13 @@ def lifecycle_settings(config: RepoConfig, ttl: str | None = None, created: str 
     ttl = ttl or config.lifecycle.get("ttl")
     if ttl:
         parse_duration(ttl, "--ttl" if given else "lifecycle.ttl")
+    quota = config.lifecycle.get("quota")
+    for trusted in config.trusted_lifecycles:  # a pull request can shorten a lane's life, never lengthen it
+        if trusted.get("ttl") and (not ttl or parse_duration(trusted["ttl"]) < parse_duration(ttl)):
+            ttl, given = trusted["ttl"], False
+        quota = quota if quota is not None else trusted.get("quota")
     budget = budget_of(config.budget)
     for trusted in config.trusted_budgets:
         budget = budget.tightest(budget_of(trusted))
     return LifecycleSettings(ttl, parse_time(created, "--created") if created else None,
-                             config.lifecycle.get("sleep"), config.lifecycle.get("quota"), prices_of(config.prices),
-                             budget, ttl_given=given)
+                             config.lifecycle.get("sleep"), quota, prices_of(config.prices), budget, ttl_given=given)

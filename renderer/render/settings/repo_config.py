@@ -111,6 +111,7 @@ class RepoConfig:
     prices: dict | None = None  # footprint.prices
     budget: dict = field(default_factory=dict)  # policy.budget
     trusted_budgets: tuple[dict, ...] = ()  # the trusted sources' policy.budget (`trust.confine`): always applied
+    trusted_lifecycles: tuple[dict, ...] = ()  # the trusted sources' lifecycle: the shortest ttl, their quota
 
 
 @dataclass(frozen=True)

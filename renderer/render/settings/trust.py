@@ -9,7 +9,9 @@ plugin's output may hold beyond the output policy, `policy.plugins`; plugin reso
 The head's own values apply only where they are at least as tight: an entry of `policy.plugins` is kept as far
 as a trusted entry for the same name grants it, a limit only up to the trusted one (else the default). What the
 head asked beyond that is ignored with a warning naming the setting (an error under `--strict`). A budget
-(`policy.budget`) of a trusted source always applies: the head's can only add limits or lower them.
+(`policy.budget`) of a trusted source always applies: the head's can only add limits or lower them; so do its
+`footprint.prices` (which price that budget: the head's count only when no trusted source sets any), its
+`lifecycle.ttl` (the shortest applies) and its `lifecycle.quota` (when the head sets none).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class Trusted:
     limits: dict[str, int] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     budgets: tuple[dict, ...] = ()  # policy.budget of each trusted source: each always applies
+    prices: dict | None = None  # footprint.prices of the first trusted source that sets them: they price the budget
+    lifecycles: tuple[dict, ...] = ()  # lifecycle of each trusted source: the shortest ttl, a quota the head lacks
 
     def merged(self, config: RepoConfig, source: str) -> Trusted:
         policy = dict(self.plugin_policy)
@@ -42,7 +46,8 @@ class Trusted:
             policy[name] = policy[name] | allow if name in policy else allow
         limits = {**self.limits, **{k: max(int(v), self.limits.get(k, 0)) for k, v in config.plugin_limits.items()}}
         budgets = (*self.budgets, config.budget) if config.budget else self.budgets
-        return Trusted(policy, limits, (*self.sources, source), budgets)
+        lifecycles = (*self.lifecycles, config.lifecycle) if config.lifecycle else self.lifecycles
+        return Trusted(policy, limits, (*self.sources, source), budgets, self.prices or config.prices, lifecycles)
 
 
 def read_trusted(policy_file: Path | str | None, trusted: Source | None) -> Trusted:
@@ -93,4 +98,5 @@ def confine(head: RepoConfig, trusted: Trusted, strict: bool) -> tuple[RepoConfi
             refuse(f"plugins.limits.{key}", f"({value}, above {cap})")
         limits[key] = min(int(value), cap)
     limits = {**{k: v for k, v in trusted.limits.items() if k not in limits}, **limits}
-    return replace(head, plugin_policy=policy, plugin_limits=limits, trusted_budgets=trusted.budgets), problems
+    return replace(head, plugin_policy=policy, plugin_limits=limits, trusted_budgets=trusted.budgets,
+                   prices=trusted.prices or head.prices, trusted_lifecycles=trusted.lifecycles), problems

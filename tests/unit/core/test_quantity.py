@@ -39,7 +39,8 @@ def test_decimals_and_exponents(text, value):
     assert quantity.parse(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "Mi", "1.2.3", "1 Gi", "1gi", "1KiB", "-", "1e", True, None, "0x10"])
+@pytest.mark.parametrize("text", ["", "Mi", "1.2.3", "1 Gi", "1gi", "1KiB", "-", "1e", True, None, "0x10",
+                                  "-100m", -1, "1e19", "1e5000", 2**63])
 def test_not_quantities(text):
     with pytest.raises(ValueError):
         quantity.parse(text)

@@ -111,3 +111,44 @@ def test_a_plugin_may_change_only_the_values_it_was_handed(harness):
     [problem] = caught.value.problems
     assert problem.code == "plugin-mutation" and problem.where.plugin == "bus"
     assert "changed ConfigMap/shared (config) at data; a plugin may change only the values" in problem.message
+
+
+TWO_RENAMERS = '''
+def create_flow(service_specs, pod_specs, flow_uuid, config_maps, key):
+    # each instance edits one key of every ConfigMap it is handed and returns the whole data back
+    out = [{name: {k: (v + "-" + flow_uuid if k == key else v) for k, v in data.items()} for name, data in per.items()}
+           for per in config_maps]
+    return {"pod_specs": pod_specs, "config_maps": out, "config_map": {}}
+
+def delete_flow(config_map, flow_uuid):
+    return None
+'''
+
+
+def test_two_plugins_of_different_dependents_editing_one_configmap_both_land(harness):
+    """They share no dependent, so nothing but the ConfigMap orders them: each must see the other's edit."""
+    harness.write("app.yaml", "".join([
+        _app("a", ["shared"], {"kardinal.dev.service/plugins": "first"}),
+        _app("b", ["shared"], {"kardinal.dev.service/plugins": "second"}),
+        yaml_doc({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"},
+                  "data": {"topic": "orders", "group": "history"}}),
+    ]))
+    harness.plugin("plugins/renamer", TWO_RENAMERS)
+    harness.plugin_definition({"name": "./plugins/renamer", "type": "external", "servicename": "first",
+                               "args": {"key": "topic"}},
+                              {"name": "./plugins/renamer", "type": "external", "servicename": "second",
+                               "args": {"key": "group"}})
+    objects = rendered(harness.render("pr-1", {"a": "a:2", "b": "b:2"}))
+    assert mounted(objects, ("Deployment", "", "a-pr-1")) == mounted(objects, ("Deployment", "", "b-pr-1")) == {
+        "shared-pr-1": {"topic": "orders-first-pr-1", "group": "history-second-pr-1"}}
+
+
+def test_a_plugin_may_not_receive_the_repositorys_secrets(harness):
+    harness.app("a", "bus")
+    harness.plugin("plugins/greedy", RENAMER, {"apiVersion": "devlane.dev/v1alpha1", "kind": "Plugin",
+                                               "metadata": {"name": "greedy"}, "spec": {"receives": ["Secret"]}})
+    harness.plugin_definition({"name": "./plugins/greedy", "type": "external", "servicename": "bus"})
+    with pytest.raises(DevlaneError) as caught:
+        harness.render("pr-1", {"a": "a:2"})
+    assert "plugin.yaml spec.receives lists Secret: devlane never hands a plugin the repository's Secrets" in \
+        caught.value.problems[0].message
