@@ -60,6 +60,7 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
         if K + "plugin-definition" in ann:
             for pdef in parse_plugin_definition(ann[K + "plugin-definition"], doc, diags):
                 add_plugin_def(pdef, plugin_defs, diags)
+            _definition_holder(doc, diags)
             continue
         if ann.get(K + "ingress") is not None:
             diags.warn("a Service-level kardinal.dev.service/ingress (+ host) entry is a legacy form", doc.where(),
@@ -97,6 +98,21 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
                      diags.problems)
     model.entries.extend(entry_points(documents, legacy_entries, model, diags))
     return model
+
+
+def _definition_holder(doc: Document, diags: Diagnostics) -> None:
+    """A Service with a plugin-definition is Kardinal's pseudo-Service, read for its definitions only: said when it
+    also looks like an app's Service (a selector, node annotations), whose `plugins` or `dependencies` would
+    otherwise be dropped without a word."""
+    spec = doc.outline.get("spec") if isinstance(doc.outline.get("spec"), dict) else {}  # the selector: outline
+    ignored = sorted(K + k for k in ("plugins", "dependencies", "stateful", "external") if K + k in doc.annotations)
+    if spec.get("selector") or ignored:
+        what = ", ".join([*(["its selector"] if spec.get("selector") else []), *ignored])
+        diags.warn(f"Service {doc.name} holds a kardinal.dev.service/plugin-definition, so devlane reads it as a "
+                   f"plugin-definition pseudo-Service, not as a service of the app: {what} ignored", doc.where(),
+                   hint="move the plugin-definition annotation to a Service of its own (no selector, no ports "
+                        "needed), and keep the app's Service for its plugins and dependencies",
+                   code="definition-holder")
 
 
 def _with(node: ServiceNode, **changes: Any) -> ServiceNode:

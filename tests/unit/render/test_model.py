@@ -212,3 +212,18 @@ def test_a_documents_metadata_fields_loaded_or_read_lazily(obj, expected):
     assert "kind" not in lazy.__dict__
     assert tuple(getattr(eager, f) for f in fields) == expected
     assert tuple(getattr(lazy, f) for f in fields) == expected
+
+
+def test_a_plugin_definition_on_an_apps_own_service_is_said():
+    """Kardinal reads a Service with a plugin-definition as a pseudo-Service: its selector and plugins would be
+    dropped silently (FTGO's order service, annotated in place, lost its kafka-topic that way)."""
+    definition = [{"name": "kafka-topic", "type": "external", "servicename": "events", "args": {"cluster": "k"}}]
+    holder = {"kardinal.dev.service/plugin-definition": yaml.safe_dump(definition)}
+    model = build_model(docs(
+        deployment("orders", "orders")
+        + service("orders", "orders", {**holder, "kardinal.dev.service/plugins": "events"})
+        + service("defs", None, {"kardinal.dev.service/plugin-definition": yaml.safe_dump(
+            [{**definition[0], "servicename": "other"}])})), None)
+    [said] = [p for p in warnings(model) if p.code == "definition-holder"]  # the pseudo-Service defs: nothing
+    assert "Service orders holds a kardinal.dev.service/plugin-definition" in said.message
+    assert "its selector, kardinal.dev.service/plugins ignored" in said.message
