@@ -1,7 +1,7 @@
 """A plugin edits the ConfigMaps its dependents read (`config_maps`): the edits land in the flow's own copy, every dev
 pod that read the baseline's reads the copy, the baseline's ConfigMap and pods are untouched, and an edit joins the
 clone's copy when references were rewritten there already. Checked from the rendered objects: which ConfigMap each
-rendered pod mounts, and what that ConfigMap holds."""
+rendered pod mounts, and what that ConfigMap holds (end-to-end: a repository plugin runs as a subprocess)."""
 
 from __future__ import annotations
 
