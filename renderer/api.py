@@ -24,7 +24,7 @@ from .host import process
 from .host.choose import Choice, RunMode
 from .host.resolve import git_specs, plugin_digest
 from .host.resolve import prepare_targets as resolve_prepare_targets
-from .host.state import STATE_DIR, read_flow_states, write_records
+from .host.state import STATE_DIR, read_flow_states, recorded_states, write_records
 from .host.supply.gitspec import GitSpec
 from .host.supply.lock import (
     LOCK_FILE,
@@ -50,7 +50,7 @@ from .render.output import emit, lifecycle
 from .render.output.emit import RenderedFlow
 from .render.output.write import Output, read_metadata, read_rendered, remove_dir
 from .render.plan import targets
-from .render.plan.flow_spec import FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
+from .render.plan.flow_spec import FLOW_ID, FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
 from .render.plan.planner import Plan, cycle_risks, make_plan
 from .render.plan.targets import AutoFlow, Change, Targeted
 from .render.plugins import calls, output_policy, pipeline_steps
@@ -485,6 +485,22 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
         return _delete_one(s, output, build_model(s.loaded.documents, s.config.namespace), flow_id)
 
 
+def _recorded(root: Path, flow_id: str) -> list[str]:
+    """The plugin instances `provision` recorded for a flow (`.devlane/state/<flow>/<instance>.json`), sorted."""
+    folder = root / STATE_DIR / flow_id
+    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
+def _recorded_flows(root: Path) -> list[str]:
+    """Flows with provision records: a flow provisioned and never rendered (or whose files are gone) still holds
+    what its External plugins created."""
+    folder = root / STATE_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir()
+                  if p.is_dir() and FLOW_ID.fullmatch(p.name) and _recorded(root, p.name))
+
+
 def _expires(flow_dir: Path) -> tuple[datetime, str] | None:
     """A rendered flow's expiry (`lifecycle.expires` in its flow.metadata), None when it has none; one devlane cannot
     read is an error naming the file."""
@@ -503,7 +519,10 @@ def _delete_one(s: Session, output: Output, model: Model, flow_id: str) -> Delet
     """`delete_flow` of each plugin state of the flow, then its directory and provision records (kept, with the
     failures raised, when a call fails)."""
     flow_dir = output.flows / flow_id
-    states = read_flow_states(read_rendered(s.source, s.root, flow_dir, s.options.ref), flow_id)
+    if not flow_dir.is_dir() and s.options.ref is None and _recorded(s.root, flow_id):
+        states = recorded_states(s.source, flow_id, _recorded(s.root, flow_id))  # provisioned, never rendered
+    else:
+        states = read_flow_states(read_rendered(s.source, s.root, flow_dir, s.options.ref), flow_id)
     deleted, messages = calls.delete_flows(s.host, model, states, flow_id, flow_dir)
     removed = [p for p in (output.remove(flow_id), remove_dir(s.root / STATE_DIR / flow_id)) if p]
     return DeleteResult(flow_id, flow_dir, deleted, messages, removed)
@@ -534,7 +553,8 @@ def gc(options: Options, keep: list[str] | None = None, expired: bool = False, n
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     with open_session(options, "delete") as s, _output(s, out, create=False) as output:
         doomed: dict[str, str] = {}
-        for flow_id in output.present():
+        present = sorted({*output.present(), *(_recorded_flows(s.root) if options.ref is None else [])})
+        for flow_id in present:
             why = []
             if keep is not None and flow_id not in keep:
                 why.append("not in the keep list")
@@ -543,7 +563,7 @@ def gc(options: Options, keep: list[str] | None = None, expired: bool = False, n
                 why.append(f"expired at {expires[1]}")
             if why:
                 doomed[flow_id] = " and ".join(why)
-        kept = [f for f in output.present() if f not in doomed]
+        kept = [f for f in present if f not in doomed]
         if dry_run:
             return GcResult(doomed, [], kept, {}, True, output.flows)
         model = build_model(s.loaded.documents, s.config.namespace)

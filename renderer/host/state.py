@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import write_atomic
+from ..core.names import flow_uuid
 from ..core.source import Source
 from ..core.yamlio import load_one
 from ..errors import Where, fail
@@ -138,3 +139,15 @@ def read_flow_states(files: dict[str, bytes], flow_id: str) -> list[FlowState]:
         order = [p["instance"] for p in meta_doc.get("plugins") or []]
     ranked = {name: i for i, name in enumerate(order)}
     return sorted(states.values(), key=lambda s: (ranked.get(s.instance, len(ranked)), s.instance))
+
+
+def recorded_states(source: Source, flow_id: str, instances: list[str]) -> list[FlowState]:
+    """The plugin states of a flow that `provision` recorded but no rendered flow holds (its files never written,
+    or removed): each record's config_map, for `delete_flow`."""
+    out = []
+    for instance in instances:
+        record = read_record(source, flow_id, instance)
+        if record is not None:
+            out.append(FlowState(instance, record.plugin, flow_uuid(instance, flow_id), record.outcome.config_map,
+                                 record_path(flow_id, instance)))
+    return out

@@ -224,6 +224,9 @@ def test_a_quota_in_the_lanes_namespace_and_the_namespace_is_part_of_the_flow(ha
     assert limits["spec"]["limits"] == [{"type": "Container", "defaultRequest": {"cpu": "50m", "memory": "64Mi"}}]
     for obj in (quota, limits):
         validate_strict(obj)
+    # as admitted there: db's container, which sets no requests, requests the LimitRange's defaults
+    footprint = rendered(out)[1]["footprint"]
+    assert footprint["requests"] == {"cpuMillicores": 2100 + 50, "memoryBytes": (2176 + 64) * 2**20}
 
 
 def test_the_pr_comment_shows_the_footprint_table(harness, tmp_path):

@@ -143,3 +143,23 @@ def test_a_configured_ttl_without_git_history_records_no_expiry_and_says_so(harn
     harness.commit("base")  # with history, the same config records the expiry
     done = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--out", tmp_path / "out")
     assert json.loads((tmp_path / "out" / "flows" / "pr-1" / "flow.metadata").read_text())["lifecycle"]["ttl"] == "3d"
+
+
+def test_gc_ends_a_lane_that_was_provisioned_and_never_rendered(harness, tmp_path):
+    """An External plugin ran (`provision`, on PR open) and the lane's render never landed: the provision record
+    holds what the plugin made, and gc's delete_flow gets that state."""
+    marker = tmp_path / "marker.jsonl"
+    plugin = harness.plugin("rec", RECORDER, where=tmp_path)
+    harness.write("app.yaml", app_yaml("api", "db") + plugin_definition(
+        [{"name": "rec", "type": "external", "servicename": "db", "sideEffects": "External"}]))
+    env = {"DEVLANE_TEST_MARKER": str(marker), "DEVLANE_SANDBOX_WRITABLE": str(tmp_path)}
+    source = f"--plugin-source=rec={plugin}"
+    done = harness.cli("provision", "--flow", "pr-5", "--service", "api=api:2", source, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (harness.root / ".devlane" / "state" / "pr-5" / "db.json").is_file()
+    dry = harness.cli("gc", "--keep", "pr-1", "--out", tmp_path / "out", "--dry-run", source, env=env)
+    assert "would remove flow pr-5: not in the keep list" in dry.stderr
+    done = harness.cli("gc", "--keep", "pr-1", "--out", tmp_path / "out", source, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line) for line in marker.read_text().splitlines()] == [["db-pr-5", {"uuid": "db-pr-5"}]]
+    assert not (harness.root / ".devlane" / "state" / "pr-5").exists()

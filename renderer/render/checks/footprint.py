@@ -5,7 +5,8 @@ it before merge, and `policy.budget` refuses a lane over its limits. Everything 
 flow directory holds, so it is the same whoever computes it:
 - dev copies: the workloads of the lane (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod);
 - CPU and memory requests and limits, per pod as the scheduler counts them (the larger of the app containers
-  plus sidecars and each init container plus the sidecars started before it), times replicas (a Job's or
+  plus sidecars and each init container plus the sidecars started before it; a missing request is the
+  container's limit, else its namespace's LimitRange default), times replicas (a Job's or
   CronJob's parallelism; a DaemonSet counts one pod, per node); containers without requests are named;
 - storage: each PersistentVolumeClaim's request, and a StatefulSet's claim templates times its replicas;
 - cloud resources: custom resources by group/Kind (an RDS instance, a Neon branch, a topic), but for the mesh
@@ -104,12 +105,14 @@ class Footprint:
 def compute(objects: Iterable[dict], prices: Prices | None = None) -> Footprint:
     """The footprint of a flow's rendered objects (any order; the result is sorted)."""
     workloads, missing, volumes, cloud, names = [], [], [], {}, {}
+    objects = list(objects)
+    defaults = _limit_range_defaults(objects)
     for obj in objects:
         kind, name = obj.get("kind"), (obj.get("metadata") or {}).get("name")
         if LIFECYCLE_LABEL in _mapping((obj.get("metadata") or {}).get("labels")):
             continue  # devlane's sleep schedule and quota: not what the lane runs
         if kind in WORKLOADS and _group(obj) in ("", "apps", "batch"):
-            use, unrequested = _workload(obj)
+            use, unrequested = _workload(obj, defaults.get((obj.get("metadata") or {}).get("namespace"), {}))
             workloads.append(use)
             missing += unrequested
             if kind == "StatefulSet":
@@ -212,7 +215,20 @@ def _pod_usage(spec: dict, field_name: str) -> Usage:
     return Usage(max(running.cpu, peak.cpu), max(running.memory, peak.memory))
 
 
-def _workload(obj: dict) -> tuple[WorkloadUse, list[str]]:
+def _limit_range_defaults(objects: list[dict]) -> dict[str | None, dict]:
+    """Per namespace, the default container requests a LimitRange among the objects gives (the API server's
+    admission fills them in for containers that set none, as `lifecycle.quota` renders one)."""
+    out: dict[str | None, dict] = {}
+    for obj in objects:
+        if obj.get("kind") == "LimitRange" and _group(obj) == "":
+            ns = (obj.get("metadata") or {}).get("namespace")
+            for limit in _mapping(obj.get("spec")).get("limits") or []:
+                if isinstance(limit, dict) and limit.get("type") == "Container":
+                    out[ns] = {**out.get(ns, {}), **_mapping(limit.get("defaultRequest"))}
+    return out
+
+
+def _workload(obj: dict, default_request: dict | None = None) -> tuple[WorkloadUse, list[str]]:
     ref = f"{obj['kind']}/{obj['metadata']['name']}"
     spec = pod_spec(obj)
     replicas, per_node = _replicas(obj)
@@ -227,19 +243,20 @@ def _workload(obj: dict) -> tuple[WorkloadUse, list[str]]:
             lacking = [r for r in RESOURCES if r not in requests and r not in limits]
             if lacking:
                 missing.append(f"{ref} container {c.get('name')}: no {' or '.join(lacking)} request")
-    requests = _pod_usage(_requests_defaulted(spec), "requests")
+    requests = _pod_usage(_requests_defaulted(spec, default_request or {}), "requests")
     return WorkloadUse(ref, replicas, requests.times(replicas), _pod_usage(spec, "limits").times(replicas),
                        per_node), missing
 
 
-def _requests_defaulted(spec: dict) -> dict:
-    """The pod spec with each container's missing requests taken from its limits, as the API server defaults them."""
+def _requests_defaulted(spec: dict, default_request: dict) -> dict:
+    """The pod spec with each container's missing requests taken from its limits, as the API server defaults them,
+    then from its namespace's LimitRange `default_request`, as admission does."""
     out = dict(spec)
     for group in ("initContainers", "containers"):
         containers = []
         for c in spec.get(group) or []:
             if isinstance(c, dict):
-                requests = {**_resources(c, "limits"), **_resources(c, "requests")}
+                requests = {**default_request, **_resources(c, "limits"), **_resources(c, "requests")}
                 c = {**c, "resources": {**_mapping(c.get("resources")), "requests": requests}}
             containers.append(c)
         if group in spec:
