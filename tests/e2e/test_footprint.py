@@ -8,7 +8,6 @@ namespace isolation the lane's Namespace is one of the flow's objects (pruning t
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from decimal import Decimal
 from pathlib import Path
@@ -16,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 from support import kubectl_kustomize, plugin_definition, validate_strict, yaml_doc
+from support.footprint import pod_requests, q
 
 from renderer.render.plugins.output_policy import content_findings, name_findings
 
 FLOW = ["--flow", "pr-1", "--service", "web=web:2"]
-UNITS = {"": 1, "m": Decimal("0.001"), "k": 1000, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
 QUEUE_PLUGIN = textwrap.dedent("""
     def create_flow(service_specs, pod_specs, flow_uuid):
         queue = {"apiVersion": "sqs.services.k8s.aws/v1alpha1", "kind": "Queue",
@@ -30,11 +29,6 @@ QUEUE_PLUGIN = textwrap.dedent("""
     def delete_flow(config_map, flow_uuid):
         return None
 """)
-
-
-def q(text: str | int) -> Decimal:
-    number, unit = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", str(text)).groups()
-    return Decimal(number) * UNITS[unit]
 
 
 def shop(harness, tmp_path: Path, config: dict | None = None) -> str:
@@ -84,25 +78,6 @@ def rendered(out: str, flow: str = "pr-1") -> tuple[list[dict], dict]:
     d = Path(out) / "flows" / flow
     objects = [yaml.safe_load(p.read_text()) for p in sorted(d.glob("*.yaml")) if p.name != "kustomization.yaml"]
     return objects, json.loads((d / "flow.metadata").read_text())
-
-
-def pod_requests(spec: dict, key: str, resource: str) -> Decimal:
-    """One pod as the scheduler counts it: app containers plus sidecars, or an init container plus the sidecars
-    started before it, whichever is larger (a missing request is its limit, else 0)."""
-    def amount(c: dict) -> Decimal:
-        res = c.get("resources") or {}
-        value = (res.get(key) or {}).get(resource) or (res.get("limits") or {}).get(resource) if key == "requests" \
-            else (res.get(key) or {}).get(resource)
-        return q(value) if value else Decimal(0)
-
-    sidecars, peak = Decimal(0), Decimal(0)
-    for c in spec.get("initContainers") or []:
-        if c.get("restartPolicy") == "Always":
-            sidecars += amount(c)
-            peak = max(peak, sidecars)
-        else:
-            peak = max(peak, sidecars + amount(c))
-    return max(sum((amount(c) for c in spec["containers"]), Decimal(0)) + sidecars, peak)
 
 
 def test_the_footprint_equals_the_sums_of_the_rendered_objects(harness, tmp_path):
@@ -286,3 +261,32 @@ def test_the_trusted_sources_price_the_budget_and_bound_the_ttl(harness, tmp_pat
     assert done.returncode == 0, done.stderr
     assert rendered(out)[1]["lifecycle"] == {"created": "2030-01-01T00:00:00Z", "ttl": "7d",
                                              "expires": "2030-01-08T00:00:00Z"}  # the shorter, trusted one
+
+
+@pytest.mark.parametrize("app_id", ["bank-of-anthos", "eks-workshop-retail-store"])
+def test_the_footprint_of_a_real_app_equals_the_sums_of_its_rendered_objects(tmp_path, app_id):
+    """Real manifests (../shared/realworld: requests and limits as upstream set them, Postgres StatefulSets with
+    claim templates), rendered as a new user would, held against this suite's own sums."""
+    from support.realworld_apps import APPS, render
+
+    app = next(a for a in APPS if a.id == app_id)
+    done = render(app, tmp_path)
+    assert done.returncode == 0, done.stderr
+    fp = json.loads((done.flow_dir / "flow.metadata").read_text())["footprint"]
+    workloads = [o for o in done.objects if o["kind"] in ("Deployment", "StatefulSet", "Job", "CronJob", "Pod")]
+    assert fp["devCopies"] == len(workloads) > 0
+
+    def total(key: str, resource: str) -> Decimal:
+        return sum((pod_requests(o["spec"]["template"]["spec"], key, resource) * o["spec"].get("replicas", 1)
+                    for o in workloads), Decimal(0))
+
+    assert fp["requests"] == {"cpuMillicores": int(total("requests", "cpu") * 1000),
+                              "memoryBytes": int(total("requests", "memory"))}
+    assert fp["limits"] == {"cpuMillicores": int(total("limits", "cpu") * 1000),
+                            "memoryBytes": int(total("limits", "memory"))}
+    assert fp["requests"]["cpuMillicores"] > 0
+    storage = sum(q(o["spec"]["resources"]["requests"]["storage"]) for o in done.objects
+                  if o["kind"] == "PersistentVolumeClaim") + sum(
+        q(t["spec"]["resources"]["requests"]["storage"]) * o["spec"].get("replicas", 1)
+        for o in workloads for t in o["spec"].get("volumeClaimTemplates") or [])
+    assert fp["storageBytes"] == storage
