@@ -28,6 +28,7 @@ import yaml
 
 from .. import api
 from ..core.names import KARDINAL as K
+from ..core.yamlscalars import SafeDumper
 from ..errors import Problem, UsageError
 from ..render.model.annotations import parse_dependency_item
 from ..render.model.records import Model
@@ -303,7 +304,8 @@ def entry_ingress(entry: EntryPoint, model: Model) -> tuple[str, str]:
     head = (f"# Added by `devlane init`: the flows' entry point ({node.name} is what users reach first).\n"
             "# Each flow gets its own host <flowId>.<domain>; change preview.example.com to your preview domain.\n")
     folder = Path(node.doc.file).parent
-    return (folder / f"{node.name}-entry-ingress.yaml").as_posix(), head + yaml.safe_dump(ingress, sort_keys=False)
+    text = yaml.dump(ingress, Dumper=SafeDumper, sort_keys=False)  # a service named `1e3` stays a string in Go
+    return (folder / f"{node.name}-entry-ingress.yaml").as_posix(), head + text
 
 
 def _new_files(inf: Inference, model: Model, mode: str, notes: list[str]) -> tuple[dict[str, str], dict[str, str]]:

@@ -35,6 +35,7 @@ import yaml
 
 from ..core.files import exchange
 from ..core.yamlio import parse_documents
+from ..core.yamlscalars import SafeDumper
 from ..errors import DevlaneError, Where, fail
 
 _BREAKS = "\r\n\x85\u2028\u2029"
@@ -80,15 +81,17 @@ def _one_line(dumped: str) -> str | None:
 
 def _scalar(value: Any, flow: bool = False) -> str:
     """`value` (a string, number, boolean or null) as one line of YAML that reads back as exactly it, quoted
-    only where a YAML emitter would quote it (`"true"`, `"1.0"`, `": "`...); `flow`: inside a flow collection."""
+    only where a YAML emitter would quote it (`"true"`, `"1.0"`, `": "`...) or where a YAML 1.1 or 1.2 reader
+    would retype it (`'0o17'`, `'y'`: the rule of devlane's output, `yamlscalars`); `flow`: inside a flow
+    collection."""
     if isinstance(value, Mapping | list) and not value:
         return "[]" if isinstance(value, list) else "{}"
     inf = float("inf")
     if flow:
-        text = _one_line(yaml.safe_dump([value], allow_unicode=True, width=inf, default_flow_style=True))
+        text = _one_line(yaml.dump([value], Dumper=SafeDumper, allow_unicode=True, width=inf, default_flow_style=True))
         text = text[1:-1] if text else None
     else:
-        text = _one_line(yaml.safe_dump(value, allow_unicode=True, width=inf))
+        text = _one_line(yaml.dump(value, Dumper=SafeDumper, allow_unicode=True, width=inf))
     return text if text is not None else json.dumps(value)  # JSON strings are YAML double-quoted scalars
 
 

@@ -2,7 +2,9 @@
 
 Parsing goes through PyYAML's C loader (`CSafeLoader`): it is the hot path of every render.
 Dumping is canonical (fixed key order for the top of an object, literal blocks for multi-line
-text, no line folding) so that the same objects always give the same bytes.
+text, no line folding) so that the same objects always give the same bytes, and quotes every string
+some YAML 1.1 or 1.2 reader (PyYAML, go-yaml v2 and v3 in kubectl and kustomize) would read as
+something else (`yamlscalars`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ except AttributeError:  # pragma: no cover
 
 from ..errors import DevlaneError, Where, fail
 from .yamlbounds import MAX_NODES, check_aliases, check_shape
+from .yamlscalars import WORDS, quote_style
 
 # An anchor definition (`&name`) is the precondition for an alias bomb; files without one skip the check. It
 # follows a blank, a line break (NEL, LS, PS: their last UTF-8 byte), a byte order mark or an indicator.
@@ -273,13 +276,14 @@ _TOP_ORDER = ("apiVersion", "kind", "metadata", "spec", "data", "stringData")
 
 
 class _Dumper_(_Dumper):  # type: ignore[misc,valid-type]
-    """Dumper with literal blocks for multi-line strings."""
+    """Dumper with literal blocks for multi-line strings, and quotes on every string a YAML 1.1 or 1.2 reader
+    (PyYAML, go-yaml v2 or v3) could read as something else (`yamlscalars.retyped`)."""
 
 
 def _str_representer(dumper: yaml.Dumper, value: str) -> yaml.Node:
     if "\n" in value and not _has_trailing_space_lines(value):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=quote_style(value))
 
 
 def _has_trailing_space_lines(value: str) -> bool:
@@ -322,6 +326,7 @@ def _pyyaml_dump(obj: Any) -> str:
 # each distinct scalar's text taken from PyYAML itself once (so quoting is always PyYAML's). Anything else
 # (multi-line strings, which get literal blocks at the object's indentation, long or multi-line keys, cycles,
 # non-JSON types) is _Unusual and the whole object goes through PyYAML; tests compare both on generated objects.
+# Quoting is PyYAML's plus `yamlscalars.retyped` (the representer's), so Go's readers read what was written.
 
 
 class _Unusual(Exception):
@@ -333,11 +338,11 @@ _VALUES: dict[tuple[type, Any], str] = {}  # (type, other scalar or a float's re
 _KEYS: dict[str, str] = {}  # key -> its text as a simple key
 _SCALARS = (str, int, float, bool, type(None))
 _MEMO_LIMIT = 200_000  # distinct scalars remembered per process
-# Strings PyYAML certainly writes plain: a letter first (no indicator, number or date), no space, a colon only
-# between other characters, and not a word YAML 1.1 reads as a boolean or null. Anything else asks PyYAML.
+# Strings written plain for certain: a letter first (no indicator, number or date), no space, a colon only between
+# other characters, and not a word a reader types (a letter first, only words are: `yamlscalars`). Anything else
+# asks PyYAML (with the representer's quoting rule).
 _PLAIN = re.compile(r"[A-Za-z][\w./@+-]*(?::[\w./@+-]+)*\Z", re.ASCII)
-_WORDS = frozenset(f"{w}{t}" for word in ("yes", "no", "true", "false", "on", "off", "null", "y", "n")
-                   for w, t in ((word, ""), (word[0].upper(), word[1:]), (word.upper(), "")))
+_WORDS = WORDS
 _BREAKS = re.compile("[\n\r\x85\u2028\u2029]")
 
 

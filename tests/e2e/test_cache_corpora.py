@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
-from support import EXAMPLE, ROOT, demo_file, tree
+from support import demo_file, tree
 from support.caches import opened_caches, own_cache
+from support.corpora import EXAMPLES, copied
 from support.demos import DEMOS, demo_options
 from support.realworld import (
     EMPTY,
@@ -85,21 +85,8 @@ def objects_of(shown: dict[str, bytes], flow_id: str) -> list[dict]:
             if name.startswith(prefix) and name.endswith(".yaml") and name != f"{prefix}kustomization.yaml"]
 
 
-def copied(src: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(src, tmp_path / "repo" / src.name, ignore=shutil.ignore_patterns("rendered")))
-
-
 # --------------------------------------------------------------------------------------------------
-# The examples
-
-EXAMPLES: dict[str, tuple[Path, str, Callable[[Path], api.FlowInput]]] = {
-    # name: (example directory, the directory rendered inside it, its flow)
-    "bookshop": (EXAMPLE, ".", lambda repo: resolve(FlowRequest(flow_file=repo / "flows" / "pr-7.yaml"))),
-    "cloudshop": (ROOT / "examples" / "cloudshop", ".",
-                  lambda repo: resolve(FlowRequest(flow_file=repo / "flows" / "pr-12.yaml"))),
-    "inventory": (ROOT / "examples" / "inventory", "overlays/staging",
-                  lambda repo: build_flow("pr-7", {"api": "ghcr.io/acme/inventory-api:pr-7"}, [])),
-}
+# The examples (support.corpora.EXAMPLES)
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))

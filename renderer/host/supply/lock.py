@@ -28,6 +28,7 @@ import yaml
 
 from ...core.files import write_atomic
 from ...core.yamlio import parse_documents
+from ...core.yamlscalars import SafeDumper
 from ...errors import DevlaneError, Problem, UsageError, Where, fail
 from . import plugin_cache
 from .gitspec import GitSpec
@@ -71,7 +72,7 @@ class Lock:
     def dump(self) -> str:
         doc = {"apiVersion": API_VERSION, "kind": KIND,
                "plugins": [self.entries[n].as_dict() for n in sorted(self.entries)]}
-        return _HEADER + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=4096)
+        return _HEADER + yaml.dump(doc, Dumper=SafeDumper, sort_keys=False, default_flow_style=False, width=4096)
 
 
 def _lock_error(message: str, file: str) -> DevlaneError:

@@ -20,14 +20,15 @@ def pyyaml(obj: object) -> str:
                      width=1_000_000, indent=2)
 
 
-# Strings YAML treats specially: indicators, implicit types, spaces, quotes, unicode, control characters.
+# Strings YAML treats specially: indicators, implicit types (of PyYAML, YAML 1.2 and go-yaml: `yamlscalars`), spaces,
+# quotes, unicode, control characters.
 TRICKY = ["", " ", "a b", " lead", "trail ", "x: y", "x:y", "#c", "a #c", "a# c", "- d", "-d", "-", "?", "? x", ":",
           "8080", "0x1F", "1e3", "1_000", ".5", "+1", "-0", "true", "False", "yes", "NO", "on", "~", "null", "Null",
           "2024-01-02", "2024-01-02T03:04:05Z", "<<", "=", "'q'", '"d"', "it's", "{a}", "[b]", "a,b", "*x", "&y",
           "!t", "|", ">", "%p", "@at", "`bt", "---", "...", "--- x", "é", "日本", "\t", "a\tb", "\x00", "\x7f",
           "\u2028x", "line\nbreak", "line\n", "trailing \nspace", "\r", "ok", "postgres://u:p@db:5432/x", "${VAR}",
           "a" * 200, "y", "n", "Yes", "ON", "a:b", "a:", "a::b", "a:b:c", "http://x", "a=b", "a@b", "a+b", "A_1.2-3",
-          "k" * 129, "ß", "a.b/c"]
+          "k" * 129, "ß", "a.b/c", "0o17", "-.5", "5e12345", "09", "1__0", "2024-1-2", "0b-1", ".inf", "Y", "N"]
 scalars = st.one_of(st.sampled_from(TRICKY), st.text(max_size=12), st.integers(), st.booleans(), st.none(),
                     st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1, 1.0, True, 0, False]))
 keys = st.one_of(st.sampled_from(TRICKY), st.text(max_size=10))
