@@ -12,6 +12,7 @@ import re
 
 from ..core.k8s import all_containers
 from ..core.references import Reference, Targets
+from ..core.stores import SCHEME_CHARS
 from ..render.inputs.document import Document
 from ..render.model.address_reads import config_reads, data_of, data_refs, pod_slots
 from ..render.model.records import Model, ServiceNode
@@ -26,7 +27,7 @@ MANY = 3  # readers and stores from which a file read whole is the app's shared 
 # -- dependency edges --------------------------------------------------------------------------------------------
 
 _PORT_AFTER = re.compile(r"(?:\.svc(?:\.cluster\.local)?)?\.?:([A-Za-z0-9][A-Za-z0-9-]*)")
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://\S*$")
+_SCHEME_REACH = 2048  # how far before a host its URL's `scheme://` may be (a longer userinfo is no address)
 _SCHEME_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 
 
@@ -56,9 +57,9 @@ def _port_item(model: Model, text: str, ref: Reference, target: ServiceNode) -> 
     if m:
         wanted = m.group(1)
     else:
-        scheme = _SCHEME.search(text[: ref.start])
-        if scheme and scheme.group(1).lower() in _SCHEME_PORTS:
-            wanted = str(_SCHEME_PORTS[scheme.group(1).lower()])
+        scheme = _scheme_before(text, ref.start)
+        if scheme in _SCHEME_PORTS:
+            wanted = str(_SCHEME_PORTS[scheme])
     chosen = None
     if wanted is not None:
         chosen = next((p for p in ports if str(p.get("name")) == wanted or str(p.get("port")) == wanted), None)
@@ -73,6 +74,26 @@ def _port_item(model: Model, text: str, ref: Reference, target: ServiceNode) -> 
         return str(chosen["name"]), note
     unnamed = f"port {chosen.get('port')} of {target.ref} has no name: the dependency uses its number"
     return str(chosen.get("port")), f"{note}; {unnamed}" if note else unnamed
+
+
+def _scheme_before(text: str, start: int) -> str:
+    """The scheme (lower-case) of the first `scheme://` in the word that ends at `start` (`http` for the host of
+    `http://svc`), read in the `_SCHEME_REACH` characters before it: linear, where a search of the whole text
+    before every host is quadratic."""
+    window = text[max(0, start - _SCHEME_REACH) : start]
+    if not window or window[-1].isspace():
+        return ""
+    word = window.rsplit(None, 1)[-1]
+    at = word.find("://")
+    while at >= 0:
+        k = at
+        while k > 0 and word[k - 1] in SCHEME_CHARS:
+            k -= 1
+        letter = next((i for i in range(k, at) if word[i].isascii() and word[i].isalpha()), -1)
+        if letter >= 0:
+            return word[letter:at].lower()
+        at = word.find("://", at + 1)
+    return ""
 
 
 def _item(node: ServiceNode, target: ServiceNode, port: str) -> str:
@@ -144,9 +165,9 @@ def infer_edges(model: Model, shared: list[SharedConfig] = ()) -> list[Edge]:
                 text = _data_value(doc, dkey)
                 extra += [(doc, r, f"data[{dkey}]", text) for r in refs if r.target.key not in skip or dkey in named]
         for ref, text, path, value in found:
-            _add_edge(model, node, own, ref, text, evidence(wdoc, path, value), edges, seen)
+            _add_edge(model, node, own, ref, text, evidence(wdoc, path, value, ref.start), edges, seen)
         for doc, ref, path, text in extra:
-            ev = evidence(doc, path, text)
+            ev = evidence(doc, path, text, ref.start)
             ev = Evidence(ev.file, ev.index, ev.object + f" (read by {object_name(wdoc)})", ev.field, ev.value)
             _add_edge(model, node, own, ref, text, ev, edges, seen)
     return edges

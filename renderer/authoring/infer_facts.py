@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from ..core.secrets_mask import excerpt
 from ..render.inputs.document import Document
 from ..render.model.records import Model
 
@@ -29,8 +30,10 @@ class Evidence:
         return f"{self.file}#{self.index + 1} {self.object} {self.field} = {value!r}"
 
 
-def evidence(doc: Document, path: str, value: object) -> Evidence:
-    return Evidence(doc.file, doc.index, object_name(doc), path, str(value))
+def evidence(doc: Document, path: str, value: object, at: int = 0) -> Evidence:
+    """Evidence whose value is the part of `value` around position `at` (where the fact was read), its secrets
+    masked and at most 120 characters long, as every report shows a value (`core.secrets_mask.excerpt`)."""
+    return Evidence(doc.file, doc.index, object_name(doc), path, excerpt(str(value), at))
 
 
 def object_name(doc: Document) -> str:

@@ -32,17 +32,19 @@ CACHES = frozenset({"redis", "memcached"})
 # env keys that say which store the container runs (its official image's variables): the kind of a store the
 # image and ports leave unnamed (`mreferre/yelb-db` with POSTGRES_PASSWORD)
 ENV_STORES = (("POSTGRES_", "postgres"), ("PGDATA", "postgres"), ("MYSQL_", "mysql"), ("MARIADB_", "mysql"))
-# external hosts and keys in env values -> (system, plugin)
+# external hosts and keys in env values -> (system, plugin); a host's labels are read from the start of its word
+# (`(?<![a-z0-9.-])`): a pattern free to start anywhere in a long word tries every position of it (quadratic)
 EXTERNAL_HOSTS: tuple[tuple[re.Pattern[str], str, str | None], ...] = tuple(
     (re.compile(p), system, plugin) for p, system, plugin in (
         (r"(?i)\bapi\.stripe\.com\b|\b[sr]k_(?:live|test)_[A-Za-z0-9]{8,}", "stripe", "stripe"),
-        (r"(?i)\b[a-z0-9.-]*\.rds\.amazonaws\.com\b", "aws-rds", "aws-rds"),
+        (r"(?i)(?<![a-z0-9.-])[a-z0-9.-]*\.rds\.amazonaws\.com\b", "aws-rds", "aws-rds"),
         (r"(?i)\bsqs\.[a-z0-9-]+\.amazonaws\.com\b", "aws-sqs", "aws-sqs"),
-        (r"(?i)\b(?:[a-z0-9.-]+\.)?s3[.-](?:[a-z0-9-]+\.)?amazonaws\.com\b|\bs3://[a-z0-9.-]+", "aws-s3", "aws-s3"),
-        (r"(?i)\b[a-z0-9.-]+\.neon\.tech\b", "neon", "neon-branch"),
-        (r"(?i)\b[a-z0-9-]+\.database\.windows\.net\b", "azure-sql", "azure-sql"),
-        (r"(?i)/cloudsql/[a-z0-9-]+:[a-z0-9-]+:[a-z0-9-]+|\b[a-z][a-z0-9-]+:[a-z]+-[a-z]+[0-9]:[a-z][a-z0-9-]+\b",
-         "cloud-sql", "cloud-sql"),
+        (r"(?i)(?<![a-z0-9.-])(?:[a-z0-9.-]*[.-])?s3[.-](?:[a-z0-9-]+\.)?amazonaws\.com\b|\bs3://[a-z0-9.-]+",
+         "aws-s3", "aws-s3"),
+        (r"(?i)(?<![a-z0-9.-])[a-z0-9.-]+\.neon\.tech\b", "neon", "neon-branch"),
+        (r"(?i)(?<![a-z0-9-])[a-z0-9-]+\.database\.windows\.net\b", "azure-sql", "azure-sql"),
+        (r"(?i)/cloudsql/[a-z0-9-]+:[a-z0-9-]+:[a-z0-9-]+"
+         r"|(?<![a-z0-9-])-*[a-z][a-z0-9-]+:[a-z]+-[a-z]+[0-9]:[a-z][a-z0-9-]+\b", "cloud-sql", "cloud-sql"),
     ))  # fmt: skip
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -135,9 +137,10 @@ def _external_hosts(model: Model) -> list[Role]:
                 if not isinstance(value, str):
                     continue
                 for rx, system, plugin in EXTERNAL_HOSTS:
-                    if rx.search(value):
+                    m = rx.search(value)
+                    if m:
                         path = f"spec.template.spec.containers[{c.get('name')}].env[{env.get('name')}].value"
-                        found[system].append((key, evidence(doc, path, _redact(value)), plugin))
+                        found[system].append((key, evidence(doc, path, _redact(value), m.start()), plugin))
                         break
     out = []
     for system, hits in sorted(found.items()):

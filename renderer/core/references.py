@@ -229,6 +229,8 @@ _ADO_PAIR = re.compile(  # Key=Value; with "quoted" or 'quoted' values that may 
     r"""\s*([A-Za-z][A-Za-z0-9 _.\-]*)=\s*("(?:[^"]|"")*"(?=\s*(?:;|$))|'(?:[^']|'')*'(?=\s*(?:;|$))|[^;]*)\s*;?"""
 )
 _TRIM = "\"'()[]{}<>`"
+_BLANK = re.compile(r"\s")
+_BLANK_OR_SEMICOLON = re.compile(r"[\s;]")
 _TRAIL = ".,;:!?"
 
 
@@ -350,7 +352,7 @@ def _scan_word(word: str, base: int, key: str, targets: Targets, out: list[Refer
         word, base, split = word[1:-1], base + 1, True
         if not word:
             return
-    if split and any(c.isspace() or c == ";" for c in word):
+    if split and _BLANK_OR_SEMICOLON.search(word):
         _scan_value(word, base, key, targets, out)
         return
     m = _ASSIGN.match(word)
@@ -517,7 +519,7 @@ def find_in_args(argv: list[str], targets: Targets) -> list[list[Reference]]:
         if not isinstance(a, str):
             prev = ""
             continue
-        script = any(c.isspace() for c in a) and (
+        script = _BLANK.search(a) is not None and (
             not words or _C_FLAG.fullmatch(prev) is not None or _SHELL_OPS.search(a) is not None
         )
         if script and _ado_pairs(a) is not None:
@@ -650,13 +652,13 @@ _TEMPLATE_EXTS = (".template", ".tpl", ".tmpl", ".j2", ".in", ".sample", ".examp
 _CONF_NAMES = frozenset({"caddyfile", "dockerfile", "containerfile", "nginx", "haproxy"})
 
 _COMMENTS = ("#", ";", "//", "<!--")
-_SECTION = re.compile(r"\[\[?\s*([^\[\]]+?)\s*\]\]?")
+_SECTION = re.compile(r"\[\[?\s*+([^\[\]]*[^\[\]\s])\s*\]\]?")  # greedy: a lazy name before `\s*` is quadratic
 _KV_LINE = re.compile(
     r"""(?:export\s+)?(?P<key>"[^"\n]*"|'[^'\n]*'|[A-Za-z0-9_$@][\w.\-/$@]*)\s*(?::(?=\s|$)|=)[ \t]*(?P<val>.*)"""
 )
 _KV_PROPS = re.compile(r"""(?P<key>[A-Za-z0-9_$@][\w.\-/$@]*)\s*[:=][ \t]*(?P<val>.*)""")
 _DIRECTIVE = re.compile(r"(?P<name>[A-Za-z_][\w.\-]*)\s+(?P<args>.*)")
-_UPSTREAM = re.compile(r"^\s*upstream\s+([A-Za-z0-9][\w.\-]*)\s*\{", re.MULTILINE)
+_UPSTREAM = re.compile(r"^[ \t]*upstream\s+([A-Za-z0-9][\w.\-]*)\s*\{", re.MULTILINE)  # `^\s*` spans lines: quadratic
 _BLOCK = frozenset({"|", ">", "|-", ">-", "|+", ">+"})
 # Directives whose argument is a name, a path or an image, never an address (nginx, haproxy, Dockerfile).
 _NAME_DIRECTIVES = frozenset({

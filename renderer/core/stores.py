@@ -9,7 +9,9 @@ so a dev pod that registers with a baseline registry is reached by baseline call
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -144,7 +146,55 @@ class Address:
         return role_of(self.kind)
 
 
-_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*(?::[A-Za-z][A-Za-z0-9+.\-]*)*)://([^/?#\s;'\"<>]*)([^\s'\"<>]*)")
+_AUTHORITY = re.compile(r"[^/?#\s;'\"<>]*+")
+_URL_REST = re.compile(r"[^\s'\"<>]*+")
+SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")  # of a URL scheme
+
+
+@dataclass(frozen=True)
+class _Url:
+    start: int
+    end: int
+    scheme: str  # `jdbc:mysql`, `mongodb+srv`
+    at: int  # where the authority starts
+    authority: str  # `u:p@host:port,host2`
+    rest: str  # path, query, fragment
+
+
+def _urls(value: str) -> Iterator[_Url]:
+    """Every `scheme://authority...` in `value`, left to right and not overlapping, as the regular expression
+    `([A-Za-z][A-Za-z0-9+.-]*(?::[A-Za-z][A-Za-z0-9+.-]*)*)://([^/?#\\s;'"<>]*)([^\\s'"<>]*)` would find them, in
+    linear time: each `://` is found with `find` and its scheme read backwards (a scheme holds no `/`, so no
+    character is read twice), where the expression tries every position of a long word and backtracks."""
+    lo = search = 0
+    while (i := value.find("://", search)) >= 0:
+        search = i + 1
+        start = _scheme_start(value, i, lo)
+        if start < 0:
+            continue
+        b = _AUTHORITY.match(value, i + 3).end()
+        end = _URL_REST.match(value, b).end()
+        yield _Url(start, end, value[start:i], i + 3, value[i + 3 : b], value[b:end])
+        lo = search = end
+
+
+def _scheme_start(value: str, i: int, lo: int) -> int:
+    """Where the scheme that ends at `i` starts (-1: none): colon-separated parts, each from a letter on, the first
+    one from its first letter (`1a://` is scheme `a`), none before `lo`."""
+    start, j = -1, i
+    while True:
+        k = j
+        while k > lo and value[k - 1] in SCHEME_CHARS:
+            k -= 1
+        letter = next((p for p in range(k, j) if value[p].isascii() and value[p].isalpha()), -1)
+        if letter < 0:
+            return start
+        start = letter
+        if letter != k or k - 1 <= lo or value[k - 1] != ":":
+            return start
+        j = k - 1
+
+
 _HOSTPORT = re.compile(r"(?<![\w.\-@/:])([A-Za-z0-9][A-Za-z0-9.\-]*[A-Za-z0-9]|[A-Za-z0-9]):([0-9]{2,5})\b")
 _ADO = re.compile(r"(?i)(?:^|;)\s*(?:server|host|data source|address|addr)\s*=\s*(?:tcp:)?([A-Za-z0-9][A-Za-z0-9.\-]*)"
                   r"(?:\s*[,:]\s*([0-9]{2,5}))?")
@@ -185,11 +235,11 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
         out[start, start + len(host)] = Address(start, start + len(host), host.lower(), port, kind, evidence)
 
     covered: list[tuple[int, int]] = []
-    for m in _URL.finditer(value):
-        covered.append(m.span())
-        scheme = m.group(1).lower()
+    for url in _urls(value) if "://" in value else ():
+        covered.append((url.start, url.end))
+        scheme = url.scheme.lower()
         last = scheme.rsplit(":", 1)[-1]
-        authority, base = m.group(2), m.start(2)
+        authority, base = url.authority, url.at
         if "@" in authority:
             at = authority.rindex("@") + 1
             authority, base = authority[at:], base + at
@@ -201,7 +251,7 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
             port = port or None
             kind = SCHEMES.get(last)
             evidence = f"scheme {scheme}"
-            if kind is None and "/eureka" in m.group(3).lower():
+            if kind is None and "/eureka" in url.rest.lower():
                 kind, evidence = "eureka", "path /eureka"
             if kind is None and port:
                 kind, evidence = port_kind(port, beside=by_key is not None), f"port {port}"
@@ -209,13 +259,14 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
                     role_of(by_key) == "registry":
                 kind, evidence = by_key, f"key {key}"
             add(start, host, port, kind, evidence)
-    for m in _ADO.finditer(value):
-        if not any(a <= m.start(1) < b for a, b in covered):
+    connections: list[tuple[int, int]] = []
+    for m in _ADO.finditer(value) if "=" in value else ():
+        if not _inside(covered, m.start(1)):
             kind = by_key or ("sqlserver" if m.group(2) == "1433" else port_kind(m.group(2) or "") or "database")
             add(m.start(1), m.group(1), m.group(2), kind, "connection string")
-            covered.append(m.span())
-    for m in _HOSTPORT.finditer(value):
-        if any(a <= m.start() < b for a, b in covered):
+            connections.append(m.span())
+    for m in _HOSTPORT.finditer(value) if ":" in value else ():
+        if _inside(covered, m.start()) or _inside(connections, m.start()):
             continue
         kind = port_kind(m.group(2), beside=by_key is not None)
         add(m.start(1), m.group(1), m.group(2), kind, f"port {m.group(2)}")
@@ -224,6 +275,16 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
         if bare:
             add(bare.start(1), bare.group(1), None, by_key, f"key {key}")
     return tuple(out[k] for k in sorted(out))
+
+
+def _inside(spans: list[tuple[int, int]], pos: int) -> bool:
+    """Whether `pos` is inside one of `spans` (sorted, not overlapping): a bisection, not a walk, so that a value
+    with many URLs and many `host:port` stays linear."""
+    i = bisect.bisect_right(spans, (pos, _AFTER)) - 1
+    return i >= 0 and spans[i][0] <= pos < spans[i][1]
+
+
+_AFTER = 1 << 62  # sorts after every end: (pos, _AFTER) follows every span that starts at pos
 
 
 def _names_a_host(key: str) -> bool:

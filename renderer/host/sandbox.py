@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, quote_plus, unquote
 
+from ..core.secrets_mask import MASK, secrets_in
+
 # --------------------------------------------------------------------------------------------------
 # Environment
 
@@ -179,9 +181,7 @@ def network_hint(text: str, sandboxed: bool = False) -> str | None:
 
 SECRET_NAME_WORDS = ("key", "token", "secret", "password", "passwd", "pwd", "passphrase", "credential")
 MIN_SECRET_LENGTH = 3  # shorter values are left alone: replacing "a" or "1" everywhere would mangle output
-MASK = "***"
 _NOT_SECRET = {"true", "false", "yes", "no", "on", "off", "null", "none"}  # flags such as USE_TOKEN: "true"
-_URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.\-]{0,31}://[^/\s:@]{0,255}:(?P<pw>[^/\s@]{1,1024})@", re.IGNORECASE)
 
 
 def is_secret_name(name: str) -> bool:
@@ -232,7 +232,8 @@ def secret_values(args: dict, schema: dict | None = None) -> list[str]:
 
     Marks: `writeOnly: true`, `format: password` or `x-devlane-secret: true` (a marked object hides
     everything under it); `x-devlane-secret: false` overrides the name heuristic. Passwords inside
-    URLs (``scheme://user:pass@host``) are hidden wherever they appear. Longest first, no duplicates.
+    URLs and connection strings (``scheme://user:pass@host``, ``password=...``: `core.secrets_mask`) are hidden
+    wherever they appear. Longest first, no duplicates.
     """
     found: set[str] = set()
 
@@ -257,9 +258,9 @@ def secret_values(args: dict, schema: dict | None = None) -> list[str]:
             for v in value:
                 walk(v, _sub_schema(schema, None), None)
         elif isinstance(value, str):
-            for m in _URL_PASSWORD.finditer(value):
-                add(m["pw"], from_name=False)
-                add(unquote(m["pw"]), from_name=False)
+            for found in secrets_in(value):  # what every report masks: URL passwords, `password=` values, ...
+                add(found, from_name=True)
+                add(unquote(found), from_name=True)
 
     walk(args, schema, None)
     return sorted(found, key=lambda s: (-len(s), s))

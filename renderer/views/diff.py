@@ -4,8 +4,10 @@ Objects are paired by apiVersion/kind/namespace/name and reported as added, chan
 with a unified diff of their canonical YAML. Each object is attributed to the service it is a dev
 copy of (or to the flow: state ConfigMaps, entries, plugin resources), so the report can say per
 service what changed, and which plugins act on it. Secret values never reach the report: they are
-replaced by a short digest, so a changed value still shows as a changed line. Image changes are
-summarised on their own, as reviewers look for them first.
+replaced by a short digest, so a changed value still shows as a changed line; in every other object, the
+secrets of URLs and connection strings are masked (`core.secrets_mask`), and an object whose only change is
+such a secret is said to change, in a comment line. Image changes are summarised on their own, as reviewers
+look for them first.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import yaml
 
 from .. import api
 from ..core.k8s import pod_spec
+from ..core.secrets_mask import mask
 from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
 from ..render.plan.targets import Change
@@ -88,10 +91,11 @@ def _digest(value) -> str:
     return "<redacted sha256:" + hashlib.sha256(str(value).encode()).hexdigest()[:12] + ">"
 
 
-def _masked(text: str, obj: dict) -> str:
-    """A Secret's text with its values replaced by digests (keys and metadata stay readable)."""
+def masked_object(text: str, obj: dict) -> str:
+    """An object's text as a report shows it: a Secret's values replaced by digests (keys and metadata stay
+    readable), the secrets of URLs and connection strings masked in every other object (`secrets_mask.mask`)."""
     if obj.get("kind") != "Secret" or not (obj.get("data") or obj.get("stringData")):
-        return text
+        return mask(text)
     safe = dict(obj)
     for part in ("data", "stringData"):
         if isinstance(obj.get(part), dict):
@@ -99,14 +103,21 @@ def _masked(text: str, obj: dict) -> str:
     return dump(safe)
 
 
-def _objects(result) -> dict[tuple, tuple[str, str, dict]]:
+def masked_file(text: str) -> str:
+    """`masked_object` of a rendered file's text (read as an object only when it is a Secret's)."""
+    secret = text.startswith("kind: Secret\n") or "\nkind: Secret\n" in text
+    return masked_object(text, (yaml.load(text, Loader=yaml.CSafeLoader) or {}) if secret else {})
+
+
+def _objects(result) -> dict[tuple, tuple[str, str, dict, str]]:
+    """Each rendered object by (apiVersion, kind, namespace, name): its file, its text as shown, itself, its text."""
     out = {}
     for flow in result.flows if result is not None else []:
         for name, text in flow.files.items():
             obj = yaml.load(text, Loader=yaml.CSafeLoader)
             meta = obj.get("metadata") or {}
             key = (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
-            out[key] = (f"flows/{flow.flow_id}/{name}", _masked(text, obj), obj)
+            out[key] = (f"flows/{flow.flow_id}/{name}", masked_object(text, obj), obj, text)
     return out
 
 
@@ -138,14 +149,14 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
     changes, images = [], []
     for key in sorted(set(before) | set(after)):
         old, new = before.get(key), after.get(key)
-        if old and new and old[1] == new[1]:
+        if old and new and old[3] == new[3]:
             continue
         status = "added" if old is None else "removed" if new is None else "changed"
         file = (new or old)[0]
         diff = "".join(
             difflib.unified_diff((old[1] if old else "").splitlines(True), (new[1] if new else "").splitlines(True),
                                  f"a/{file}" if old else "/dev/null", f"b/{file}" if new else "/dev/null")
-        )
+        ) or f"# {file}: only a masked secret changed\n"
         service = _service_of(key[3], flow_id, services, head.dev.lane)
         changes.append(ObjectChange(key, status, file, service, diff))
         was, now = _images(old[2] if old else None), _images(new[2] if new else None)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import api
+from ..core.secrets_mask import MASK, mask
 from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
 from ..host.budget import DEFAULT_PLUGIN_TIMEOUT, Budget
@@ -22,8 +23,6 @@ from ..protocol.krm import MAX_MESSAGE_BYTES
 from ..render.model.records import Model
 from ..render.model.topology import build_model
 from ..render.settings.repo_config import RepoConfig
-
-MASK = "***"
 
 
 @dataclass
@@ -233,14 +232,14 @@ def sandbox_facts(info: PluginInfo) -> dict[str, Any]:
 def mask_args(args: dict[str, str], schema: dict | None = None) -> dict[str, str]:
     """Hide the values the sandbox hides in logs: args argsSchema marks secret (writeOnly, format: password,
     x-devlane-secret: true) or whose names look secret, unless the schema says otherwise (x-devlane-secret:
-    false, e.g. the name of a Secret)."""
+    false, e.g. the name of a Secret); in the others, the secrets of URLs and connection strings (`secrets_mask`)."""
     props = (schema or {}).get("properties") or {}
 
     def secret(name: str) -> bool:
         mark = schema_mark(props.get(name))
         return is_secret_name(name) if mark is None else mark
 
-    return {k: MASK if secret(k) else v for k, v in sorted(args.items())}
+    return {k: MASK if secret(k) else mask(v) if isinstance(v, str) else v for k, v in sorted(args.items())}
 
 
 def find(inventory: Inventory, name: str) -> PluginInfo:

@@ -21,6 +21,7 @@ from ..render.output.emit import RenderedFlow
 from ..render.plugins.calls import InstanceResult
 from ..render.settings.isolation import Lane
 from . import mesh_reach
+from .diff import masked_file
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 200, 50, 80, 24, 20
 ENTRY = "entry:"  # prefix of entry node ids in the layout (never a Service name: ':' is not DNS-1123)
@@ -130,7 +131,8 @@ def build_view(result: RenderResult) -> View:
             "actions": _actions(r, choice.manifest.capabilities if choice else ()) if r else [],
         })
     shared = [result.mesh] if result.mesh else []  # istio: flows/_mesh/ with this flow's rules alone
-    files = {f"flows/{f.flow_id}/{n}": t for f in [*result.flows, *shared] for n, t in sorted(f.files.items())}
+    files = {f"flows/{f.flow_id}/{n}": masked_file(t) for f in [*result.flows, *shared]
+             for n, t in sorted(f.files.items())}  # as `diff` shows them: no Secret value, no password of a URL
     return View(plan.flow_id, plan.routing, services, edges, plugins,
                 _entries(model, main, result.dev.lane, record), files, main.metadata.get("isolation"), record,
                 main.metadata.get("reach") or [],

@@ -29,6 +29,7 @@ from ...core.k8s import (
 )
 from ...core.names import DEVLANE
 from ...core.references import Target, Targets
+from ...core.secrets_mask import excerpt
 from ...errors import Diagnostics, Problem, Where
 from ..copies.clone import VOLUME, volume_mode
 from ..copies.dev_set import DevSet, DevWorkload
@@ -52,8 +53,8 @@ def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
 def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list[str]:
     """Where the dev pod reads a reference to one of `targets`: its own spec and the ConfigMaps it reads."""
     skip = frozenset().union(*(n.no_rewrite for n in model.nodes_on(dw.baseline)))
-    out = [f"{slot.where} = {slot.value!r}" for slot in pod_slots(dw.pod_spec, targets, skip)
-           if not _own_address(dev, dw, slot)]
+    out = [f"{slot.where} = {excerpt(slot.value, slot.refs[0].start)!r}"
+           for slot in pod_slots(dw.pod_spec, targets, skip) if not _own_address(dev, dw, slot)]
     for read in config_reads(dw.pod_spec):
         if read.kind != "ConfigMap":
             continue

@@ -16,8 +16,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ...core import deadline
 from ...core.k8s import all_containers, pod_spec
 from ...core.references import Targets
+from ...core.secrets_mask import excerpt
 from ...core.stores import find_addresses, image_kind
 from ...errors import Diagnostics, Problem, Where
 from ..copies.dev_set import DevSet, DevWorkload
@@ -30,14 +32,13 @@ Class = Literal["baseline-store", "registry", "outside-store", "shared"]
 _LOCAL = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
 _NOT_HOSTS = frozenset({"tcp", "udp", "unix", "http", "https", "grpc"})  # `=tcp:3306`: a listener, not a host
 _WORD = re.compile(r"[A-Za-z0-9-]+")
-_SECRET_IN_URL = re.compile(r"(//[^:/@\s]+:)[^@/\s]+@")
-_SECRET_PAIR = re.compile(r"(?i)\b(password|pwd|passwd|secret|token)(\s*[=:]\s*)[^;,&\s]+")
 
 
 @dataclass(frozen=True, order=True)
 class Evidence:
     """Where a dev pod names the address: the object, the container (None: a ConfigMap or Secret entry), the
-    field (`env X`, `args[2]`, `key application.yml`) and the value, with passwords masked."""
+    field (`env X`, `args[2]`, `key application.yml`) and the value around the address, its secrets masked and
+    at most 120 characters long (`secrets_mask.excerpt`); a Secret's value is never shown: `(secret)`."""
 
     object: str
     container: str | None
@@ -204,7 +205,7 @@ def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, known: froz
             hit = _baseline(model, dev, dw, ref.target.key, slot.value[ref.start:ref.end], slot.value, ref.namespace)
             if hit is not None:
                 field_ = f"env {slot.label}" if slot.field == "env" else f"{slot.field}[{slot.label}]"
-                yield (*hit, Evidence(obj, slot.container, field_, _excerpt(slot.value, ref.start)))
+                yield (*hit, Evidence(obj, slot.container, field_, excerpt(slot.value, ref.start)))
     # a value devlane or a plugin set is the lane's own (a plugin's dev database URL); an address of the same
     # kind left beside it is the app's fallback, which the given one overrides (`POSTGRES` over `DB_HOST`)
     before = {(c, f): v for c, f, _, v in _values(pod_spec(dw.baseline.obj))}
@@ -213,8 +214,7 @@ def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, known: froz
              for line_key, line in _lines(k, v) for a in find_addresses(line, line_key)}
     for container, field_, key, value in kept:
         for line_key, line in _lines(key, value):
-            for hit in _outside(known, targets, own_kinds, line_key, line, Evidence(obj, container, field_,
-                                                                                    _masked(line))):
+            for hit in _outside(known, targets, own_kinds, line_key, line, (obj, container, field_)):
                 if not _overridden(hit[2], given):
                     yield hit
     for read, doc, data in pod.reads:
@@ -225,14 +225,13 @@ def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, known: froz
                 value = data[key]
                 hit = _baseline(model, dev, dw, ref.target.key, value[ref.start:ref.end], value, ref.namespace)
                 if hit is not None:
-                    shown = "(secret)" if secret else _excerpt(value, ref.start)
+                    shown = "(secret)" if secret else excerpt(value, ref.start)
                     yield (*hit, Evidence(source, None, f"key {key}", shown))
         for key, value in data.items():
             if read.keys is not None and key not in read.keys:
                 continue
             for line_key, line in _lines(key, value):
-                shown = Evidence(source, None, f"key {key}", "(secret)" if secret else _masked(line))
-                yield from _outside(known, targets, own_kinds, line_key, line, shown)
+                yield from _outside(known, targets, own_kinds, line_key, line, (source, None, f"key {key}"), secret)
 
 
 def _baseline(model: Model, dev: DevSet, dw: DevWorkload, key: str, host: str, value: str,
@@ -255,8 +254,10 @@ def _baseline(model: Model, dev: DevSet, dw: DevWorkload, key: str, host: str, v
 
 
 def _outside(known: frozenset[str], targets: Targets, own_kinds: set[str | None], key: str, value: str,
-             evidence: Evidence) -> Iterator[tuple[Class, str, str, str, Evidence]]:
-    """Datastore and registry addresses whose host no object of the repository (nor the lane) defines."""
+             where: tuple[str, str | None, str], secret: bool = False
+             ) -> Iterator[tuple[Class, str, str, str, Evidence]]:
+    """Datastore and registry addresses whose host no object of the repository (nor the lane) defines, each with
+    the evidence `where` (object, container, field) shows: the value around the address, or `(secret)`."""
     for address in find_addresses(value, key):
         first = address.host.split(".", 1)[0]
         if address.host in _NOT_HOSTS or targets.resolve(address.host) is not None or first in known \
@@ -266,7 +267,8 @@ def _outside(known: frozenset[str], targets: Targets, own_kinds: set[str | None]
             continue  # the pod's own container: copied with the pod
         target = f"{address.host}:{address.port}" if address.port else address.host
         cls: Class = "registry" if address.role == "registry" else "outside-store"
-        yield cls, target, address.kind, address.evidence, evidence
+        yield cls, target, address.kind, address.evidence, Evidence(*where, "(secret)" if secret else
+                                                                     excerpt(value, address.start))
 
 
 def _external_hosts(model: Model) -> frozenset[str]:
@@ -303,6 +305,7 @@ def _lines(key: str, value: str) -> Iterator[tuple[str, str]]:
     """A config entry as (key, value) pairs: itself, or each `k=v` / `k: v` / `k = v` line of a file, its key
     prefixed with the sections and mappings it sits in (`[redis]` then `host = cache`, or YAML's `redis:` then an
     indented `host: cache`, or JSON's `"redis": {`: `redis.host`), so a store's name in a parent key counts."""
+    deadline.check()
     if "\n" not in value:
         yield key, value
         return
@@ -336,15 +339,3 @@ def _split(text: str) -> tuple[str, str, str]:
 def _baseline_doc(model: Model, kind: str, home: str | None, name: str) -> dict | None:
     doc = model.find(kind, home, name)
     return doc.obj if doc is not None else None
-
-
-def _masked(value: str) -> str:
-    """The value with the passwords of URLs (`//user:***@`) and of key-value strings (`Password=***`) hidden."""
-    return _SECRET_PAIR.sub(r"\1\2***", _SECRET_IN_URL.sub(r"\1***@", value))
-
-
-def _excerpt(value: str, at: int, width: int = 120) -> str:
-    """The line of a (file) value that holds position `at`, masked."""
-    start = value.rfind("\n", 0, at) + 1
-    end = value.find("\n", at)
-    return _masked(value[start:end if end >= 0 else len(value)].strip())[:width]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 from dataclasses import replace
 
+from ...core import deadline
 from ...core.k8s import (
     LabelIndex,
     copy_tree,
@@ -37,6 +38,7 @@ from ...core.k8s import (
 )
 from ...core.names import DEVLANE, FLOW_LABEL, KARDINAL, SHARED, dev_label_value, flow_labels
 from ...core.references import apply, apply_namespaces
+from ...core.secrets_mask import excerpt
 from ...core.stores import find_addresses
 from ...errors import Diagnostics, Problem
 from ..inputs.document import Document
@@ -89,6 +91,7 @@ def make(model: Model, plan: Plan, settings: CopySettings,
     cloner = _Cloner(model, DevSet(versions=versions, dev_names=dev_names, lane=lane, namespaces=namespaces,
                                    by_header=by_header), diags, strict)
     for dw in copied.values():
+        deadline.check()
         cloner.rewrite(dw, model.nodes_on(dw.baseline))
         cloner.volumes(dw, model.nodes_on(dw.baseline))
     for key, override in plan.overrides.items():
@@ -302,7 +305,7 @@ class _Cloner:
         self.own_addresses.add((dw.namespace, dw.name, where))
         node = self.model.services[dw.service]
         self._warn(f"dev workload {dw.name} registers with the registry {registry}, which the lane shares with the "
-                   f"baseline: its own address ({where} = {value}) is kept as the baseline's, so the "
+                   f"baseline: its own address ({where} = {excerpt(value)}) is kept as the baseline's, so the "
                    f"registry never hands baseline callers the dev pod (and the lane's callers that look "
                    f"{node.name} up there reach the baseline's)", dw.baseline,
                    hint=f"copy the registry into the lane: annotate {registry} kardinal.dev.service/stateful: "

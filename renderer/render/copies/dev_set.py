@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ...core.k8s import pod_spec, pod_template
 from ...core.names import SHARED
 from ...core.references import Targets
+from ...core.secrets_mask import mask
 from ..inputs.document import Document
 from ..model.records import Model
 from ..plan.planner import service_targets
@@ -58,10 +59,11 @@ class Rewrite:
     new: str
 
     def as_dict(self) -> dict:
+        """As `flow.metadata` records it: the values with the secrets of their URLs masked (`secrets_mask`)."""
         if self.container is None:
-            return {"configMap": self.object, "key": self.label, "old": self.old, "new": self.new}
-        return {"workload": self.object, "container": self.container, self.field: self.label, "old": self.old,
-                "new": self.new}
+            return {"configMap": self.object, "key": self.label, "old": mask(self.old), "new": mask(self.new)}
+        return {"workload": self.object, "container": self.container, self.field: self.label, "old": mask(self.old),
+                "new": mask(self.new)}
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from renderer.views.markdown import MAX_COMMENT
 
 def test_secret_values_never_reach_the_report():
     text = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  key: c2VjcmV0\nstringData:\n  pw: hunter2\n"
-    masked = diff._masked(text, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+    masked = diff.masked_object(text, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
                                  "data": {"key": "c2VjcmV0"}, "stringData": {"pw": "hunter2"}})  # fmt: skip
     assert "c2VjcmV0" not in masked and "hunter2" not in masked and "key: <redacted sha256:" in masked
     plain = "kind: ConfigMap\ndata:\n  a: b\n"
-    assert diff._masked(plain, {"kind": "ConfigMap", "data": {"a": "b"}}) == plain
+    assert diff.masked_object(plain, {"kind": "ConfigMap", "data": {"a": "b"}}) == plain
 
 
 @pytest.mark.parametrize("cap", [MAX_COMMENT, 4_000, 1_500, 300])
