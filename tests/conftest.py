@@ -46,6 +46,51 @@ settings.register_profile("thorough", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("DEVLANE_HYPOTHESIS", "default"))
 
 
+# No process outlives the suite (issue 40). Each test process, at its end, lists the processes it started that still
+# run (in-process renders: probes, plugins, gRPC servers, git); with xdist each worker is a session of its own and
+# cannot fail the run, so workers write theirs to a directory the controller reads. The controller (or the only
+# process) adds every bwrap orphaned on this machine since the suite began (a killed sandbox setup sleeps forever),
+# prints them all and fails the run.
+_LEFTOVERS = "DEVLANE_TEST_LEFTOVERS"
+if _LEFTOVERS not in os.environ:
+    os.environ[_LEFTOVERS] = tempfile.mkdtemp(prefix="devlane-test-leftovers-")
+    atexit.register(shutil.rmtree, os.environ[_LEFTOVERS], True)
+_SUITE_STARTED = pytest.StashKey[int]()
+
+
+def pytest_sessionstart(session):
+    from support.processes import now_ticks
+
+    session.config.stash[_SUITE_STARTED] = now_ticks()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    from support.processes import descendants, orphaned_sandboxes, processes, wait_for
+
+    since = session.config.stash.get(_SUITE_STARTED, None)
+    if since is None:
+        return
+    leftovers = os.environ[_LEFTOVERS]
+    worker = hasattr(session.config, "workerinput")
+    if worker or not session.config.pluginmanager.hasplugin("dsession"):  # the controller's children are workers
+        mine = lambda: descendants(os.getpid(), processes(since))  # noqa: E731
+        if not wait_for(lambda: not mine(), 5):
+            with open(os.path.join(leftovers, f"{os.getpid()}.txt"), "a") as out:
+                out.writelines(f"left running by test process {os.getpid()}: {p}\n" for p in mine())
+    if worker:
+        return
+    wait_for(lambda: not orphaned_sandboxes(since), 5)
+    found = [f"orphaned sandbox: {p}\n" for p in orphaned_sandboxes(since)]
+    for name in sorted(os.listdir(leftovers)):
+        with open(os.path.join(leftovers, name)) as text:
+            found += text.readlines()
+    if found:
+        print("\n\nPROCESSES OUTLIVED THE TEST SUITE (issue 40: no process outlives the command that started it):\n"
+              + "".join(f"  {line}" for line in found), file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_report_header(config):
     """Which plugin-sandbox layers this machine enforces: the security tests skip only the missing ones."""
     from renderer.host.confine import confinement

@@ -51,20 +51,28 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
+def _interrupt(signum: int) -> None:
+    raise Interrupted(signum)
+
+
 @contextlib.contextmanager
-def _signals(api: ModuleType) -> Iterator[None]:
-    """SIGINT and SIGTERM kill every plugin process group at once, then unwind; restored afterwards."""
+def _signals(api: ModuleType, deadline: ModuleType) -> Iterator[None]:
+    """SIGINT and SIGTERM kill every plugin process group at once, then unwind (after the output's swap into place,
+    when one is under way); SIGALRM stops the command at its `--timeout` deadline wherever it is (`core.deadline`),
+    after killing them too; restored afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def on_signal(signum: int, _frame: object) -> None:
         api.stop_plugins()  # at once: the threads waiting on plugins return, and no new plugin starts
-        raise Interrupted(signum)
+        if not deadline.defer(functools.partial(_interrupt, signum)):
+            _interrupt(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with deadline.alarms(api.stop_plugins):
+            yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -95,14 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     # only now: `--help`, `--version` and usage errors end above without loading the library; the handler
     # would import the API anyway, and the signal handlers must not import anything
     from .. import api
-    from ..core import tempdirs
+    from ..core import deadline, tempdirs
+    from ..host import process
 
     tempdirs.reclaim_once()  # what a run killed with SIGKILL left in $TMPDIR, whichever command comes next
     if _process_ends:
         api.retain_until_exit()
+        process.adopt_orphans()  # nothing it starts outlives the command, not even what escapes a sandbox
 
     try:
-        with _signals(api):
+        with _signals(api, deadline):
             code = args.handler(args)
             sys.stdout.flush()  # a closed pipe fails here, not at interpreter exit
             return code
@@ -110,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         name = signal.Signals(exc.signum).name
         print(f"devlane: stopped by {name}; running plugins were killed", file=sys.stderr)
         return 128 + exc.signum
-    except DevlaneError as exc:
+    except (DevlaneError, deadline.TimedOut) as exc:
+        if isinstance(exc, deadline.TimedOut):  # a deadline no session turned into its error
+            exc = exc.error()
         if debug:
             traceback.print_exc()
         for p in exc.problems:

@@ -25,6 +25,7 @@ class Budget:
     config: float | None = None  # .devlane.yaml plugins.timeoutSeconds
     total: float | None = None  # --timeout
     started: float = field(default_factory=time.monotonic)
+    by: str = "--timeout"  # what set `total` (the Argo CD CMP: ARGOCD_EXEC_TIMEOUT)
 
     def limit(self, manifest: Manifest) -> tuple[float, str]:
         """A call's own limit and who set it (flag, plugin.yaml, .devlane.yaml or the default)."""
@@ -40,16 +41,18 @@ class Budget:
         limit = self.limit(manifest)[0]
         left = self.left()
         if left <= 0:
-            raise fail(f"the render ran out of its --timeout budget of {self.total:g} s before this plugin ran",
-                       where, "raise --timeout, or make the plugins faster", "render-timeout", RenderTimeout)
+            raise fail(f"timed out after {self.total:g} s before this plugin ran: the whole command's budget "
+                       f"({self.by}) ran out", where, f"raise {self.by}, or make the plugins faster", "render-timeout",
+                       RenderTimeout)
         return float(min(limit, left))
 
     def explain(self, exc: DevlaneError) -> DevlaneError:
         """A call that timed out as the whole budget ran out says so: --plugin-timeout would not help."""
         if not isinstance(exc, PluginTimeout) or self.total is None or self.left() > 0:
             return exc
-        why = f" (the rest of the --timeout budget of {self.total:g} s for the whole render)"
-        hint = "raise --timeout, or make the plugins faster"
+        why = (f" (the rest of the {self.by} budget of {self.total:g} s for the whole render: the render timed out "
+               f"after {self.total:g} s)")
+        hint = f"raise {self.by}, or make the plugins faster"
         return exc.with_problems([replace(p, message=p.message + why, hint=hint) for p in exc.problems])
 
     def left(self) -> float:

@@ -700,9 +700,9 @@ def probe(method: str, cgroups: tuple[tuple[str, str], ...] = (), binary: Wrappe
             proc = check.start(jail.argv, work)
             out, err = proc.communicate(timeout=PROBE_TIMEOUT_SECONDS)
         except (OSError, subprocess.SubprocessError) as exc:
-            check.stop()
             return _unconfined(method, f"{tool}: {exc}")
         finally:
+            check.stop()  # on every path (a timeout, a signal's exception): nothing of the probe outlives it
             if jail is not None:
                 jail.end()
     finally:
@@ -722,7 +722,13 @@ def probe(method: str, cgroups: tuple[tuple[str, str], ...] = (), binary: Wrappe
 
 class _Check:
     """The probe's one process, which the exit handler may stop at any moment: before it starts (then it never
-    does: a sandbox started after devlane died would miss its parent-death signal), while it runs, or after."""
+    does: a sandbox started after devlane died would miss its parent-death signal), while it runs, or after.
+
+    It runs in a process group of its own, and is stopped by killing that whole group: bwrap's first child (pid 1
+    of the new PID namespace) waits on an eventfd for its parent to write the uid map, before it sets its own
+    parent-death signal or leaves the group. Killing bwrap alone in that instant left the child blocked forever,
+    parent gone: the sleeping probes that accumulated on machines running devlane often (a render that needs no
+    plugin ends while the probe runs on its thread)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -734,16 +740,18 @@ class _Check:
             if self._stopped:
                 raise OSError("devlane is exiting")
             self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work,
-                                          env=plugin_env(work))
+                                          env=plugin_env(work), start_new_session=True)
             return self._proc
 
     def stop(self) -> None:
+        """Kill the probe's whole process group (whatever state it is in), and reap it."""
         with self._lock:
             self._stopped = True
-            if self._proc is not None and self._proc.poll() is None:
+            if self._proc is not None and self._proc.returncode is None:
+                with contextlib.suppress(OSError):
+                    os.killpg(self._proc.pid, signal.SIGKILL)  # the group: bwrap and its child in setup alike
                 with contextlib.suppress(OSError, subprocess.SubprocessError):
-                    self._proc.kill()
-                    self._proc.wait(PROBE_TIMEOUT_SECONDS)  # SIGKILL to bwrap: its namespace dies with it
+                    self._proc.wait(PROBE_TIMEOUT_SECONDS)
 
 
 def _layers(method: str, facts: dict[str, Any], limits: Limits, cgroups: tuple[tuple[str, str], ...],

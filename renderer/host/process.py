@@ -7,13 +7,16 @@ Every process-based runtime (exec, and kardinal-python through `renderer.sdk.kar
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -22,7 +25,7 @@ from typing import IO, Any
 
 import yaml
 
-from ..core import tempdirs
+from ..core import deadline, tempdirs
 from ..errors import DevlaneError, PluginError, PluginTimeout, Problem, Where, fail
 from ..protocol.krm import MAX_MESSAGE_BYTES
 from . import confine, sandbox
@@ -30,6 +33,7 @@ from . import confine, sandbox
 STDERR_KEEP_BYTES = 1024 * 1024  # only the end of a plugin's stderr is kept
 TAIL_LINES = 20
 KILL_GRACE_SECONDS = 2.0
+DRAIN_GRACE = 0.5  # how long the rest of a dead process's output may take to be read
 TIMEOUT_HINT = ("raise the limit with --plugin-timeout SECONDS (or spec.timeoutSeconds in plugin.yaml), or make the "
                 "plugin faster; plugins must not wait on the network during render")
 
@@ -134,7 +138,7 @@ def exit_status(returncode: int) -> str:
 # Starting and stopping every plugin process
 
 _live: dict[int, subprocess.Popen] = {}  # pid (= process group id) -> process, while it may run
-_live_lock = threading.Lock()
+_live_lock = threading.RLock()  # reentrant: `stop_all` runs in a signal handler of a thread that may hold it
 _stopping = threading.Event()
 _requests: queue.Queue[tuple[list[str], dict[str, Any], Future]] = queue.Queue()
 _launcher: threading.Thread | None = None
@@ -148,9 +152,15 @@ def _launch_loop() -> None:
     while True:
         argv, kwargs, fut = _requests.get()
         try:
-            fut.set_result(subprocess.Popen(argv, **kwargs))
+            proc = subprocess.Popen(argv, **kwargs)
         except BaseException as exc:
             fut.set_exception(exc)
+            continue
+        with _live_lock:  # registered here, so `stop_all` finds it even if the caller was interrupted meanwhile
+            _live[proc.pid] = proc
+        if _stopping.is_set():  # a stop raced with this start
+            signal_group(proc.pid, signal.SIGKILL)
+        fut.set_result(proc)
 
 
 def launch(argv: list[str], **kwargs: Any) -> subprocess.Popen:
@@ -169,12 +179,7 @@ def launch(argv: list[str], **kwargs: Any) -> subprocess.Popen:
             _launcher.start()
     fut: Future = Future()
     _requests.put((argv, {**kwargs, "start_new_session": True, "close_fds": True}, fut))
-    proc = fut.result()
-    with _live_lock:
-        _live[proc.pid] = proc
-    if _stopping.is_set():  # a stop raced with this start
-        signal_group(proc.pid, signal.SIGKILL)
-    return proc
+    return fut.result()
 
 
 def forget(proc: subprocess.Popen) -> None:
@@ -199,6 +204,71 @@ def resume() -> None:
     _stopping.clear()
 
 
+# --------------------------------------------------------------------------------------------------
+# Nothing outlives the command: the CLI adopts its orphans and ends every child at exit
+
+PR_SET_CHILD_SUBREAPER = 36
+SWEEP_SECONDS = 2.0  # at exit, how long killed children may take to be reaped
+_adopting = False
+
+
+def adopt_orphans() -> None:
+    """Make this process the reaper of every descendant orphaned under it (Linux `PR_SET_CHILD_SUBREAPER`), and end
+    them all at exit (`_end_children`). For a process that is only its command (the CLI): a sandbox's setup killed
+    in the instant before its parent-death signal is set (bwrap blocks forever on an eventfd then), or a plugin's
+    process that escaped its group where no PID namespace or cgroup holds it, comes back to devlane instead of init."""
+    global _adopting
+    if _adopting or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    _adopting = True
+    atexit.register(_end_children)
+
+
+def _children() -> list[int]:
+    """Pids of this process's live children (zombies included: they are reaped below), from /proc."""
+    me, out = os.getpid(), []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                        stat = fh.read()
+                    if int(stat[stat.rfind(b")") + 2:].split()[1]) == me:
+                        out.append(int(entry.name))
+    return out
+
+
+def _end_children() -> None:
+    """At exit: SIGKILL every child still there (with its process group when it leads one: a sandbox in its setup
+    is still in its parent's group), reap it, and again for the orphans that killing adopts, until none is left."""
+    tempdirs.remove_all()  # the sandbox probe and the temporary directories first, as their owner ends them
+    stop = time.monotonic() + SWEEP_SECONDS
+    own_group = os.getpgrp()
+    while (kids := _children()) and time.monotonic() < stop:
+        for pid in kids:
+            with contextlib.suppress(OSError):
+                if os.getpgid(pid) == pid != own_group:
+                    os.killpg(pid, signal.SIGKILL)
+                else:
+                    os.kill(pid, signal.SIGKILL)
+        while time.monotonic() < stop:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                time.sleep(0.01)
+                if not _children():
+                    break
+
+
 @dataclass(frozen=True)
 class Finished:
     """How one plugin process ended."""
@@ -208,6 +278,7 @@ class Finished:
     stderr: str
     timed_out: bool
     overflow: bool
+    held: bool = False  # its stdout was still open at the deadline, held by a process it started
 
 
 def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | None = None,
@@ -229,7 +300,8 @@ def spawn(argv: list[str], data: bytes, timeout: float, env: dict[str, str] | No
         proc = launch(jail.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp,
                       env={**sandbox.plugin_env(tmp), **(env or {})})
         try:
-            return _unwrapped(_converse(proc, data, timeout, limit))
+            with deadline.bounded():  # its own timer ends it at the command's deadline at the latest, naming it
+                return _unwrapped(_converse(proc, data, timeout, limit))
         finally:
             forget(proc)
     finally:
@@ -253,6 +325,8 @@ def _unwrapped(done: Finished) -> Finished:
 
 
 def _converse(proc: subprocess.Popen, data: bytes, timeout: float, limit: int) -> Finished:
+    """Feed the process `data`, read its reply until its stdout closes, all within `timeout` from now."""
+    ends = time.monotonic() + timeout
     out = bytearray()
     err = BoundedTail()
     overflow = threading.Event()
@@ -274,9 +348,10 @@ def _converse(proc: subprocess.Popen, data: bytes, timeout: float, limit: int) -
                 return
             out.extend(chunk)
 
-    threads = [threading.Thread(target=t, daemon=True) for t in (write_stdin, read_stdout)]
-    threads.append(threading.Thread(target=err.drain, args=(proc.stderr,), daemon=True))
-    for t in threads:
+    writer = threading.Thread(target=write_stdin, daemon=True)
+    reader = threading.Thread(target=read_stdout, daemon=True)
+    drain = threading.Thread(target=err.drain, args=(proc.stderr,), daemon=True)
+    for t in (writer, reader, drain):
         t.start()
     timed_out, finished = threading.Event(), threading.Event()
 
@@ -293,16 +368,25 @@ def _converse(proc: subprocess.Popen, data: bytes, timeout: float, limit: int) -
     timer.start()
     try:
         proc.wait()
+        # Whatever the plugin left running in its session goes with it (as its PID namespace or cgroup does): render
+        # must leave nothing behind, and every sandbox ends the call the same way.
+        signal_group(proc.pid, signal.SIGKILL)
+        # The reply is whole once stdout is closed. A process that left the group (setsid) and still holds it, where
+        # no PID namespace ended it, keeps the call running until its deadline, as Go's exec.Cmd.Wait does: then the
+        # call timed out, whatever it wrote (and the cgroup, or the CLI's sweep of adopted orphans, ends that process).
+        while reader.is_alive() and not _stopping.is_set() and (wait := ends - time.monotonic()) > 0:
+            reader.join(min(wait, 0.05))
+        reader.join(DRAIN_GRACE)  # what the pipe still holds, once the process is gone
     finally:
         finished.set()
         timer.cancel()
-    # Whatever the plugin left running in its session goes too: render must leave nothing behind.
-    signal_group(proc.pid, signal.SIGKILL)
-    for t in threads:
-        t.join(timeout=5)
+        signal_group(proc.pid, signal.SIGKILL)  # on every path: an interrupt or a deadline in the wait above
+    held = reader.is_alive() and not overflow.is_set()
+    for t in (writer, drain):
+        t.join(DRAIN_GRACE)
     if _stopping.is_set():
         raise Stopped(Problem("devlane was interrupted; the plugin was killed", code="interrupted"))
-    return Finished(proc.returncode, bytes(out), err.text(), timed_out.is_set(), overflow.is_set())
+    return Finished(proc.returncode, bytes(out), err.text(), timed_out.is_set() or held, overflow.is_set(), held)
 
 
 def _result_lines(stdout: bytes) -> str:
@@ -322,8 +406,9 @@ def reply_of(done: Finished, label: str, timeout: float, where: Where) -> bytes:
         raise fail(f"{label} wrote more than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB of output on the protocol "
                    "channel" + tail, where, "return smaller objects; keep large data (seed scripts, fixtures) in "
                    "extension objects or in the image", "plugin-output-too-large", PluginError)
-    if done.timed_out:
-        raise fail(f"{label} timed out after {timeout:g} s; the plugin's whole process group was killed" + tail,
+    if done.timed_out:  # whatever it wrote: a reply cut at the deadline is no reply
+        held = " (it exited, but a process it started held its output open)" if done.held else ""
+        raise fail(f"{label} timed out after {timeout:g} s{held}; the plugin's whole process group was killed" + tail,
                    where, TIMEOUT_HINT, "plugin-timeout", PluginTimeout)
     status = exit_status(done.returncode)
     if not done.stdout.strip():

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core import deadline
 from ..errors import PluginError, PluginTimeout, Problem, Where, fail
 from ..protocol.krm import ID, dumps, strip_internal
 from ..sdk.kardinal import Failure, KardinalHandler, load_module
@@ -267,7 +268,8 @@ class GrpcRuntime(Runtime):
 
     def exchange(self, inv: Invocation, data: bytes, timeout: float) -> Answer:
         try:
-            return Answer(self.client(inv.instance).invoke(inv.operation, data, timeout))
+            with deadline.bounded():  # the call's gRPC deadline ends it by the command's at the latest, naming it
+                return Answer(self.client(inv.instance).invoke(inv.operation, data, timeout))
         except PluginTimeout:
             self.close()  # like an exec plugin on timeout: stop what we started
             raise

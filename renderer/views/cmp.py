@@ -162,8 +162,8 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
     spec = api.resolve(FlowRequest(flow_id=req.flow_id, images=req.images))
 
     try:
-        with api.open_session(api.Options(repo=app_dir, timeout=req.timeout, top=repository_dir(app_dir, env),
-                                          cache=cache)) as s:
+        with api.open_session(api.Options(repo=app_dir, timeout=req.timeout, timeout_by="ARGOCD_EXEC_TIMEOUT",
+                                          top=repository_dir(app_dir, env), cache=cache)) as s:
             if s.settings.routes.mode == "istio":  # before anything is read or run
                 raise DevlaneError(Problem(
                     "routing istio cannot be rendered by the Config Management Plugin: Istio sidecars need one "

@@ -17,20 +17,12 @@ from pathlib import Path
 
 import pytest
 from support import ROOT, app_yaml
+from support.devlane_runs import HANG
 from support.processes import mentioning, sleep_token, wait_for, with_token
 
 pytestmark = pytest.mark.e2e
 
 FLOW = ("--flow", "pr-1", "--service", "api=api:2", "--stdout")
-HANG = '''
-import signal, subprocess, time
-
-def create_flow(service_specs, pod_specs, flow_uuid, token=""):
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    subprocess.Popen(["sleep", token])
-    print("started", flush=True)
-    time.sleep(600)
-'''
 RAISES = '''
 def create_flow(service_specs, pod_specs, flow_uuid):
     raise RuntimeError("the seed is missing")

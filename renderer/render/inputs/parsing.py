@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from ...core import code_version, parallel, yamlio
+from ...core import code_version, deadline, parallel, yamlio
 from ...core.cache import Cache, Uncacheable, blob_id, encode
 from ...core.version import VERSION
 from ...errors import DevlaneError
@@ -106,6 +106,7 @@ def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, keys: l
     fresh: dict[str, bytes] = {}  # what this process parsed, for the cache
 
     def here(i: int) -> None:
+        deadline.check()
         outcome, payload = _parse(*items[i], encoded=cache is not None)
         out[i] = outcome
         if payload is not None and cache is not None:

@@ -14,6 +14,7 @@ import copy
 from collections import defaultdict
 from typing import Any
 
+from ...core import deadline
 from ...core.k8s import LabelIndex, map_matches, pod_template
 from ...core.names import DEVLANE as D
 from ...core.names import KARDINAL as K
@@ -54,6 +55,7 @@ def build_model(documents: list[Document], default_namespace: str | None = None)
     legacy_entries: list[Document] = []
     seen: dict[tuple[str | None, str], Document] = {}
     for doc in documents:
+        deadline.check()
         if doc.kind != "Service" or doc.api_version != "v1":
             continue
         ann = doc.annotations

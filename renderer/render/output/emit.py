@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...core import parallel
+from ...core import deadline, parallel
 from ...core.files import read_user_file
 from ...core.jsonio import dumps_pretty
 from ...core.k8s import CLUSTER_SCOPED
@@ -191,13 +191,16 @@ def _dumped(objects: list[dict]) -> list[str]:
     """Each object's canonical YAML, across the available cores when there are many: PyYAML's representer
     is Python, and a wide flow dumps thousands of objects (half its render). Same text either way."""
     workers = parallel.available_cpus()
-    if workers < 2 or len(objects) < PARALLEL_OBJECTS or not parallel.can_fork():
-        return [dump(obj) for obj in objects]
     texts: list[str] = [""] * len(objects)
 
     def here(share: range) -> None:
         for i in share:
+            deadline.check()
             texts[i] = dump(objects[i])
+
+    if workers < 2 or len(objects) < PARALLEL_OBJECTS or not parallel.can_fork():
+        here(range(len(objects)))
+        return texts
 
     split = parallel.shares([1] * len(objects), workers)
     done = parallel.fork_map(range(len(objects)), split, lambda i: dump(objects[i]).encode("utf-8"), here)
