@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support import kubectl_kustomize, plugin_definition, validate_strict, yaml_doc
-from support.footprint import pod_requests, q
+from support.footprint import most_pods, pod_requests, q
 
 from renderer.render.plugins.output_policy import content_findings, name_findings
 
@@ -290,3 +290,96 @@ def test_the_footprint_of_a_real_app_equals_the_sums_of_its_rendered_objects(tmp
         q(t["spec"]["resources"]["requests"]["storage"]) * o["spec"].get("replicas", 1)
         for o in workloads for t in o["spec"].get("volumeClaimTemplates") or [])
     assert fp["storageBytes"] == storage
+
+
+# the queue plugin, adding the lane's autoscalers: an HPA on web (maxReplicas 40), a KEDA ScaledObject on db (no
+# maxReplicaCount: KEDA's 100), a VPA on web (no replicas), and a KEDA ScaledJob (5 jobs of 2 pods at most)
+SCALING_PLUGIN = textwrap.dedent("""
+    def create_flow(service_specs, pod_specs, flow_uuid):
+        flow = flow_uuid[len("jobs-"):]
+        web = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-" + flow}
+        hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+               "metadata": {"name": "web-" + flow_uuid},
+               "spec": {"scaleTargetRef": web, "minReplicas": 2, "maxReplicas": 40, "metrics": [{
+                   "type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                              "averageUtilization": 70}}}]}}
+        keda = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "db-" + flow_uuid},
+                "spec": {"scaleTargetRef": {"kind": "StatefulSet", "name": "db-" + flow}, "triggers": [
+                    {"type": "cpu", "metricType": "Utilization", "metadata": {"value": "60"}}]}}
+        vpa = {"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+               "metadata": {"name": "web-vpa-" + flow_uuid},
+               "spec": {"targetRef": web, "updatePolicy": {"updateMode": "Auto"}}}
+        sweep = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledJob", "metadata": {"name": "sweep-" + flow_uuid},
+                 "spec": {"maxReplicaCount": 5, "jobTargetRef": {"parallelism": 2, "template": {"spec": {
+                     "restartPolicy": "Never", "containers": [{"name": "sweep", "image": "sweep:1", "resources": {
+                         "requests": {"cpu": "100m", "memory": "32Mi"}}}]}}},
+                          "triggers": [{"type": "cron", "metadata": {"timezone": "UTC", "start": "0 * * * *",
+                                                                     "end": "5 * * * *", "desiredReplicas": "5"}}]}}
+        return {"pod_specs": pod_specs, "config_map": {}, "resources": [hpa, keda, vpa, sweep]}
+""")
+SCALING_MANIFEST = {"apiVersion": "devlane.dev/v1alpha1", "kind": "Plugin", "metadata": {"name": "queue"},
+                    "spec": {"emits": ["autoscaling/HorizontalPodAutoscaler", "keda.sh/ScaledObject",
+                                       "keda.sh/ScaledJob", "autoscaling.k8s.io/VerticalPodAutoscaler"]}}
+
+
+def scaling_shop(harness, tmp_path: Path, config: dict | None = None) -> str:
+    out = shop(harness, tmp_path, config)
+    harness.plugin("plugins/queue", SCALING_PLUGIN, SCALING_MANIFEST)
+    return out
+
+
+def test_autoscalers_count_their_target_at_its_maximum(harness, tmp_path):
+    """An HPA's maxReplicas, a ScaledObject's default 100 and a ScaledJob's jobs times parallelism are what the lane
+    may reserve; the VPA adds no replicas. The footprint equals this suite's own sums at those counts (storage too:
+    each StatefulSet replica claims its own volume)."""
+    out = scaling_shop(harness, tmp_path)
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 0, done.stderr
+    objects, meta = rendered(out)
+    fp = meta["footprint"]
+    workloads = [o for o in objects if o["kind"] in ("Deployment", "StatefulSet", "ScaledJob")]
+    assert fp["devCopies"] == len(workloads) == 3
+    pods = {o["metadata"]["name"]: most_pods(o, objects) for o in workloads}
+    assert pods == {"web-pr-1": (40, "HorizontalPodAutoscaler/web-jobs-pr-1"),
+                    "db-pr-1": (100, "ScaledObject/db-jobs-pr-1"), "sweep-jobs-pr-1": (10, None)}
+
+    def spec(o: dict) -> dict:
+        return (o["spec"]["jobTargetRef"] if o["kind"] == "ScaledJob" else o["spec"])["template"]["spec"]
+
+    def total(key: str, resource: str) -> Decimal:
+        return sum((pod_requests(spec(o), key, resource) * pods[o["metadata"]["name"]][0] for o in workloads),
+                   Decimal(0))
+
+    assert fp["requests"] == {"cpuMillicores": int(total("requests", "cpu") * 1000),
+                              "memoryBytes": int(total("requests", "memory"))}
+    assert fp["requests"]["cpuMillicores"] == 40 * 1050 + 10 * 100  # db's container requests nothing
+    assert fp["limits"] == {"cpuMillicores": int(total("limits", "cpu") * 1000),
+                            "memoryBytes": int(total("limits", "memory"))}
+    storage = sum(q(c["spec"]["resources"]["requests"]["storage"]) for c in objects
+                  if c["kind"] == "PersistentVolumeClaim") + sum(
+        q(t["spec"]["resources"]["requests"]["storage"]) * pods[o["metadata"]["name"]][0]
+        for o in workloads for t in o["spec"].get("volumeClaimTemplates") or [])
+    assert fp["storageBytes"] == storage == (2 + 100 * 5) * 2**30
+    assert {w["object"]: (w["replicas"], w.get("scaledBy")) for w in fp["workloads"]} == {
+        f"{o['kind']}/{o['metadata']['name']}": pods[o["metadata"]["name"]] for o in workloads}
+    assert fp["cloudResources"] == {}  # KEDA's objects scale the lane; they are no cloud resource
+    readme = (Path(out) / "flows" / "pr-1" / "README.md").read_text()
+    assert "| Autoscaled | Deployment/web-pr-1 up to 40 pods (HorizontalPodAutoscaler/web-jobs-pr-1); " \
+           "StatefulSet/db-pr-1 up to 100 pods (ScaledObject/db-jobs-pr-1) |" in readme, readme
+
+
+def test_an_hpas_maximum_counts_against_the_budget_naming_the_hpa(harness, tmp_path):
+    """The lane starts at 2100m CPU, within a 10-core budget; its HPA may scale web to 40 pods of 1050m: refused,
+    naming the HPA, nothing written. Without the autoscalers the same budget passes."""
+    out = scaling_shop(harness, tmp_path, {"policy": {"budget": {"cpu": "10"}}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 1, done.stderr
+    assert "flow pr-1 is over policy.budget.cpu: its pods request 43 CPU, the budget is 10; most: " \
+           "Deployment/web-pr-1 42 (40 replicas, the most HorizontalPodAutoscaler/web-jobs-pr-1 may scale it to)" \
+           in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not (Path(out) / "flows" / "pr-1").exists()
+    harness.plugin("plugins/queue", QUEUE_PLUGIN, {"apiVersion": "devlane.dev/v1alpha1", "kind": "Plugin",
+                                                   "metadata": {"name": "queue"},
+                                                   "spec": {"emits": ["sqs.services.k8s.aws/Queue"]}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 0, done.stderr

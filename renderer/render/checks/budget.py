@@ -12,7 +12,7 @@ from decimal import Decimal
 from ...core.quantity import bytes_text, cpu_text
 from ...errors import Problem, Where
 from ..settings.lifecycle import Budget, Prices
-from .footprint import Footprint, cost_parts
+from .footprint import Footprint, WorkloadUse, cost_parts
 
 TOP = 3
 WHERE = Where(file=".devlane.yaml")
@@ -36,13 +36,13 @@ def over(fp: Footprint, budget: Budget, flow_id: str, prices: Prices | None) -> 
     by_cpu = sorted(fp.workloads, key=lambda w: (-w.requests.cpu, w.ref))
     if budget.cpu is not None and requests.cpu > budget.cpu:
         out.append(_error(flow_id, "cpu", f"its pods request {cpu_text(requests.cpu)} CPU", cpu_text(budget.cpu),
-                          [f"{w.ref} {cpu_text(w.requests.cpu)}{_times(w.replicas)}" for w in by_cpu
+                          [f"{w.ref} {cpu_text(w.requests.cpu)}{_times(w)}" for w in by_cpu
                            if w.requests.cpu]))
     by_memory = sorted(fp.workloads, key=lambda w: (-w.requests.memory, w.ref))
     if budget.memory is not None and requests.memory > budget.memory:
         out.append(_error(flow_id, "memory", f"its pods request {bytes_text(requests.memory)} of memory",
                           bytes_text(budget.memory),
-                          [f"{w.ref} {bytes_text(w.requests.memory)}{_times(w.replicas)}" for w in by_memory
+                          [f"{w.ref} {bytes_text(w.requests.memory)}{_times(w)}" for w in by_memory
                            if w.requests.memory]))
     if budget.storage is not None and fp.storage > budget.storage:
         volumes = sorted(fp.volumes, key=lambda v: (-v[1], v[0]))
@@ -59,8 +59,10 @@ def over(fp: Footprint, budget: Budget, flow_id: str, prices: Prices | None) -> 
     return out
 
 
-def _times(replicas: int) -> str:
-    return f" ({replicas} replicas)" if replicas != 1 else ""
+def _times(w: WorkloadUse) -> str:
+    if w.scaled_by:  # counted at the most its autoscaler may give it
+        return f" ({w.replicas} replicas, the most {w.scaled_by} may scale it to)"
+    return f" ({w.replicas} replicas)" if w.replicas != 1 else ""
 
 
 def _cost(fp: Footprint, cap: Decimal, flow_id: str, prices: Prices | None) -> list[Problem]:

@@ -3,11 +3,18 @@
 Why: what users of per-pull-request environments pay for is what the lanes leave running; a reviewer should see
 it before merge, and `policy.budget` refuses a lane over its limits. Everything here comes from the objects the
 flow directory holds, so it is the same whoever computes it:
-- dev copies: the workloads of the lane (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod);
+- dev copies: the workloads of the lane (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod, and
+  a KEDA ScaledJob);
 - CPU and memory requests and limits, per pod as the scheduler counts them (the larger of the app containers
   plus sidecars and each init container plus the sidecars started before it; a missing request is the
   container's limit, else its namespace's LimitRange default), times replicas (a Job's or
   CronJob's parallelism; a DaemonSet counts one pod, per node); containers without requests are named;
+- what scales: a workload that a HorizontalPodAutoscaler (its `maxReplicas`) or a KEDA ScaledObject (its
+  `maxReplicaCount`, 100 when unset, as KEDA defaults it) of the lane targets counts at the most replicas it
+  may run (the larger of that and its own), and a ScaledJob at `maxReplicaCount` jobs of its parallelism: what
+  the lane may reserve, not what it starts with. A VerticalPodAutoscaler adds no replicas and its
+  recommendations have no bound unless it sets one, so it changes nothing here (the requests counted are the
+  pods' own);
 - storage: each PersistentVolumeClaim's request, and a StatefulSet's claim templates times its replicas;
 - cloud resources: custom resources by group/Kind (an RDS instance, a Neon branch, a topic), but for the mesh
   routes devlane itself renders;
@@ -23,11 +30,14 @@ from typing import Any
 
 from ...core import quantity
 from ...core.k8s import pod_spec
+from ..plugins.object_refs import pod_spec_at
 from ..settings.lifecycle import Prices
 
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob", "Pod")
 RESOURCES = ("cpu", "memory")
 ROUTING_GROUPS = ("networking.istio.io", "security.istio.io", "telemetry.istio.io")  # devlane's own routes
+AUTOSCALING = "keda.sh"  # KEDA: in-cluster scaling, not a cloud resource
+KEDA_MAX_REPLICAS = 100  # KEDA's default maxReplicaCount (ScaledObject and ScaledJob)
 GIB = Decimal(2**30)
 LIFECYCLE_LABEL = "devlane.dev/lifecycle"  # `output.lifecycle`'s objects
 
@@ -56,10 +66,12 @@ class WorkloadUse:
     requests: Usage  # all replicas
     limits: Usage
     per_node: bool = False  # a DaemonSet: one pod per node, counted once
+    scaled_by: str = ""  # the autoscaler whose maximum `replicas` is (Kind/name)
 
     def as_dict(self) -> dict[str, Any]:
         return {"object": self.ref, "replicas": self.replicas, "requests": self.requests.as_dict(),
-                "limits": self.limits.as_dict(), **({"perNode": True} if self.per_node else {})}
+                "limits": self.limits.as_dict(), **({"perNode": True} if self.per_node else {}),
+                **({"scaledBy": self.scaled_by} if self.scaled_by else {})}
 
 
 @dataclass(frozen=True)
@@ -107,12 +119,14 @@ def compute(objects: Iterable[dict], prices: Prices | None = None) -> Footprint:
     workloads, missing, volumes, cloud, names = [], [], [], {}, {}
     objects = list(objects)
     defaults = _limit_range_defaults(objects)
+    scalers = _scalers(objects)
     for obj in objects:
         kind, name = obj.get("kind"), (obj.get("metadata") or {}).get("name")
         if LIFECYCLE_LABEL in _mapping((obj.get("metadata") or {}).get("labels")):
             continue  # devlane's sleep schedule and quota: not what the lane runs
-        if kind in WORKLOADS and _group(obj) in ("", "apps", "batch"):
-            use, unrequested = _workload(obj, defaults.get((obj.get("metadata") or {}).get("namespace"), {}))
+        if (kind in WORKLOADS and _group(obj) in ("", "apps", "batch")) or _scaled_job(obj):
+            namespace = (obj.get("metadata") or {}).get("namespace")
+            use, unrequested = _workload(obj, defaults.get(namespace, {}), scalers.get((namespace, kind, name)))
             workloads.append(use)
             missing += unrequested
             if kind == "StatefulSet":
@@ -156,7 +170,40 @@ def _group(obj: dict) -> str:
 def _custom(obj: dict) -> bool:
     """A custom resource: an API group of its own (a dot in it), not Kubernetes' (`*.k8s.io`), not a mesh route."""
     group = _group(obj)
-    return "." in group and not group.endswith(".k8s.io") and group not in ROUTING_GROUPS
+    return "." in group and not group.endswith(".k8s.io") and group not in (*ROUTING_GROUPS, AUTOSCALING)
+
+
+def _count(value: object, default: int) -> int:
+    """A replica count as the API reads it: a non-negative integer, else `default`."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def _scaled_job(obj: dict) -> bool:
+    return obj.get("kind") == "ScaledJob" and _group(obj) == AUTOSCALING
+
+
+def _scalers(objects: list[dict]) -> dict[tuple[Any, Any, Any], tuple[int, str]]:
+    """Per target workload (namespace, kind, name), the most replicas an autoscaler of the lane may give it and
+    that autoscaler (Kind/name): HorizontalPodAutoscalers (`maxReplicas`) and KEDA ScaledObjects
+    (`maxReplicaCount`, default 100; a target's kind defaults to Deployment). The largest wins."""
+    out: dict[tuple[Any, Any, Any], tuple[int, str]] = {}
+    for obj in objects:
+        kind, group, spec = obj.get("kind"), _group(obj), _mapping(obj.get("spec"))
+        if kind == "HorizontalPodAutoscaler" and group == "autoscaling":
+            most, default_kind = spec.get("maxReplicas"), None
+            if not isinstance(most, int) or isinstance(most, bool) or most < 1:
+                continue  # the API server refuses it; strict validation names it
+        elif kind == "ScaledObject" and group == AUTOSCALING:
+            most, default_kind = _count(spec.get("maxReplicaCount"), KEDA_MAX_REPLICAS), "Deployment"
+        else:
+            continue
+        target = _mapping(spec.get("scaleTargetRef"))
+        meta = _mapping(obj.get("metadata"))
+        key = (meta.get("namespace"), target.get("kind") or default_kind, target.get("name"))
+        found = (most, f"{kind}/{meta.get('name')}")
+        if key not in out or (found[0], out[key][1]) > (out[key][0], found[1]):  # a tie: the first by name
+            out[key] = found
+    return out
 
 
 def _replicas(obj: dict) -> tuple[int, bool]:
@@ -166,13 +213,16 @@ def _replicas(obj: dict) -> tuple[int, bool]:
         return 1, True
     if kind == "Pod":
         return 1, False
+    if _scaled_job(obj):  # up to maxReplicaCount jobs at once, each of its parallelism
+        return (_count(spec.get("maxReplicaCount"), KEDA_MAX_REPLICAS)
+                * _count(_mapping(spec.get("jobTargetRef")).get("parallelism"), 1)), False
     if kind == "Job":
         value = spec.get("parallelism", 1)
     elif kind == "CronJob":
         value = _mapping(_mapping(spec.get("jobTemplate")).get("spec")).get("parallelism", 1)
     else:
         value = spec.get("replicas", 1)
-    return (value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 1), False
+    return _count(value, 1), False
 
 
 def _mapping(value: object) -> dict:
@@ -228,10 +278,15 @@ def _limit_range_defaults(objects: list[dict]) -> dict[str | None, dict]:
     return out
 
 
-def _workload(obj: dict, default_request: dict | None = None) -> tuple[WorkloadUse, list[str]]:
+def _workload(obj: dict, default_request: dict | None = None,
+              scaled: tuple[int, str] | None = None) -> tuple[WorkloadUse, list[str]]:
     ref = f"{obj['kind']}/{obj['metadata']['name']}"
-    spec = pod_spec(obj)
+    found = pod_spec_at(obj) if _scaled_job(obj) else None  # its pod spec is its job target's
+    spec = _mapping(found[1]) if found is not None else pod_spec(obj)
     replicas, per_node = _replicas(obj)
+    scaled_by = ""
+    if scaled is not None and not per_node and scaled[0] >= replicas:
+        replicas, scaled_by = scaled
     missing = []
     for group in ("initContainers", "containers"):
         for c in spec.get(group) or []:
@@ -245,7 +300,7 @@ def _workload(obj: dict, default_request: dict | None = None) -> tuple[WorkloadU
                 missing.append(f"{ref} container {c.get('name')}: no {' or '.join(lacking)} request")
     requests = _pod_usage(_requests_defaulted(spec, default_request or {}), "requests")
     return WorkloadUse(ref, replicas, requests.times(replicas), _pod_usage(spec, "limits").times(replicas),
-                       per_node), missing
+                       per_node, scaled_by), missing
 
 
 def _requests_defaulted(spec: dict, default_request: dict) -> dict:
@@ -290,6 +345,11 @@ def summary(record: dict, lifecycle: dict | None = None) -> list[tuple[str, str]
     rows = [("Dev workloads", f"{record['devCopies']}{pods}"),
             ("CPU requests / limits", pair("cpuMillicores", quantity.cpu_text)),
             ("Memory requests / limits", pair("memoryBytes", quantity.bytes_text))]
+    scaled = [w for w in record.get("workloads") or [] if w.get("scaledBy")]
+    if scaled:
+        more = f" and {len(scaled) - 2} more" if len(scaled) > 2 else ""
+        rows.append(("Autoscaled", "; ".join(f"{w['object']} up to {w['replicas']} pods ({w['scaledBy']})"
+                                            for w in scaled[:2]) + more))
     missing = record.get("withoutRequests") or []
     if missing:
         more = f" and {len(missing) - 2} more" if len(missing) > 2 else ""

@@ -20,13 +20,29 @@ and each object it added or changed must add none of:
   owner references, finalizers or server-set fields on the object itself,
 - a Service of type NodePort or LoadBalancer or with `externalIPs` (`privileged`),
 - a pod that a baseline selector matches, or that mounts a baseline PersistentVolumeClaim, or a Service
-  that selects baseline pods (`isolation`).
-A lifecycle hook keeps each object's kind, namespace and name (`identity`). For changed objects only what
-the call introduced counts: a privileged baseline that a dev copy inherited is not the plugin's doing.
+  that selects baseline pods (`isolation`),
+- a reference outside the flow (`reference`): every field that names or selects another object
+  (`object_refs`: scale targets, selectors, volumes and env sources, ServiceAccounts, routes' parents and
+  backends, policies' targets...) must name an object of the flow (`<name>-<flowId>`, in the flow's
+  namespaces) or select no baseline pod or Service; what a kind cannot do without on shared infrastructure
+  (a KafkaTopic's cluster, an ExternalSecret's store) is listed there as shared and accepted. No setting
+  lifts this rule;
+and each object it added must be of a kind whose references `object_refs` models, or one the trusted policy
+lists (`unmodeled`: a plugin's own `spec.emits` is not enough); there, a reference-like key (`*Ref`,
+`*Name`, `target`, `selector`...) naming a baseline object of the namespace is refused (`reference`).
+RBAC reaches only the flow's objects, and never what creating reaches: a Role may not let its subjects
+create (or rewrite) what starts pods (pods, workloads, custom workload kinds: a pod mounts any Secret and
+runs as any ServiceAccount of its namespace), open a shell or a port in a pod, or mint credentials (tokens,
+token Secrets, certificates). A lifecycle hook keeps each object's kind, namespace and name (`identity`).
+For changed objects only what the call introduced counts: a privileged baseline (or a baseline Secret) that
+a dev copy inherited is not the plugin's doing, and a dev copy's pods may be pointed at a Secret or ConfigMap
+provisioned out of band (no object of the repository: the pull request's own manifests may name one too).
 
 `.devlane.yaml` `policy.plugins.<name>` lifts `clusterScoped`, `rbac`, `privileged` and `secrets`
 (`allow`) and adds kinds (`kinds`) and namespaces (`namespaces`) for one plugin; the other rules always
 hold. Every refusal names the plugin, the object and the rule, and the switch that would allow it.
+devlane's built-in plugins (its own code, never a plugin that takes a built-in's name) reach past the flow
+only where `BUILTIN_REACH` lists it, each on purpose.
 """
 
 from __future__ import annotations
@@ -34,9 +50,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from ...core.k8s import CLUSTER_SCOPED, identity, map_matches, pod_template, policy_selects
+from ...core.k8s import (
+    CLUSTER_SCOPED,
+    LabelIndex,
+    identity,
+    map_matches,
+    pod_template,
+    policy_selects,
+    required_labels,
+)
 from ...core.names import SHARED
 from ...errors import PluginError, Problem, Where
 from ...host.choose import Choice
@@ -45,7 +70,20 @@ from ..copies.dev_set import DevSet
 from ..model.records import Model
 from ..model.repo_index import claim_mounts, pod_items
 from ..plan.flow_spec import FLOW_ID, MAX_FLOW_ID
+from ..settings.grants import Grants
 from ..settings.repo_config import CONFIG_FILE, PluginAllow
+from .object_refs import (
+    LABEL,
+    Reference,
+    api_group,
+    loose_references,
+    modeled,
+    pod_spec_at,
+    references,
+    selector_matcher,
+)
+from .object_refs import as_list as _list
+from .object_refs import get_in as _get
 
 Identity = tuple[str, str | None, str]  # kind, namespace, name
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -62,6 +100,59 @@ APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 WIDE_SUBJECTS = {("Group", "system:authenticated"), ("Group", "system:unauthenticated"),
                  ("Group", "system:serviceaccounts"), ("User", "system:anonymous")}
 WIDE_VERBS = {"*", "escalate", "bind", "impersonate"}
+# What a Role may not grant, whatever the names (Kubernetes' RBAC good practices: workload creation, token
+# request, CSRs): (API group, resource) -> (the verbs, what they reach). Writing a pod template is creating pods:
+# a pod mounts any Secret and ConfigMap of its namespace and runs as any of its ServiceAccounts. Evicting
+# (`pods/eviction`) starts nothing: it is held to the flow's own pods by `resourceNames`, like other subresources.
+STARTS_PODS = "starts pods that may mount any Secret of the namespace and run as any of its ServiceAccounts"
+WRITES = frozenset({"create", "update", "patch"})
+WORKLOAD_RESOURCES: dict[str, tuple[str, ...]] = {
+    "": ("pods", "replicationcontrollers"), "apps": ("deployments", "replicasets", "statefulsets", "daemonsets"),
+    "batch": ("jobs", "cronjobs"), "argoproj.io": ("rollouts", "workflows", "cronworkflows"),
+    "serving.knative.dev": ("services", "configurations", "revisions"), "keda.sh": ("scaledjobs",),
+    "batch.volcano.sh": ("jobs",), "jobset.x-k8s.io": ("jobsets",), "leaderworkerset.x-k8s.io": ("leaderworkersets",),
+    "kubeflow.org": ("pytorchjobs", "tfjobs", "mpijobs", "xgboostjobs", "paddlejobs", "jaxjobs", "notebooks"),
+    "ray.io": ("rayclusters", "rayjobs", "rayservices"), "tekton.dev": ("taskruns", "pipelineruns"),
+    "sparkoperator.k8s.io": ("sparkapplications", "scheduledsparkapplications"),
+    "apps.kruise.io": ("clonesets", "statefulsets", "daemonsets", "broadcastjobs", "advancedcronjobs"),
+    "apps.openshift.io": ("deploymentconfigs",),
+}
+RBAC_REACH: dict[tuple[str, str], tuple[frozenset[str], str]] = {
+    **{(group, r): (WRITES, STARTS_PODS) for group, found in WORKLOAD_RESOURCES.items() for r in found},
+    # exec and attach over WebSockets are GET requests (Kubernetes 1.30+)
+    **{("", f"pods/{r}"): (frozenset({"create", "get"}), "opens a shell or a port in pods, which hold the "
+                                                          "Secrets and tokens they mount")
+       for r in ("exec", "attach", "portforward")},
+    ("", "pods/ephemeralcontainers"): (WRITES, "adds containers to running pods, with their Secrets and tokens"),
+    ("", "serviceaccounts/token"): (frozenset({"create"}), "mints tokens of ServiceAccounts"),
+    ("", "secrets"): (frozenset({"create"}), "mints tokens: the control plane fills a Secret of type "
+                                            "kubernetes.io/service-account-token with a token of the account it names"),
+    ("certificates.k8s.io", "certificatesigningrequests"): (frozenset({"create"}), "mints client certificates"),
+}
+# What a built-in plugin reaches past the flow on purpose (its own code only, `Caller.builtin`): plugin ->
+# (kind of its object, rule, the field: `*` any name or kind, `**` any path), each matching the field or a parent.
+# A built-in takes a Secret's name from its definition's args, as the app's own manifests name theirs: what it
+# adds is no wider than what the pull request's manifests may do themselves.
+DEV_PASSWORD = (("*", "reference", "**.containers[*].env[*].valueFrom.secretKeyRef"),
+                ("*", "reference", "**.initContainers[*].env[*].valueFrom.secretKeyRef"))
+BUILTIN_REACH: dict[str, tuple[tuple[str, str, str], ...]] = {
+    # the dev pods read the database password from the Secret the definition names (the app's own), from which
+    # the controller also sets the password of the flow's database
+    "aws-rds": (*DEV_PASSWORD, ("DBInstance", "reference", "spec.masterUserPassword"),
+                ("DBCluster", "reference", "spec.masterUserPassword")),
+    # its PostDelete Job empties the bucket as the ServiceAccount its definition names (one with S3 rights, IRSA)
+    "aws-s3": (("Job", "reference", "spec.template.spec.serviceAccountName"),),
+    "azure-sql": DEV_PASSWORD,
+    "cloud-sql": (*DEV_PASSWORD, ("SQLUser", "reference", "spec.password.valueFrom.secretKeyRef")),
+    # the seeded database's own password, from the Secret the definition names
+    "mongodb-seed": DEV_PASSWORD, "mysql-seed": DEV_PASSWORD, "postgres-seed": DEV_PASSWORD,
+    # `secret_name`: a Secret holding a Stripe test-mode key the team keeps
+    "stripe": DEV_PASSWORD,
+    # its Jobs call the Neon API with the key of the Secret its definition names (`key_secret`), and write the
+    # lane's connection string to a Secret they create (a Role cannot narrow create by name)
+    "neon-branch": (("Job", "reference", "spec.template.spec.containers[neon].env[NEON_API_KEY]"),
+                    ("Role", "rbac", "rules.secrets")),
+}
 # keys of an object, never of a pod spec: a pod spec carrying them tries to set what devlane owns
 FOREIGN_POD_SPEC_KEYS = ("apiVersion", "kind", "metadata", "spec", "status", "template", "labels", "annotations",
                          "namespace", "ownerReferences", "finalizers", "managedFields")
@@ -78,6 +169,7 @@ class Finding:
     key: str
     why: str
     fix: str = ""  # what the hint's switch would list: the kind or the namespace
+    at: str = ""  # the field it is about (`BUILTIN_REACH` matches it)
 
 
 @dataclass(frozen=True)
@@ -88,11 +180,7 @@ class Caller:
     plugin: str
     emits: tuple[str, ...]
     allow: PluginAllow
-
-
-def api_group(obj: dict) -> str:
-    version = obj.get("apiVersion")
-    return version.rpartition("/")[0] if isinstance(version, str) else ""
+    builtin: bool = False  # devlane's own built-in (its origin, not its name): `BUILTIN_REACH` applies
 
 
 def ref(ident: Identity) -> str:
@@ -151,16 +239,6 @@ def name_findings(name: str, flow_id: str, repository_names: frozenset[str] = fr
 # -- content rules: what an object carries, whoever added it -------------------------------------------------
 
 
-def _get(value: Any, *keys: str) -> Any:
-    for key in keys:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
-def _list(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
 def secret_findings(obj: dict) -> list[Finding]:
     if obj.get("kind") != "Secret" or api_group(obj) != "":
         return []
@@ -175,7 +253,9 @@ def _lanes(name: Any, flow_id: str) -> bool:
 def rbac_findings(obj: dict, flow_id: str) -> list[Finding]:
     """RBAC reaches only the lane's own objects: a binding of a Role of the flow to ServiceAccounts of the flow;
     a Role whose rules name the flow's objects (`resourceNames`), or only create objects (a name RBAC cannot
-    narrow, and creating reaches nothing that exists); never Secrets beyond the flow's, never a wildcard."""
+    narrow) of kinds whose creation reaches nothing that exists; never what `RBAC_REACH` lists (creating a pod
+    reaches every Secret and ServiceAccount of the namespace), never Secrets beyond the flow's, never a
+    wildcard."""
     kind = obj.get("kind")
     if api_group(obj) != RBAC_GROUP:
         return []
@@ -212,6 +292,9 @@ def _rule_findings(i: int, rule: Any, flow_id: str) -> list[Finding]:
     names = _list(_get(rule, "resourceNames"))
     if _list(_get(rule, "nonResourceURLs")):
         return [Finding("rbac", f"rules[{i}]", f"rules[{i}] grants non-resource URLs, which are the cluster's")]
+    reach = _reach_findings(i, rule, resources, verbs)
+    if reach:
+        return reach
     if names:
         foreign = sorted(str(n) for n in names if not _lanes(n, flow_id))
         return [Finding("rbac", f"rules[{i}]", f"rules[{i}] names {', '.join(foreign)}, not objects of the "
@@ -221,6 +304,22 @@ def _rule_findings(i: int, rule: Any, flow_id: str) -> list[Finding]:
     what = "every Secret" if "secrets" in resources else f"every {', '.join(sorted(resources)) or 'object'}"
     return [Finding("rbac", f"rules[{i}]", f"rules[{i}] reaches {what} of the namespace, not only the flow's "
                     f"objects (list their names in resourceNames)")]
+
+
+def _reach_findings(i: int, rule: Any, resources: set[str], verbs: set[str]) -> list[Finding]:
+    """What `RBAC_REACH` lists that the rule grants, whatever names it lists (a pod template written for a flow's
+    own workload mounts the namespace's Secrets as well)."""
+    groups = sorted({str(g) for g in _list(_get(rule, "apiGroups"))})
+    out = []
+    for resource in sorted(resources):
+        for group in groups:
+            reached = RBAC_REACH.get((group, resource))
+            granted = sorted(verbs & reached[0]) if reached else []
+            if reached and granted:
+                full = f"{resource}.{group}" if group else resource
+                out.append(Finding("rbac", f"rules[{i}]:{full}", f"rules[{i}] grants {', '.join(granted)} on {full}, "
+                                   f"which {reached[1]}", at=f"rules.{full}"))
+    return out
 
 
 def _security_findings(ctx: Any, where: str) -> Iterator[Finding]:
@@ -342,10 +441,14 @@ def list_findings(obj: dict) -> list[Finding]:
 
 
 def content_findings(obj: dict, flow_id: str) -> list[Finding]:
-    """Every content rule but isolation (which needs the baseline)."""
-    spec = obj.get("spec") if obj.get("kind") == "Pod" else pod_template(obj).get("spec")
-    where = "spec" if obj.get("kind") == "Pod" else ("spec.jobTemplate.spec.template.spec"
-                                                    if obj.get("kind") == "CronJob" else "spec.template.spec")
+    """Every content rule but isolation and references (which need the baseline)."""
+    found = pod_spec_at(obj)  # a kind that keeps it elsewhere (a KEDA ScaledJob's job target)
+    if found is not None:
+        where, spec = found
+    else:
+        spec = obj.get("spec") if obj.get("kind") == "Pod" else pod_template(obj).get("spec")
+        where = "spec" if obj.get("kind") == "Pod" else ("spec.jobTemplate.spec.template.spec"
+                                                        if obj.get("kind") == "CronJob" else "spec.template.spec")
     return (list_findings(obj) + secret_findings(obj) + rbac_findings(obj, flow_id) + service_findings(obj)
             + pod_spec_findings(spec, where) + metadata_findings(obj, top=True))
 
@@ -357,7 +460,7 @@ class OutputPolicy:
     """The output policy of one flow's render: the flow's namespaces and the baseline it must not touch,
     the repository's exceptions, and which plugin added or last changed each object (`owners`)."""
 
-    def __init__(self, model: Model, dev: DevSet, flow_id: str, exceptions: dict[str, PluginAllow]):
+    def __init__(self, model: Model, dev: DevSet, flow_id: str, exceptions: Grants):
         self.model = model
         self.flow_id = flow_id
         self.exceptions = exceptions
@@ -370,12 +473,10 @@ class OutputPolicy:
         self.owners: dict[Identity, str] = {}
 
     def caller(self, instance: str, choice: Choice) -> Caller:
-        """The caller for a call of `choice` as `instance`: `policy.plugins` entries for either name apply."""
-        allow = PluginAllow()
-        for key in dict.fromkeys((choice.name, instance)):
-            if key in self.exceptions:
-                allow = allow | self.exceptions[key]
-        return Caller(instance, choice.name, choice.manifest.emitted_kinds, allow)
+        """The caller for a call of `choice` as `instance`: the trusted `policy.plugins` grants for either name whose
+        identity the chosen code has (`settings.grants`)."""
+        allow = self.exceptions.allowed(choice.name, instance, choice.source)
+        return Caller(instance, choice.name, choice.manifest.emitted_kinds, allow, choice.source.origin == "builtin")
 
     # -- the three kinds of call ---------------------------------------------------------------------------
 
@@ -444,18 +545,31 @@ class OutputPolicy:
             full = f"{group}/{kind}" if group else kind
             found.append(Finding("emits", "kind", f"{full} is not among the kinds plugin {caller.plugin} declares "
                                  f"({', '.join(caller.emits) or 'none'})", full))
-        found += content_findings(obj, self.flow_id) + self._isolation(obj, ns)
-        return [self._problem(caller, ident, f) for f in found if self._refused(caller, f)]
+        if not modeled(obj) and not emitted(obj, caller.allow.kinds) and not list_findings(obj):
+            group = api_group(obj)
+            full = f"{group}/{kind}" if group else kind
+            found.append(Finding("unmodeled", "unmodeled", f"devlane does not model the references of {full} (which "
+                                 "fields name or select other objects), so it cannot tell what the object reaches",
+                                 full))
+        isolation = self._isolation(obj, ns)
+        found += content_findings(obj, self.flow_id) + isolation + self._references(caller, obj, ns, isolation)
+        return [self._problem(caller, ident, f) for f in found if self._refused(caller, f, kind)]
 
     def _changed(self, caller: Caller, before: dict, after: dict) -> list[Problem]:
         problem = malformed(after, maps=False)
         if problem:
             return [_malformed(caller, identity(before), problem)]
         ns = identity(before, self.model.default_namespace)[1]
-        had = {(f.rule, f.key) for f in content_findings(before, self.flow_id) + self._isolation(before, ns)}
-        new = [f for f in content_findings(after, self.flow_id) + self._isolation(after, ns)
-               if (f.rule, f.key) not in had]
-        return [self._problem(caller, identity(after), f) for f in new if self._refused(caller, f)]
+        had = {(f.rule, f.key) for f in self._content(caller, before, ns)}
+        new = [f for f in self._content(caller, after, ns) if (f.rule, f.key) not in had]
+        kind = identity(after)[0]
+        return [self._problem(caller, identity(after), f) for f in new if self._refused(caller, f, kind)]
+
+    def _content(self, caller: Caller, obj: dict, ns: str | None) -> list[Finding]:
+        """What a changed object carries (`_changed` keeps what the call introduced)."""
+        isolation = self._isolation(obj, ns)
+        return (content_findings(obj, self.flow_id) + isolation
+                + self._references(caller, obj, ns, isolation, changed=True))
 
     def _isolation(self, obj: dict, namespace: str | None) -> list[Finding]:
         out = []
@@ -486,9 +600,139 @@ class OutputPolicy:
                                                                        else "")))
         return out
 
+    # -- references (`object_refs`) ------------------------------------------------------------------------
+
+    def _references(self, caller: Caller, obj: dict, namespace: str | None, isolation: list[Finding],
+                    changed: bool = False) -> list[Finding]:
+        """Each reference of the object that leaves the flow (one finding per object reached), but those
+        `_isolation` already refused and a binding's role and subjects (the rbac rule's); an object of a kind
+        `object_refs` does not model is read by the shape of its keys (`loose_references`).
+
+        A `changed` object's pod (a dev copy's: the pull request's own workload, whose manifest may name any
+        Secret or ConfigMap of its namespace as the baseline's does) may be pointed at a Secret or ConfigMap that
+        is no object of the repository (one provisioned out of band, such as a test-mode key: what a Kardinal
+        plugin does); at the repository's own, only if it read it before the call."""
+        if api_group(obj) == RBAC_GROUP:
+            return []
+        ns = identity(obj, namespace)[1]
+        loose = not modeled(obj)
+        pod = pod_spec_at(obj)
+        pod_at = f"{pod[0]}." if changed and pod is not None else None
+        said = {f.key.partition(":")[2] for f in isolation if f.key.startswith(("claim:", "reaches:"))}
+        prefixes = {f.key.partition(":")[0] for f in isolation}
+        skip = {path for kind, prefix, path in (("Service", "selects", "spec.selector"),
+                                                ("NetworkPolicy", "policy", "spec.podSelector"))
+                if obj.get("kind") == kind and prefix in prefixes}
+        out: dict[str, Finding] = {}
+        for r in loose_references(obj) if loose else references(obj):
+            if r.shared or r.path.startswith("metadata.ownerReferences") or r.path in skip:
+                continue  # shared on purpose; the metadata rule's; `_isolation`'s
+            if r.selector is not None:
+                found = self._selecting(caller, r, ns, loose)
+            elif self._unfollowed(r, ns, said, pod_at):
+                continue
+            else:
+                found = self._naming(caller, r, ns, loose)
+            if found is not None:
+                out.setdefault(found.key, found)
+        return list(out.values())
+
+    def _unfollowed(self, r: Reference, ns: str | None, said: set[str], pod_at: str | None) -> bool:
+        """A named reference `_isolation` already refused, or a changed pod's (under `pod_at`) Secret or ConfigMap
+        provisioned out of band (no object of the repository)."""
+        if r.kind in ("PersistentVolumeClaim", "Service") and r.name in said and not r.namespace:
+            return True
+        return (pod_at is not None and r.path.startswith(pod_at) and r.kind in ("Secret", "ConfigMap")
+                and not r.namespace and self._baseline_object(r.kind, ns, r.name) is None)
+
+    def _naming(self, caller: Caller, r: Reference, ns: str | None, loose: bool) -> Finding | None:
+        """A named reference: to a flow's object (named for the flow, in its namespaces), never a baseline one; for
+        an unmodeled kind (`loose`) only a baseline object of the namespace is refused."""
+        where = r.namespace or ns
+        baseline = self._baseline_object(r.kind, where, r.name)
+        key = f"ref:{baseline or r.named}" + (f" in namespace {where}" if where != ns else "")
+
+        def refuse(what: str) -> Finding:
+            return Finding("reference", key, f"{r.path} names {what}: a plugin's objects reference only the flow's "
+                           f"own (named <name>-{self.flow_id}, in its namespaces)", at=r.path)
+
+        if loose:
+            return refuse(f"the baseline {baseline} (the trusted policy lets the kind through, never a reference to "
+                          "the baseline)") if baseline is not None and where == ns else None
+        if r.cluster:
+            return refuse(f"{r.named}, which is the cluster's, never the flow's")
+        if where != ns and where not in self.namespaces and where not in caller.allow.namespaces:
+            return refuse(f"{r.named} in namespace {where}, which is not the flow's")
+        if baseline is not None:
+            return refuse(f"the baseline {baseline}")
+        if name_findings(r.name, self.flow_id, self.index.names.get(r.kind, frozenset())):
+            return refuse(f"{r.named}, which is not an object of the flow")
+        return None
+
+    def _selecting(self, caller: Caller, r: Reference, ns: str | None, loose: bool) -> Finding | None:
+        """A selector: over the flow's namespaces only, matching no baseline pod (or Service, `r.kind`)."""
+        what = "Services" if r.kind == "Service" else "pods"
+        spaces = [s for s in r.namespaces or () if s != ns]
+        other = [s for s in spaces if s == "*" or (s not in self.namespaces and s not in caller.allow.namespaces)]
+        if other and not loose:
+            reach = "every namespace" if "*" in other else f"namespace {', '.join(other)}"
+            return Finding("reference", f"sel:{r.path}:namespaces", f"{r.path} selects {what} of {reach}, not only the "
+                           "flow's namespaces", at=r.path)
+        matches = selector_matcher(r)
+        if matches is None and loose:
+            return None  # a key named like a selector that holds none: nothing it selects is known
+        if matches is None:
+            return Finding("reference", f"sel:{r.path}", f"{r.path} is no label selector devlane can read, so it "
+                           f"cannot tell which {what} it selects", at=r.path)
+        if matches is False:
+            return None
+        index = self._baseline_services if r.kind == "Service" else self._baseline_pods
+        required = r.selector if r.form != LABEL else required_labels(r.selector)
+        for space in dict.fromkeys([ns, *(s for s in spaces if s not in other)]):
+            for labels, doc in index.candidates(space, required):
+                if matches is True or matches(labels):
+                    return Finding("reference", f"sel:{r.kind}:{doc.ref}", f"{r.path} selects the {what} of baseline "
+                                   f"{doc.ref}: a plugin's selectors match only the flow's own", at=r.path)
+        return None
+
+    def _baseline_object(self, kind: str, ns: str | None, name: str) -> str | None:
+        """`Kind/name` of the baseline object of the namespace with that name (of `kind`, or of any kind when the
+        reference does not say), or None."""
+        kinds = self._baseline_names.get((ns, name), ())
+        if kind in kinds:
+            return f"{kind}/{name}"
+        return f"{kinds[0]}/{name}" if kinds and not kind else None
+
+    @cached_property
+    def _baseline_names(self) -> dict[tuple[str | None, str], list[str]]:
+        names: dict[tuple[str | None, str], list[str]] = {}
+        for doc in self.index.documents:
+            names.setdefault((doc.namespace or self.model.default_namespace, doc.name), []).append(doc.kind)
+        return names
+
+    @cached_property
+    def _baseline_pods(self) -> LabelIndex:
+        index = LabelIndex()
+        for ns, labels, doc in self.index.pods:
+            index.add(ns, labels, (labels, doc))
+        return index
+
+    @cached_property
+    def _baseline_services(self) -> LabelIndex:
+        index = LabelIndex()
+        for doc in self.index.documents:
+            if doc.kind == "Service" and doc.api_version == "v1":
+                labels = {str(k): v for k, v in doc.labels.items() if isinstance(v, (str, int, float, bool))}
+                index.add(doc.namespace or self.model.default_namespace, labels, (labels, doc))
+        return index
+
     @staticmethod
-    def _refused(caller: Caller, finding: Finding) -> bool:
-        return not (finding.rule in SWITCHES and finding.rule in caller.allow.allow)
+    def _refused(caller: Caller, finding: Finding, kind: str) -> bool:
+        if finding.rule in SWITCHES and finding.rule in caller.allow.allow:
+            return False
+        return not (caller.builtin and finding.at and any(
+            rule == finding.rule and _glob(want, kind) and _glob(at, finding.at, parents=True)
+            for want, rule, at in BUILTIN_REACH.get(caller.plugin, ())))
 
     def _problem(self, caller: Caller, ident: Identity, finding: Finding) -> Problem:
         return Problem(f"refused by the output policy (rule {finding.rule}): {finding.why}",
@@ -500,6 +744,13 @@ class OutputPolicy:
             raise PluginError(problems)
         for obj in touched:
             self.owners[identity(obj, namespace)] = caller.instance
+
+
+def _glob(pattern: str, text: str, parents: bool = False) -> bool:
+    """`BUILTIN_REACH`'s patterns: `**` any text, `*` any text but a dot (a name, a kind); with `parents`, the
+    pattern may stop at a `.` of the text (a field and what is under it)."""
+    regex = ".*".join("[^.]*".join(re.escape(part) for part in piece.split("*")) for piece in pattern.split("**"))
+    return re.fullmatch(regex + (r"(?:[.\[].*)?" if parents else ""), text) is not None
 
 
 _CLUSTER_DOMAIN = re.compile(r"\.svc(?:\.cluster\.local)?\.?\Z")
@@ -571,5 +822,10 @@ def _hint(caller: Caller, finding: Finding) -> str:
         "isolation": "give the plugin's pods labels of their own (no baseline selector may match them) and volumes "
                      "of their own",
         "identity": "return each object with the kind, namespace and name it was given",
+        "reference": "point the field at the flow's own objects (named <name>-<flowId>) and select only the flow's "
+                     "pods (labels no baseline object carries); no policy setting lifts this rule",
+        "unmodeled": f"if plugin {caller.plugin} is trusted with {fix} (its references reviewed by whoever grants it), "
+                     f"list it {trusted}: policy: {{plugins: {{{key}: {{kinds: [{fix}]}}}}}}; spec.emits in the "
+                     "plugin's own plugin.yaml is not enough",
         "list": "return the List's items as objects of their own, each checked by the output policy",
     }[rule]
