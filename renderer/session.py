@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .core import deadline
 from .core.cache import open_cache
 from .core.fence import operator_dirs
-from .core.source import open_source
+from .core.source import Source, open_source
 from .errors import DevlaneError, Problem, Where, as_errors
 from .host.budget import Budget
 from .host.choose import RunMode
@@ -24,7 +25,9 @@ from .host.confine import Limits, SandboxPolicy, probe_soon
 from .host.plugin_host import PluginHost
 from .render.inputs import load
 from .render.inputs.load import Loaded
+from .render.model.topology import build_model
 from .render.settings import trust
+from .render.settings.grants import Grants
 from .render.settings.render_settings import RenderSettings, render_settings
 from .render.settings.repo_config import Isolation, Routing, read_config
 from .render.stored.memo import ModelMemo
@@ -41,6 +44,7 @@ class Options:
     plugin_sources: dict[str, str] = field(default_factory=dict)
     plugin_timeout: float | None = None  # per plugin call (--plugin-timeout)
     timeout: float | None = None  # the whole command (--timeout)
+    timeout_by: str = deadline.TIMEOUT_FLAG  # what set `timeout`, for its message (the CMP: ARGOCD_EXEC_TIMEOUT)
     jobs: int | None = None
     strict: bool = False  # --strict: unwired edges and Secret-held addresses are errors
     top: Path | None = None  # the whole repository, when `repo` is a directory inside it that git cannot tell
@@ -65,6 +69,28 @@ def retain_until_exit() -> None:
     _retaining = True
 
 
+def _instances_at(source: Source | None, allowed: tuple[str, ...],
+                  until: float | None) -> dict[str, tuple[str, ...]]:
+    """Per instance, the plugins its definition names (its plugin, then its implementations) in the repository at
+    `source` (the trusted ref): what a grant keyed by an instance is for. Read once, when such a grant is used."""
+    if source is None:
+        return {}
+    try:
+        loaded = load.read(source, collect=True, allowed=allowed, deadline=until)
+    except DevlaneError:  # a trusted ref that does not load names no instance
+        return {}
+    model = build_model(loaded.documents, loaded.config.namespace)
+    return {name: tuple(str(c["name"]) for c in pdef.candidates) for name, pdef in model.plugin_defs.items()}
+
+
+def _end_git(source: Source) -> None:
+    """The git processes a `--ref` source keeps running (GitPython's `cat-file --batch`) end with the command (a
+    read of a result afterwards starts them again, for as long as it needs)."""
+    repo = getattr(source, "repo", None)
+    if repo is not None:
+        repo.close()
+
+
 class Session:
     """Use as a context manager: `close()` stops every plugin the command started."""
 
@@ -76,10 +102,16 @@ class Session:
         # acyclic containers, and each full collection would walk them all (a third of a warm render's time).
         self._collecting = gc.isenabled()
         gc.disable()
+        # --timeout bounds every stage from here on, the ones in this process too (`core.deadline`)
+        self._deadline = deadline.Deadline(options.timeout, self.started, options.timeout_by) \
+            if options.timeout is not None else None
+        if self._deadline is not None:
+            self._deadline.enter()
         try:
             self._open(options, mode, collect)
-        except BaseException:
+        except BaseException as exc:
             self._restore_gc()
+            self._end_deadline(exc)
             raise
 
     def _open(self, options: Options, mode: RunMode, collect: bool) -> None:
@@ -94,9 +126,12 @@ class Session:
         self.config_file = read_config(self.source, collect)
         trusted = trust.read_trusted(options.policy_file, open_source(self.root, options.trusted_ref)
                                      if options.trusted_ref else None)
-        self.config, self.ignored = trust.confine(self.config_file.config, trusted,
-                                                  options.strict or self.config_file.config.strict)
-        budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started)
+        strict = options.strict or self.config_file.config.strict
+        self.config, self.ignored = trust.confine(self.config_file.config, trusted, strict)
+        self.grants = Grants(trusted, self.config.plugin_policy, self.root, strict,
+                             functools.partial(_instances_at, trusted.ref, self.allowed, self.deadline))
+        budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started,
+                        options.timeout_by)
         self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
                                mode, budget, options.jobs,
                                SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox,
@@ -107,6 +142,7 @@ class Session:
     def load(self) -> Loaded:
         """The repository's inputs, read once per command (the first stage of every command that reads them)."""
         if self._loaded is None:
+            deadline.stage("loading the repository")
             self._loaded = load.read(self.source, self.collect, self.options.top, self.cache, self.allowed,
                                      self.deadline, self.memo, self.config_file)
             if self.cache is not None and self.cache.counters.writes:
@@ -127,15 +163,31 @@ class Session:
     def __enter__(self) -> Session:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, _type: object, exc: BaseException | None, _tb: object) -> None:
+        ended = self._deadline_ends()  # first: no alarm interrupts stopping the plugins
         try:
             self.host.close()
+            _end_git(self.source)
+            if self.grants.trusted.ref is not None:  # the trusted ref's git processes too
+                _end_git(self.grants.trusted.ref)
             if self.memo is not None:
                 self.memo.wait()
         finally:
             self._restore_gc()
             if _retaining:
                 _retained.append(self)
+        if isinstance(exc, deadline.TimedOut) and ended:
+            raise exc.error() from exc
+
+    def _deadline_ends(self) -> bool:
+        """This session's deadline out of force; whether no other is left (this was the command's outermost)."""
+        deadline_, self._deadline = self._deadline, None
+        return deadline_.leave() if deadline_ is not None else deadline.current() is None
+
+    def _end_deadline(self, exc: BaseException) -> None:
+        """A session that did not open: its deadline out of force, and a timeout said as the command's error."""
+        if self._deadline_ends() and isinstance(exc, deadline.TimedOut):
+            raise exc.error() from exc
 
     def _restore_gc(self) -> None:
         """The collector back on. In a process that retains its sessions, what exists now is moved out of the

@@ -63,6 +63,9 @@ def choose(resolver: Resolver, use: PluginUse, flow_id: str, mode: RunMode, repo
         try:
             src, manifest = resolver.get(cand.name)
         except DevlaneError as exc:
+            if any(p.code == "plugin-shadows-builtin" for p in exc.problems):
+                raise exc.with_problems([replace(p, where=replace(use.where, plugin=use.instance))
+                                         for p in exc.problems]) from None  # a wrong repository, not a missing plugin
             errors.append(exc)
             skipped.append({"name": cand.name, "reason": "not available: " + exc.problems[0].message})
             continue

@@ -13,11 +13,12 @@ import ast
 import hashlib
 import importlib.resources
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from ..core import tempdirs
 from ..core.fence import Fence
 from ..core.source import GitRefSource, Source
 from ..errors import DevlaneError, Problem, Where, fail
@@ -88,6 +89,24 @@ def _builtin_dir(name: str) -> Path | None:
     return root / name if root is not None else None
 
 
+def refuse_shadowing(name: str, what: str, fix: str, where: Where | None = None) -> None:
+    """A plain name that is a built-in's always means the built-in: a repository directory or a `plugins.sources`
+    entry that takes it is refused, naming both, so no grant meant for the built-in reaches other code by its
+    name."""
+    builtin = _builtin_dir(name)
+    if builtin is None or not is_plugin_dir(builtin):
+        return
+    raise fail(f"{what} takes the name of the built-in plugin {name!r} ({builtin}); a plain name always means the "
+               "built-in, so this is refused", replace(where or Where(), plugin=name),
+               f"{fix}; or, to use it, name it './{name}' in the plugin definition: then it is a repository plugin, "
+               f"and nothing granted to the built-in {name} applies to it", code="plugin-shadows-builtin")
+
+
+def _refuse_entry_shadowing(name: str) -> None:
+    refuse_shadowing(name, f"plugins.sources.{name} in .devlane.yaml", "give the entry another name (and the plugin "
+                     "definitions that use it)", Where(file=".devlane.yaml"))
+
+
 def _repo_candidate(name: str, repo_root: Path) -> Path:
     candidate = (repo_root / name).resolve()
     if not candidate.is_relative_to(repo_root):
@@ -116,6 +135,7 @@ def git_spec(
     if not isinstance(name, str) or not name.strip() or name in flag_sources:
         return None
     if name in config_sources:
+        _refuse_entry_shadowing(name)
         entry = config_sources[name]
         return config_git_spec(name, entry) if isinstance(entry, dict) and "git" in entry else None
     located = git_url_for(name)
@@ -222,6 +242,7 @@ def resolve_plugin_source(
         return PluginSource(name, _explicit_dir(name, path, f"--plugin-source {name}={raw}"), "flag")
 
     if name in config_sources:
+        _refuse_entry_shadowing(name)
         entry = config_sources[name]
         if isinstance(entry, dict) and "git" in entry:
             return _from_lock(config_git_spec(name, entry), repo_root, lock)
@@ -244,6 +265,7 @@ def resolve_plugin_source(
     candidate = _repo_candidate(name, repo_root)
     looked.append(f"{candidate} (path in the repository)")
     if is_plugin_dir(candidate):
+        refuse_shadowing(name, f"the repository's directory {name}/ ({candidate})", "rename the directory")
         return PluginSource(name, candidate, "repo")
 
     builtin = _builtin_dir(name)
@@ -316,6 +338,8 @@ class Resolver:
             if self.scratch is not None and not explicit:
                 found = _from_ref(name, self.source, self.scratch)
                 if found is not None:
+                    refuse_shadowing(name, f"the repository's directory {name}/ at {self.source.ref}",
+                                     "rename the directory")
                     return found
             lock = parse_lock(self.source.read(LOCK_FILE) if self.source.exists(LOCK_FILE) else None, LOCK_FILE)
         return resolve_plugin_source(name, self.repo_root, self.flag_sources, self.config_sources, lock=lock,
@@ -399,6 +423,95 @@ def plugin_digest(path: Path) -> str:
     for f in shared_modules(path):
         h.update(f"../{f.name}".encode() + b"\0" + f.read_bytes() + b"\0")
     return "sha256:" + h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The code a grant belongs to (never a name a pull request can reuse): a built-in itself, a git source's
+    directory at one commit, or whatever code has one content digest (`plugin_digest`)."""
+
+    kind: Literal["builtin", "git", "digest"]
+    value: str  # builtin: its name; git: the repository URL ("": the name is no git source); digest: sha256:...
+    commit: str = ""  # git
+    subdir: str = ""  # git: the plugin's directory in the repository
+    given_by: str = ""  # who names it, for messages: "devlane.lock at the trusted ref main", "the grant's digest"
+    any_url: bool = False  # git: the commit is the code, wherever it is fetched from (a grant's own `commit:`)
+
+    def matches(self, src: PluginSource, digest: Callable[[Path], str] = plugin_digest) -> bool:
+        if self.kind == "builtin":
+            return src.origin == "builtin" and src.name == self.value
+        if self.kind == "git":
+            checkout = plugin_cache.checkout_path(self.commit)
+            return (src.origin == "git" and bool(self.value) and src.commit == self.commit
+                    and (self.any_url or src.url == self.value)
+                    and src.path == (checkout / self.subdir if self.subdir else checkout).resolve())
+        return digest(src.path) == self.value
+
+    def __str__(self) -> str:
+        by = f" ({self.given_by})" if self.given_by else ""
+        if self.kind == "builtin":
+            return f"the built-in plugin {self.value}"
+        if self.kind == "git" and self.any_url:
+            return f"the code of commit {self.commit[:12]}{' in ' + self.subdir if self.subdir else ''}{by}"
+        if self.kind == "git":
+            return f"{self.value}{'/' + self.subdir if self.subdir else ''} at commit {self.commit[:12]}{by}"
+        return f"the code with digest {self.value}{by}"
+
+
+def describe_source(src: PluginSource, digest: Callable[[Path], str] = plugin_digest) -> str:
+    """Where plugin code comes from, and what identifies it, for a message that compares it with a grant's."""
+    if src.origin == "builtin":
+        return f"the built-in plugin {src.name}"
+    if src.origin == "git":
+        return f"{src.url} at commit {(src.commit or '')[:12]} (pinned in {LOCK_FILE})"
+    where = {"flag": f"--plugin-source {src.name}={src.path}", "config": f"plugins.sources.{src.name} in "
+             f".devlane.yaml ({src.path})", "repo": f"the repository's {src.name}"}[src.origin]
+    return f"{where}, digest {digest(src.path)}"
+
+
+def git_location(name: str, config_sources: dict[str, dict]) -> tuple[str, str] | None:
+    """(URL, subdir) of the git source `name` is, by its `plugins.sources` entry or by itself; None if neither
+    makes it one."""
+    entry = config_sources.get(name)
+    if isinstance(entry, dict) and isinstance(entry.get("git"), str) and entry["git"].strip():
+        return entry["git"].strip(), ""
+    return None if isinstance(entry, dict) else git_url_for(name)
+
+
+def trusted_identity(name: str, ref: GitRefSource | None, config_sources: dict[str, dict],
+                     lock: Lock) -> Identity | None:
+    """The code the trusted side means by plugin `name`: a built-in's plain name is the built-in; otherwise, at the
+    trusted ref (`ref`, with its `.devlane.yaml` `plugins.sources` and its `lock`), a git source at the commit that
+    lock pins, or a repository plugin by its digest there. None: it names no code."""
+    builtin = _builtin_dir(name)
+    if builtin is not None and is_plugin_dir(builtin):
+        return Identity("builtin", name)
+    if ref is None:
+        return None
+    at = f"at the trusted ref {ref.ref}"
+
+    def locked(spec: GitSpec) -> Identity | None:
+        pinned = lock.entries.get(name)
+        if pinned is None or (pinned.url, pinned.ref) != (spec.url, spec.ref):
+            return None
+        return Identity("git", pinned.url, pinned.commit, spec.subdir, f"{LOCK_FILE} {at}")
+
+    def digest_at(path: object) -> Identity | None:
+        if not isinstance(path, str) or not path:
+            return None
+        with tempdirs.scratch("plugins") as scratch:
+            found = _from_ref(path, ref, Path(scratch))
+            return Identity("digest", plugin_digest(found.path), given_by=f"{path} {at}") if found else None
+
+    entry = config_sources.get(name)
+    if entry is not None:  # the same order as `resolve_plugin_source`, without flags
+        if isinstance(entry, dict) and "git" in entry:
+            return locked(config_git_spec(name, entry))
+        return digest_at(entry.get("path") if isinstance(entry, dict) else None)
+    located = git_url_for(name)
+    if located is not None and is_url(name):
+        return locked(GitSpec(name, located[0], DEFAULT_REF, located[1], "name"))
+    return digest_at(name) or (locked(GitSpec(name, located[0], DEFAULT_REF, located[1], "name")) if located else None)
 
 
 def prepare_targets(names: list[str], primary: set[str], repo_root: Path, flag_sources: dict[str, str],

@@ -34,6 +34,20 @@ class PluginAllow:
     def __or__(self, other: PluginAllow) -> PluginAllow:
         return PluginAllow(self.allow | other.allow, self.kinds + other.kinds, self.namespaces + other.namespaces)
 
+    def __and__(self, other: PluginAllow) -> PluginAllow:
+        """What both allow (a head entry as far as a trusted grant goes)."""
+        return PluginAllow(self.allow & other.allow, tuple(k for k in self.kinds if k in other.kinds),
+                           tuple(n for n in self.namespaces if n in other.namespaces))
+
+
+@dataclass(frozen=True)
+class GrantPin:
+    """`policy.plugins.<name>.commit` / `.digest`: the code a trusted source's grant is for, when it says so itself
+    (else the trusted ref names it: `render.settings.grants`)."""
+
+    commit: str | None = None
+    digest: str | None = None
+
 
 InputKind = Literal["path", "kustomize", "helm"]
 
@@ -105,6 +119,7 @@ class RepoConfig:
     warnings_as_errors: bool = False
     strict: bool = False
     plugin_policy: dict[str, PluginAllow] = field(default_factory=dict)
+    plugin_pins: dict[str, GrantPin] = field(default_factory=dict)  # policy.plugins.<name>.commit|digest, if any
     present: bool = False
     pipeline: list[PipelineStep] = field(default_factory=list)
     lifecycle: dict = field(default_factory=dict)  # lifecycle: ttl, sleep, quota (as the schema checked them)
@@ -181,6 +196,9 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       plugin_policy={name: PluginAllow(frozenset(p.get("allow") or ()), tuple(p.get("kinds") or ()),
                                                        tuple(p.get("namespaces") or ()))
                                      for name, p in (policy.get("plugins") or {}).items()},
+                      plugin_pins={name: GrantPin(p.get("commit"), p.get("digest"))
+                                   for name, p in (policy.get("plugins") or {}).items()
+                                   if p.get("commit") or p.get("digest")},
                       present=True,
                       pipeline=_pipeline(raw.get("pipeline") or [], file),
                       lifecycle=dict(raw.get("lifecycle") or {}),

@@ -63,8 +63,13 @@ def test_repo_directory_without_main_py_falls_through_to_builtin(layout):
     (repo / "redis-sidecar" / "deploy.yaml").write_text("kind: Deployment\n")
     src = resolve_plugin_source("redis-sidecar", repo, {}, {})
     assert src.origin == "builtin"
-    _plugin_dir(repo / "redis-sidecar")
-    assert resolve_plugin_source("redis-sidecar", repo, {}, {}).origin == "repo"
+    _plugin_dir(repo / "redis-sidecar")  # a plugin there would take the built-in's name: refused, naming both
+    with pytest.raises(DevlaneError) as info:
+        resolve_plugin_source("redis-sidecar", repo, {}, {})
+    problem = info.value.problems[0]
+    assert problem.code == "plugin-shadows-builtin" and str(repo / "redis-sidecar") in problem.message
+    assert str(layout["builtins"] / "redis-sidecar") in problem.message and "'./redis-sidecar'" in problem.hint
+    assert resolve_plugin_source("./redis-sidecar", repo, {}, {}).origin == "repo"  # named explicitly: its own
 
 
 def test_escaping_the_repository_is_rejected(layout):

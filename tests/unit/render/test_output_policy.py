@@ -27,7 +27,9 @@ from renderer.render.plugins.output_policy import (
     name_findings,
     pod_spec_findings,
 )
+from renderer.render.settings.grants import Grants
 from renderer.render.settings.repo_config import PluginAllow, parse_config
+from renderer.render.settings.trust import Grant, Trusted
 
 FLOW = "pr-7"
 LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?", re.ASCII)
@@ -136,13 +138,15 @@ BASELINE = [
 
 
 def policy(exceptions: dict | None = None) -> OutputPolicy:
+    """`exceptions` granted by the operator's policy file, to the operator's own plugin (`choice`)."""
     model = build_model([Document(o, "app.yaml", i) for i, o in enumerate(BASELINE)], "shop")
-    return OutputPolicy(model, DevSet(), FLOW, exceptions or {})
+    trusted = Trusted({key: (Grant(allow, "the policy file"),) for key, allow in (exceptions or {}).items()})
+    return OutputPolicy(model, DevSet(), FLOW, Grants(trusted, exceptions or {}, Path("/no-repo")))
 
 
 def choice(name: str = "./plugins/seed", emits: tuple | None = None) -> Choice:
     manifest = Manifest(name="seed", runtime="exec", path=Path("."), emits=emits)
-    return Choice(name, PluginSource(name, Path("."), "repo"), manifest, {}, False, "preferred")
+    return Choice(name, PluginSource(name, Path("/plugins/seed"), "flag"), manifest, {}, False, "preferred")
 
 
 def deployment(name: str, labels: dict, **pod) -> dict:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from renderer.host.confine import Limits
 from renderer.render.settings.repo_config import PluginAllow, parse_config
-from renderer.render.settings.trust import Trusted, confine
+from renderer.render.settings.trust import Grant, Trusted, confine
 
 SWITCHES = st.frozensets(st.sampled_from(["clusterScoped", "rbac", "privileged", "secrets"]))
 
@@ -26,7 +26,8 @@ def config(policy: dict | None = None, limits: dict | None = None):
 @given(asked=SWITCHES, granted=SWITCHES, strict=st.booleans())
 def test_the_head_keeps_exactly_what_the_trusted_source_grants(asked, granted, strict):
     head = config({"seed": {"allow": sorted(asked)}} if asked else {})
-    trusted = Trusted({"seed": PluginAllow(granted)}, {}, ("the policy file p.yaml",))
+    source = "the policy file p.yaml"
+    trusted = Trusted({"seed": (Grant(PluginAllow(granted), source),)}, {}, (source,))
     effective, problems = confine(head, trusted, strict)
     assert effective.plugin_policy["seed"].allow == (asked & granted if asked else granted)
     beyond = asked - granted
@@ -46,8 +47,8 @@ def test_limits_above_the_default_need_a_trusted_source():
 
 
 def test_a_trusted_grant_applies_where_the_head_says_nothing():
-    effective, problems = confine(config(), Trusted({"seed": PluginAllow(frozenset({"secrets"}), ("Secret",))}),
-                                  strict=True)
+    grant = Grant(PluginAllow(frozenset({"secrets"}), ("Secret",)), "the policy file p.yaml")
+    effective, problems = confine(config(), Trusted({"seed": (grant,)}), strict=True)
     assert effective.plugin_policy["seed"].allow == {"secrets"} and problems == []
 
 
