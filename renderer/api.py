@@ -19,12 +19,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .core import deadline
 from .errors import DevlaneError, Problem, UsageError, Where, fail
 from .host import process
 from .host.choose import Choice, RunMode
 from .host.resolve import git_specs, plugin_digest
 from .host.resolve import prepare_targets as resolve_prepare_targets
-from .host.state import STATE_DIR, read_flow_states, recorded_states, write_records
+from .host.state import STATE_DIR, STATE_HINT, read_flow_states, recorded, recorded_states, write_records
 from .host.supply.gitspec import GitSpec
 from .host.supply.lock import (
     LOCK_FILE,
@@ -48,7 +49,7 @@ from .render.model.records import Model
 from .render.model.topology import build_model
 from .render.output import emit, lifecycle
 from .render.output.emit import RenderedFlow
-from .render.output.write import Output, read_metadata, read_rendered, remove_dir
+from .render.output.write import Output, remove_dir
 from .render.plan import targets
 from .render.plan.flow_spec import FLOW_ID, FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
 from .render.plan.planner import Plan, cycle_risks, make_plan
@@ -179,7 +180,8 @@ class Rendering:
         return result
 
     def write(self, result: RenderResult) -> list[Path]:
-        return self.output.write(result.flows)
+        with deadline.committing():  # past the deadline, nothing is written; once it starts, the swap completes
+            return self.output.write(result.flows)
 
 
 @contextmanager
@@ -196,7 +198,7 @@ def rendering(options: Options, out: Path | None = None) -> Iterator[Rendering]:
 def _output(s: Session, out: Path | None, create: bool = True) -> Output:
     """The output directory under its lock; with `--timeout`, the wait for it counts against that budget."""
     wait = max(0.0, s.host.budget.left()) if s.options.timeout is not None else None
-    return Output(output_root(s.root, s.config.output, out), wait, create)
+    return Output(output_root(s.root, s.config.output, out), wait, create, s.root)
 
 
 def targeted(s: Session, flow: FlowInput) -> Targeted:
@@ -211,20 +213,26 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     flow, changes = targeted(s, flow)
     loaded, model, the_plan, problems = _planned(s, loaded, flow)
     choices = calls.choose_all(s.host, model, the_plan)
+    deadline.stage("making the dev copies")
     dev, found = clone.make(model, the_plan, settings.copies, _by_header(settings.routes, model, the_plan))
     problems += found + _budget_before_plugins(settings, dev, the_plan.flow_id)
+    deadline.stage("running the plugins")
     with calls.Calls(s.host, model, the_plan, dev, choices,
                      pipeline_steps.per_flow_work(s.host, settings.plugins.pipeline, the_plan, dev)) as running:
+        grants = s.grants.for_render()  # bound to identities: what a plugin's code is granted, not its name
+        problems += grants.review((inst.servicename, choice) for inst, choice, _ in running.work)
         if not errors(problems):  # the copies are made: the plugins start while the render checks them
             running.start()
-        policy = output_policy.OutputPolicy(model, dev, the_plan.flow_id, settings.plugins.policy)
+        policy = output_policy.OutputPolicy(model, dev, the_plan.flow_id, grants)
         # rewriting is done: what a plugin returns is final, once the output policy accepts it. The invariants check
         # devlane's own work: after an error in making the copies (its root cause) they would only repeat it
         if not errors(problems):
             problems += invariants.before_plugins(model, dev, settings.strict)
         s.stop_on_errors(problems)
-        plugins = running.results(policy)
+        with grants.explaining():
+            plugins = running.results(policy)
     problems += plugins.messages
+    deadline.stage("routing the flow")
     cloned, dev = dev, plugins.patched(clone.patch(dev, plugins.pod_specs))
     dev, found = flow_namespace.provide_secrets(model, dev, plugins.resources, settings.strict)
     problems += found
@@ -233,8 +241,10 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     collected, found = _lifecycle_objects(settings, emit.collect(the_plan, dev, plugins, entries,
                                                                  model.default_namespace), the_plan.flow_id, dev)
     problems += found
-    objects, found = _post_rendered(s, collected, the_plan, plugins, policy)
-    problems += found
+    with grants.explaining():
+        objects, found = _post_rendered(s, collected, the_plan, plugins, policy)
+    problems += found + grants.said()
+    deadline.stage("checking the lane")
     life = settings.lifecycle
     fp = footprint.compute(objects.groups.get(the_plan.flow_id, []), life.prices)
     problems += budget.over(fp, life.budget, the_plan.flow_id, life.prices)
@@ -251,6 +261,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
                                    life.created else None)
     problems += found
     s.stop_on_errors(problems)
+    deadline.stage("emitting the flow")
     flows = emit.render(objects, the_plan, plugins, _provenance(s, loaded, flow, entries, dev, plugins, choices,
                                                                 problems, lane_reach, fp, ends))
     return RenderResult(s.root, loaded, model, the_plan, choices, plugins, flows,
@@ -292,6 +303,7 @@ def _planned(s: Session, loaded: Loaded, flow: FlowSpec) -> tuple[Loaded, Model,
     problems = s.loading_problems()
     loaded = loaded.with_documents(apply_template(loaded.documents, flow.template_file, flow.template_args))
     loaded, messages = pipeline_steps.pre_render(s.host, s.settings.plugins.pipeline, loaded, flow.id)
+    deadline.stage("building the model")
     model = model_for(s.memo, s.loaded, loaded.documents, s.settings.namespace)
     the_plan, found = make_plan(model, flow, s.settings.routes.mode)
     problems += messages + model.problems + found
@@ -485,52 +497,46 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
         return _delete_one(s, output, build_model(s.loaded.documents, s.config.namespace), flow_id)
 
 
-def _recorded(root: Path, flow_id: str) -> list[str]:
-    """The plugin instances `provision` recorded for a flow (`.devlane/state/<flow>/<instance>.json`), sorted."""
-    folder = root / STATE_DIR / flow_id
-    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
-
-
-def _recorded_flows(root: Path) -> list[str]:
+def _recorded_flows(records: dict[str, list[str]]) -> list[str]:
     """Flows with provision records: a flow provisioned and never rendered (or whose files are gone) still holds
     what its External plugins created."""
-    folder = root / STATE_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(p.name for p in folder.iterdir()
-                  if p.is_dir() and FLOW_ID.fullmatch(p.name) and _recorded(root, p.name))
+    return sorted(name for name, instances in records.items() if FLOW_ID.fullmatch(name) and instances)
 
 
-def _expires(flow_dir: Path) -> tuple[datetime, str] | None:
+def _expires(output: Output, flow_id: str) -> tuple[datetime, str] | None:
     """A rendered flow's expiry (`lifecycle.expires` in its flow.metadata), None when it has none; one devlane cannot
-    read is an error naming the file."""
-    ends = (read_metadata(flow_dir) or {}).get("lifecycle")
+    read, or out of range, is an error naming the file."""
+    ends = (output.metadata(flow_id) or {}).get("lifecycle")
     text = ends.get("expires") if isinstance(ends, dict) else None
     if text is None:
         return None
     try:
-        return parse_time(str(text), "expires"), str(text)
-    except UsageError:
-        raise fail(f"{flow_dir / 'flow.metadata'}: lifecycle.expires {text!r} is not an RFC 3339 time",
-                   hint=f"re-render flow {flow_dir.name}, or remove it with devlane delete", code="output") from None
+        return parse_time(str(text), f"{output.flows / flow_id / 'flow.metadata'}: lifecycle.expires"), str(text)
+    except UsageError as exc:
+        raise fail(exc.problems[0].message, hint=f"re-render flow {flow_id} (render --ttl), or remove it with "
+                   f"devlane delete --flow {flow_id}", code="output") from None
 
 
-def _delete_one(s: Session, output: Output, model: Model, flow_id: str) -> DeleteResult:
+def _delete_one(s: Session, output: Output, model: Model, flow_id: str,
+                records: dict[str, list[str]] | None = None) -> DeleteResult:
     """`delete_flow` of each plugin state of the flow, then its directory and provision records (kept, with the
-    failures raised, when a call fails)."""
+    failures raised, when a call fails). `records`: `recorded(root)`, read (and its symlinks refused) beforehand."""
     flow_dir = output.flows / flow_id
-    if not flow_dir.is_dir() and s.options.ref is None and _recorded(s.root, flow_id):
-        states = recorded_states(s.source, flow_id, _recorded(s.root, flow_id))  # provisioned, never rendered
+    instances = (recorded(s.root) if records is None else records).get(flow_id, [])
+    if not output.holds(flow_id) and s.options.ref is None and instances:
+        states = recorded_states(s.source, flow_id, instances)  # provisioned, never rendered
     else:
-        states = read_flow_states(read_rendered(s.source, s.root, flow_dir, s.options.ref), flow_id)
+        states = read_flow_states(output.read_rendered(flow_id, s.source, s.root, s.options.ref), flow_id)
     deleted, messages = calls.delete_flows(s.host, model, states, flow_id, flow_dir)
-    removed = [p for p in (output.remove(flow_id), remove_dir(s.root / STATE_DIR / flow_id)) if p]
+    removed = [p for p in (output.remove(flow_id), remove_dir(s.root / STATE_DIR / flow_id, s.root, STATE_HINT))
+               if p]
     return DeleteResult(flow_id, flow_dir, deleted, messages, removed)
 
 
 @dataclass(frozen=True)
 class GcResult:
-    """What `gc` removed, would remove (`dry_run`), kept, and could not remove (a plugin's delete_flow failed)."""
+    """What `gc` removed, would remove (`dry_run`), kept, could not remove (a plugin's delete_flow failed), and
+    kept because its expiry could not be read."""
 
     doomed: dict[str, str]  # flow -> why it goes (not in the keep list; expired at ...)
     removed: list[DeleteResult]
@@ -538,6 +544,7 @@ class GcResult:
     failed: dict[str, list[Problem]]
     dry_run: bool = False
     flows: Path | None = None  # the output directory's flows/
+    unreadable: dict[str, list[Problem]] = field(default_factory=dict)  # flow -> why its expiry is unknown (kept)
 
 
 def gc(options: Options, keep: list[str] | None = None, expired: bool = False, now: datetime | None = None,
@@ -545,7 +552,9 @@ def gc(options: Options, keep: list[str] | None = None, expired: bool = False, n
     """Remove every rendered flow not in `keep` (None: keep-list not given) and, with `expired`, every flow whose
     `flow.metadata` expiry is at or before `now` (default: the current time): each as `delete` does, under the
     output directory's lock held throughout. A flow whose plugins fail to delete is kept and reported; the others
-    go on. `flows/_mesh/` is rebuilt from the flows that remain."""
+    go on; so does a flow whose expiry cannot be read (malformed, out of range), which is kept and named, as kubectl
+    goes on past one object it cannot act on and fails at the end. `flows/_mesh/` is rebuilt from the flows that
+    remain. A symlink in the output directory or `.devlane/state/` stops it before anything is removed."""
     if keep is None and not expired:
         raise UsageError("gc needs the flows to keep (--keep FLOW..., --keep-file FILE) or --expired")
     for flow_id in keep or []:
@@ -553,27 +562,34 @@ def gc(options: Options, keep: list[str] | None = None, expired: bool = False, n
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     with open_session(options, "delete") as s, _output(s, out, create=False) as output:
         doomed: dict[str, str] = {}
-        present = sorted({*output.present(), *(_recorded_flows(s.root) if options.ref is None else [])})
+        unreadable: dict[str, list[Problem]] = {}
+        records = recorded(s.root)
+        present = sorted({*output.present(), *(_recorded_flows(records) if options.ref is None else [])})
         for flow_id in present:
             why = []
             if keep is not None and flow_id not in keep:
                 why.append("not in the keep list")
-            expires = _expires(output.flows / flow_id) if expired else None
+            try:
+                expires = _expires(output, flow_id) if expired else None
+            except DevlaneError as exc:
+                expires = None
+                if not why:  # a flow the keep list ends goes whatever its expiry
+                    unreadable[flow_id] = exc.problems
             if expires is not None and expires[0] <= moment:
                 why.append(f"expired at {expires[1]}")
             if why:
                 doomed[flow_id] = " and ".join(why)
         kept = [f for f in present if f not in doomed]
         if dry_run:
-            return GcResult(doomed, [], kept, {}, True, output.flows)
+            return GcResult(doomed, [], kept, {}, True, output.flows, unreadable)
         model = build_model(s.loaded.documents, s.config.namespace)
         removed, failed = [], {}
         for flow_id in doomed:
             try:
-                removed.append(_delete_one(s, output, model, flow_id))
+                removed.append(_delete_one(s, output, model, flow_id, records))
             except DevlaneError as exc:
                 failed[flow_id] = exc.problems
-        return GcResult(doomed, removed, [*kept, *failed], failed, False, output.flows)
+        return GcResult(doomed, removed, [*kept, *failed], failed, False, output.flows, unreadable)
 
 
 def check_changes(base: Loaded, head: Loaded, s: Session) -> list[Problem]:
@@ -597,7 +613,7 @@ def write(result: RenderResult, out: Path | None = None) -> list[Path]:
     """Write flows rendered earlier under `out` (default: the repository's configured output directory),
     under the output directory's lock."""
     refuse_read_back(result, out)
-    with Output(output_root(result.root, result.loaded.config.output, out)) as output:
+    with Output(output_root(result.root, result.loaded.config.output, out), repository=result.root) as output:
         return output.write(result.flows)
 
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .core import deadline
+from .core import anchored, deadline
 from .core.cache import open_cache
 from .core.fence import operator_dirs
 from .core.source import Source, open_source
@@ -98,6 +98,7 @@ class Session:
         self.started = time.monotonic()  # the --timeout budget covers the whole command
         self.options = options
         self.root = Path(options.repo)
+        anchored.reached_in_place(self.root)  # not through a link of the checkout that leads out of it
         # The cyclic garbage collector is paused for the command: a repository's objects are about a million
         # acyclic containers, and each full collection would walk them all (a third of a warm render's time).
         self._collecting = gc.isenabled()

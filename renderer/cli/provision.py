@@ -59,11 +59,14 @@ def cmd_gc(args: argparse.Namespace) -> int:
         return 0
     say(f"kept {len(result.kept)} flow{'s' if len(result.kept) != 1 else ''}" +
         (f": {', '.join(result.kept)}" if result.kept else ""))
-    if result.failed:  # each failure, then which flow it kept
-        raise DevlaneError([p for f, problems in result.failed.items() for p in [
+    unreadable = [p for f, problems in result.unreadable.items() for p in [
+        *problems, Problem(f"kept flow {f}: its expiry cannot be read, so --expired cannot tell whether it is over",
+                           hint=f"re-render it, or remove it with `devlane delete --flow {f}`", code="expiry-kept")]]
+    if result.failed or unreadable:  # each failure, then which flow it kept; the other flows went on
+        raise DevlaneError([*unreadable, *(p for f, problems in result.failed.items() for p in [
             *(q for q in problems if q.code != "delete-kept"),
             Problem(f"kept flow {f}: its plugins' delete_flow failed; run `devlane gc` again once fixed",
-                    code="delete-kept")]])
+                    code="delete-kept")])])
     return 0
 
 

@@ -23,18 +23,24 @@ LOCK_NAME = ".devlane.lock"
 class DirLock:
     """Hold `directory/.devlane.lock` exclusively (a context manager); wait at most `wait` seconds for it."""
 
-    def __init__(self, directory: Path, wait: float, create: bool = True):
+    def __init__(self, directory: Path, wait: float, create: bool = True, dir_fd: int | None = None):
         self.path = directory / LOCK_NAME
         self.wait = wait
-        self.create = create  # make the directory (and its parents) when it is missing
+        self.create = create and dir_fd is None  # make the directory (and its parents) when it is missing
+        self.dir_fd = dir_fd  # `directory`, opened: the lock file is opened in it, never through a symlink
         self.fd: int | None = None
+
+    def _at(self) -> tuple[str | Path, dict]:
+        """The lock file's path and the `dir_fd` to open, stat and unlink it with."""
+        return (LOCK_NAME, {"dir_fd": self.dir_fd}) if self.dir_fd is not None else (self.path, {})
 
     def __enter__(self) -> DirLock:
         deadline = time.monotonic() + self.wait
         delay = 0.001
+        name, at = self._at()
         while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)  # plugins never inherit it
+            try:  # plugins never inherit it; a symlink in its place (ELOOP) is never followed
+                fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644, **at)
             except FileNotFoundError:
                 if not self.create:
                     raise
@@ -54,7 +60,7 @@ class DirLock:
             except BaseException:
                 os.close(fd)
                 raise
-            if _is_at(fd, self.path):
+            if _is_at(fd, name, at):
                 break
             os.close(fd)  # its last holder removed the file we locked: lock the one at the path now
         self.fd = fd
@@ -66,8 +72,9 @@ class DirLock:
     def __exit__(self, *exc: object) -> None:
         if self.fd is None:
             return
+        name, at = self._at()
         with contextlib.suppress(OSError):
-            os.unlink(self.path)  # the last step under the lock: a waiter on this file sees it is gone
+            os.unlink(name, **at)  # the last step under the lock: a waiter on this file sees it is gone
         os.close(self.fd)
         self.fd = None
 
@@ -88,9 +95,9 @@ def _holder(fd: int) -> int | None:
     return pid if pid > 0 and alive(pid) else None
 
 
-def _is_at(fd: int, path: Path) -> bool:
+def _is_at(fd: int, path: str | Path, at: dict) -> bool:
     try:
-        here, there = os.fstat(fd), os.stat(path)
+        here, there = os.fstat(fd), os.stat(path, follow_symlinks=False, **at)
     except FileNotFoundError:
         return False
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)

@@ -8,13 +8,16 @@ still matches, so a changed input never silently reuses a stale branch or databa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.files import write_atomic
+from ..core.anchored import O_DIR, OpenDir, first_link, open_dir, symlink_error, write_at
 from ..core.names import flow_uuid
 from ..core.source import Source
 from ..core.yamlio import load_one
@@ -25,6 +28,8 @@ from .reply_bounds import ReplyLimit, load_json
 
 STATE_DIR = ".devlane/state"
 RECORD_KIND = "ProvisionRecord"
+STATE_HINT = (f"remove the symlink: {STATE_DIR}/ holds devlane's provision records, in real directories of the "
+              "repository (devlane makes them), and devlane never writes or removes through a link")
 
 
 def record_path(flow_id: str, instance: str) -> str:
@@ -98,8 +103,63 @@ def _config_record(change: dict) -> bool:
 
 
 def write_records(repo_root: Path, flow_id: str, records: list[Record]) -> list[Path]:
-    """Write each record atomically (temp file + rename) under `.devlane/state/<flowId>/`."""
-    return [write_atomic(repo_root / record_path(flow_id, rec.instance), rec.to_json()) for rec in records]
+    """Write each record atomically (temp file + rename) under `.devlane/state/<flowId>/`, reached without following
+    a symlink (`state_dir`)."""
+    if not records:
+        return []
+    folder = None
+    try:
+        folder = state_dir(repo_root, flow_id, create=True)
+        assert folder is not None
+        for rec in records:
+            name = f"{rec.instance}.json"
+            tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+            try:
+                write_at(folder.fd, tmp, rec.to_json().encode("utf-8"))
+                os.replace(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)  # a link there goes, unfollowed
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=folder.fd)
+                raise
+    except OSError as exc:
+        raise fail(f"cannot write the provision records of flow {flow_id}: {exc.strerror}",
+                   Where(file=f"{STATE_DIR}/{flow_id}"), "make the repository writable for this user",
+                   code="state-record") from None
+    finally:
+        if folder is not None:
+            folder.close()
+    return [repo_root / record_path(flow_id, rec.instance) for rec in records]
+
+
+def state_dir(repo_root: Path, flow_id: str | None = None, create: bool = False) -> OpenDir | None:
+    """`.devlane/state/` (or `<flowId>/` in it), opened from the repository root without following a symlink (one on
+    the way is an error naming it); None when it does not exist and not `create`."""
+    path = Path(repo_root) / STATE_DIR
+    return open_dir(path / flow_id if flow_id else path, repo_root, create, STATE_HINT)
+
+
+def recorded(repo_root: Path) -> dict[str, list[str]]:
+    """Every directory of `.devlane/state/` and the plugin instances recorded in it (`<instance>.json`), sorted. A
+    symlink in it, or on the way to it, is refused before anything is removed."""
+    folder = state_dir(repo_root)
+    if folder is None:
+        return {}
+    try:
+        found = first_link(folder.fd)
+        if found is not None:
+            raise symlink_error(Path(repo_root) / STATE_DIR / found[0], found[1], STATE_HINT)
+        out = {}
+        for entry in sorted(os.scandir(folder.fd), key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False):
+                sub = os.open(entry.name, O_DIR, dir_fd=folder.fd)
+                try:
+                    out[entry.name] = sorted(n[:-5] for n in os.listdir(sub) if n.endswith(".json")
+                                             and not n.startswith("."))
+                finally:
+                    os.close(sub)
+        return out
+    finally:
+        folder.close()
 
 
 @dataclass(frozen=True)
@@ -135,8 +195,13 @@ def read_flow_states(files: dict[str, bytes], flow_id: str) -> list[FlowState]:
         states[instance] = FlowState(instance, ann["devlane.dev/plugin"], uuid, config_map, name)
     order: list[str] = []
     if "flow.metadata" in files:
-        meta_doc = json.loads(files["flow.metadata"])
-        order = [p["instance"] for p in meta_doc.get("plugins") or []]
+        try:
+            meta_doc = json.loads(files["flow.metadata"])
+            order = [str(p["instance"]) for p in meta_doc.get("plugins") or []]
+        except (ValueError, AttributeError, TypeError, KeyError) as exc:
+            raise fail(f"flow.metadata of flow {flow_id} is unreadable ({type(exc).__name__}: {exc})",
+                       Where(file="flow.metadata"), f"re-render flow {flow_id}, or restore the file from git history",
+                       code="state-configmap") from None
     ranked = {name: i for i, name in enumerate(order)}
     return sorted(states.values(), key=lambda s: (ranked.get(s.instance, len(ranked)), s.instance))
 

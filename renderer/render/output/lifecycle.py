@@ -16,13 +16,13 @@ Every object is named `<name>-<flowId>`, labelled with the flow, and passes the 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from ...core.names import flow_labels
 from ...core.quantity import bytes_exact, cpu_text, parse
 from ...errors import Problem, UsageError, Where
 from ..checks.footprint import LIFECYCLE_LABEL
-from ..settings.lifecycle import Budget, LifecycleSettings, parse_duration, rfc3339
+from ..settings.lifecycle import Budget, LifecycleSettings, expires, parse_duration, rfc3339
 
 KUBECTL = "registry.k8s.io/kubectl:v1.34.1"  # by tag: `lifecycle.sleep.image` pins it (--strict requires that)
 SCALED = {"Deployment": "deployment", "StatefulSet": "statefulset"}
@@ -37,7 +37,7 @@ def commit_time(root: str, revision: str | None) -> datetime | None:
 
     try:
         return git.Repo(root, search_parent_directories=True).commit(revision).committed_datetime
-    except (git.GitError, ValueError, OSError):
+    except (git.GitError, ValueError, OSError, OverflowError):  # a time datetime cannot hold: none to count from
         return None
 
 
@@ -55,8 +55,10 @@ def expiry(settings: LifecycleSettings, committed: datetime | None) -> tuple[dic
         return None, [Problem("lifecycle.ttl: no commit to count from (not a git checkout), so this render records no "
                               "expiry", Where(file=".devlane.yaml"), "render from a git checkout, or pass --ttl with "
                               "--created TIME", severity="warning", code="ttl")]
-    ttl: timedelta = parse_duration(settings.ttl)
-    return {"created": rfc3339(created), "ttl": settings.ttl, "expires": rfc3339(created + ttl)}, []
+    ends = expires(created, parse_duration(settings.ttl))
+    if ends is None:
+        raise settings.past_last(created)
+    return {"created": rfc3339(created), "ttl": settings.ttl, "expires": rfc3339(ends)}, []
 
 
 def _restricted(container: dict) -> dict:

@@ -9,6 +9,12 @@ between the two renames leaves the flow only in the aside directory, which the n
 Whoever takes the lock first reclaims what dead runs left (`reclaim`): nothing is staged but under the
 lock, so every `.devlane-*` entry it finds belongs to a run that is gone. devlane writes nothing
 outside `flows/<id>/` but that lock file, which exists only while a run holds it.
+
+No symlink is followed on the way (`core/anchored.py`): `flows/` is opened from the repository root (or from the
+operator's `--out`) one component at a time without following links, and a symlink there, or directly in `flows/`
+(a flow, `_mesh`, the lock file), is refused before anything is written or removed. Everything after that is done
+relative to the open `flows/` (`dir_fd`), so a directory swapped for a link meanwhile redirects nothing, and a tree
+is removed without following the links in it.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ import json
 import os
 import secrets
 import shutil
-import tempfile
-from contextlib import ExitStack
+import stat
+import time
+from contextlib import ExitStack, suppress
 from pathlib import Path
 
 from ...core import files
+from ...core.anchored import O_DIR, OpenDir, first_link, open_dir, read_at, symlink_error, write_at
 from ...core.dirlock import DirLock, alive
 from ...core.source import Source
 from ...errors import DevlaneError, Problem, UsageError, fail
@@ -32,6 +40,8 @@ from .emit import RenderedFlow, mesh_flow
 LOCK_WAIT = 120.0  # seconds a render or delete waits for another one into the same output directory
 PREFIX = ".devlane-"
 STAGED, ASIDE, DOOMED = f"{PREFIX}tmp-", f"{PREFIX}old-", f"{PREFIX}delete-"
+LINK_HINT = ("remove the symlink (devlane makes the output directories itself), or write outside the repository "
+             "with --out DIR")
 
 
 class Output:
@@ -39,24 +49,42 @@ class Output:
 
     Directories it had to create are removed again if they are still empty at the end (a failed render
     leaves nothing behind). With `create=False` a missing `flows/` stays missing and unlocked: a delete has
-    nothing there to remove.
+    nothing there to remove. `repository`: the repository none of whose symlinks is followed on the way to
+    `flows/` (None: all of `out_dir` is the operator's, its symlinks too; `flows/` and what it holds never are).
     """
 
-    def __init__(self, out_dir: Path, wait: float | None = None, create: bool = True):
+    def __init__(self, out_dir: Path, wait: float | None = None, create: bool = True,
+                 repository: Path | None = None):
         self.flows = Path(out_dir) / "flows"
+        self.repository = Path(out_dir if repository is None else repository)
         self.wait = LOCK_WAIT if wait is None else wait
         self.create = create
-        self._made: list[Path] = []
+        self._dir: OpenDir | None = None
         self._stack = ExitStack()
 
+    @property
+    def fd(self) -> int:
+        """`flows/`, open (inside the context, when it exists)."""
+        assert self._dir is not None
+        return self._dir.fd
+
     def __enter__(self) -> Output:
+        deadline = time.monotonic() + self.wait
         try:
-            if self.create:
-                self._made = _missing(self.flows)
-            elif not self.flows.is_dir():
-                return self
-            self._stack.enter_context(DirLock(self.flows, self.wait, self.create))
-            reclaim(self.flows)
+            while True:
+                self._dir = open_dir(self.flows, self.repository, self.create, LINK_HINT)
+                if self._dir is None:
+                    return self
+                found = first_link(self._dir.fd)
+                if found is not None:
+                    raise symlink_error(self.flows / found[0], found[1], LINK_HINT)
+                try:
+                    self._stack.enter_context(DirLock(self.flows, max(0.0, deadline - time.monotonic()),
+                                                      dir_fd=self._dir.fd))
+                    break
+                except FileNotFoundError:  # a failed run removed the empty directory this one opened: again
+                    self._dir.close()
+            reclaim(self.fd)
         except OSError as exc:
             self.__exit__()
             raise output_error(exc, self.flows) from None
@@ -67,69 +95,149 @@ class Output:
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
-        for made in self._made:  # deepest first; rmdir refuses a directory that holds anything
-            try:
-                os.rmdir(made)
-            except OSError:
-                break
+        if self._dir is not None:
+            self._dir.close(prune=True)
+            self._dir = None
 
     def write(self, flows: list[RenderedFlow]) -> list[Path]:
         """Stage every flow (and `_mesh`, rebuilt with them), then swap each in; returns their paths. Nothing
         changes when staging fails."""
-        staged: list[tuple[Path, Path]] = []
+        staged: list[tuple[str, str]] = []
         final = self.flows
         flows = [f for f in flows if f.flow_id != MESH_DIR]
         try:
             routes = self._mesh({f.flow_id: f.metadata for f in flows})
             for flow in [*flows, *([routes] if routes else [])]:
                 final = self.flows / flow.flow_id
-                staged.append((_stage(flow, self.flows), final))
-            for tmp, final in staged:
-                _swap(tmp, final)
+                staged.append((_stage(flow, self.fd), flow.flow_id))
+            for tmp, name in staged:
+                final = self.flows / name
+                _swap(self.fd, tmp, name)
         except OSError as exc:
             raise output_error(exc, final) from None
         finally:
             for tmp, _ in staged:
-                _discard(tmp)  # a swapped tmp holds the old tree; an unswapped one, the new
-        return [final for _, final in staged]  # `_mesh` last, when a flow routes a host
+                _discard(self.fd, tmp)  # a swapped tmp holds the old tree; an unswapped one, the new
+        return [self.flows / name for _, name in staged]  # `_mesh` last, when a flow routes a host
 
     def present(self) -> list[str]:
         """The flows in the output directory (`flows/<id>/` with a flow.metadata), sorted; `_mesh` is none."""
-        if not self.flows.is_dir():
+        if self._dir is None:
             return []
-        return sorted(e.name for e in os.scandir(self.flows) if not e.name.startswith((".", "_"))
-                      and e.is_dir(follow_symlinks=False) and os.path.isfile(os.path.join(e.path, "flow.metadata")))
+        return [e.name for e in sorted(os.scandir(self.fd), key=lambda e: e.name)
+                if not e.name.startswith((".", "_")) and e.is_dir(follow_symlinks=False) and self._has_metadata(e.name)]
+
+    def holds(self, name: str) -> bool:
+        """Whether `flows/<name>` is a directory (a symlink never is one)."""
+        return self._dir is not None and _kind(self.fd, name) == stat.S_IFDIR
 
     def remove(self, name: str) -> Path | None:
         """Remove `flows/<name>`, then rebuild `_mesh` from the flows that remain; None when it was not there."""
-        removed = _remove(self.flows / name)
+        if self._dir is None:
+            return None
+        removed = _remove(self.fd, name, self.flows / name)
         routes = self._mesh({name: None})
         if routes is None:
             return removed
         tmp = None
         try:
-            tmp = _stage(routes, self.flows)
-            _swap(tmp, self.flows / MESH_DIR)
+            tmp = _stage(routes, self.fd)
+            _swap(self.fd, tmp, MESH_DIR)
         except OSError as exc:
             raise output_error(exc, self.flows / MESH_DIR) from None
         finally:
             if tmp is not None:
-                _discard(tmp)
+                _discard(self.fd, tmp)
         return removed
+
+    def metadata(self, name: str) -> dict | None:
+        """`flows/<name>/flow.metadata` (None: none there). One devlane cannot read is an error naming it: dropping
+        a flow's routes from `_mesh` would cut that flow off silently."""
+        try:
+            data = self._read(name, "flow.metadata")
+            doc = None if data is None else json.loads(data)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise fail(f"cannot read {self.flows / name / 'flow.metadata'}: {reason}",
+                       hint=f"re-render flow {name}, or delete it", code="output") from None
+        return doc if isinstance(doc, dict) else None
+
+    def read_rendered(self, name: str, source: Source, root: Path, ref: str | None) -> dict[str, bytes]:
+        """A rendered flow's files, from the work tree or, with `--ref`, from git; at least one."""
+        flow_dir = self.flows / name
+        if ref is None:
+            found = self._files(name)
+        else:
+            try:
+                rel = flow_dir.resolve().relative_to(root.resolve()).as_posix()
+            except ValueError:
+                raise UsageError(f"with --ref, the output directory must be inside the repository: {flow_dir}"
+                                 ) from None
+            found = {Path(f).name: source.read(f) for f in source.list_files([f"{rel}/*"], [])}
+        if not found:
+            where = f"{flow_dir}" + (f" at {ref}" if ref else "")
+            raise DevlaneError(Problem(f"no rendered flow {name} in {where}",
+                                       hint="pass --out DIR (the render's output root) or --ref REF"))
+        return found
+
+    def _files(self, name: str) -> dict[str, bytes]:
+        """The regular files of `flows/<name>/` (a symlink among them is refused, never read through)."""
+        sub = self._open(name)
+        if sub is None:
+            return {}
+        out: dict[str, bytes] = {}
+        try:
+            for entry in sorted(os.scandir(sub), key=lambda e: e.name):
+                if entry.is_symlink() or entry.is_file(follow_symlinks=False):
+                    data = read_at(sub, entry.name, self.flows / name / entry.name, files.MAX_FILE_BYTES)
+                    out.update({entry.name: data} if data is not None else {})
+        except OSError as exc:
+            raise fail(f"cannot read {self.flows / name}: {exc.strerror}", hint=f"re-render flow {name}, or delete it",
+                       code="output") from None
+        finally:
+            os.close(sub)
+        return out
+
+    def _open(self, name: str) -> int | None:
+        """`flows/<name>/`, opened (None: no such directory)."""
+        if self._dir is None:
+            return None
+        try:
+            return os.open(name, O_DIR, dir_fd=self.fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def _read(self, name: str, file: str) -> bytes | None:
+        sub = self._open(name)
+        if sub is None:
+            return None
+        try:
+            return read_at(sub, file, self.flows / name / file, files.MAX_FILE_BYTES)
+        finally:
+            os.close(sub)
+
+    def _has_metadata(self, name: str) -> bool:
+        sub = self._open(name)
+        if sub is None:
+            return False
+        try:
+            return _kind(sub, "flow.metadata") is not None
+        finally:
+            os.close(sub)
 
     def _mesh(self, pending: dict[str, dict | None]) -> RenderedFlow | None:
         """`flows/_mesh/` from the `mesh` records of every flow present once `pending` is applied (a flow's new
         metadata, or None for a flow going away). Without an istio flow pending and no `_mesh` yet, no flow
         present routes a host (any that did made `_mesh`), so the common render reads no other flow's metadata."""
-        keep = (self.flows / MESH_DIR).is_dir()
+        keep = self.holds(MESH_DIR)
         if not keep and not any((m or {}).get("mesh", {}).get("mode") == "istio" for m in pending.values()):
             return None
         metadata: dict[str, dict] = {}
-        if self.flows.is_dir():
-            for entry in sorted(os.scandir(self.flows), key=lambda e: e.name):
+        if self._dir is not None:
+            for entry in sorted(os.scandir(self.fd), key=lambda e: e.name):
                 if entry.name.startswith((".", "_")) or not entry.is_dir(follow_symlinks=False):
                     continue
-                meta = read_metadata_file(Path(entry.path) / "flow.metadata")
+                meta = self.metadata(entry.name)
                 if meta is not None:
                     metadata[entry.name] = meta
         for name, meta in pending.items():
@@ -142,128 +250,142 @@ class Output:
         return mesh_flow(records, keep=keep)
 
 
-def read_metadata(flow_dir: Path) -> dict | None:
-    """A flow directory's flow.metadata (None when missing; one devlane cannot read is an error)."""
-    return read_metadata_file(flow_dir / "flow.metadata")
-
-
-def read_metadata_file(path: Path) -> dict | None:
-    """A flow directory's `flow.metadata` (None: none there). One devlane cannot read stops the run: dropping its
-    routes from `_mesh` would cut that flow off silently."""
-    try:
-        data = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise fail(f"cannot read {path}: {exc}", hint=f"re-render flow {path.parent.name}, or delete it",
-                   code="output") from None
-    return data if isinstance(data, dict) else None
-
-
 def write_flows(flows: list[RenderedFlow], out_dir: Path, wait: float | None = None) -> list[Path]:
     """Write every flow directory under `out_dir/flows/` under its lock; returns their paths."""
     with Output(out_dir, wait) as out:
         return out.write(flows)
 
 
-def _missing(path: Path) -> list[Path]:
-    """`path` and those of its parents that do not exist yet, deepest first."""
-    missing = []
-    while not os.path.lexists(path) and path != path.parent:
-        missing.append(path)
-        path = path.parent
-    return missing
-
-
-def _stage(flow: RenderedFlow, parent: Path) -> Path:
-    tmp = Path(tempfile.mkdtemp(prefix=f"{STAGED}{flow.flow_id}.{os.getpid()}.", dir=parent))
+def _kind(parent: int, name: str) -> int | None:
+    """The type (`stat.S_IFDIR`, `S_IFLNK`, ...) of `name` in the open directory `parent`, not followed; None: none."""
     try:
-        for name, text in flow.files.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        (tmp / "kustomization.yaml").write_text(flow.kustomization(), encoding="utf-8")
-        (tmp / "flow.metadata").write_text(flow.metadata_text(), encoding="utf-8")
-        (tmp / "README.md").write_text(flow.readme, encoding="utf-8")
-        os.chmod(tmp, 0o755)
+        return stat.S_IFMT(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def _stage(flow: RenderedFlow, parent: int) -> str:
+    """The flow's files in a new `.devlane-tmp-*` directory of `parent`; returns its name."""
+    tmp = f"{STAGED}{flow.flow_id}.{os.getpid()}.{secrets.token_hex(4)}"
+    os.mkdir(tmp, 0o700, dir_fd=parent)
+    try:
+        fd = os.open(tmp, O_DIR, dir_fd=parent)
+        try:
+            for name, text in [*flow.files.items(), ("kustomization.yaml", flow.kustomization()),
+                               ("flow.metadata", flow.metadata_text()), ("README.md", flow.readme)]:
+                write_at(fd, name, text.encode("utf-8"))
+            os.fchmod(fd, 0o755)
+        finally:
+            os.close(fd)
     except BaseException:
-        _discard(tmp)
+        _discard(parent, tmp)
         raise
     return tmp
 
 
-def _swap(tmp: Path, final: Path) -> None:
-    """Put the staged `tmp` at `final`; afterwards `tmp` holds the old tree, if there was one."""
-    if not os.path.lexists(final):
-        os.rename(tmp, final)  # the first render of this flow; under the lock nobody else creates it
+def _exchange(parent: int, a: str, b: str) -> bool:
+    """`files.exchange` of two entries of the open directory `parent`, named through `/proc/self/fd` (the directory
+    itself, wherever it is now); False without /proc, as where the OS cannot exchange."""
+    at = f"/proc/self/fd/{parent}"
+    return os.path.isdir(at) and files.exchange(Path(at, a), Path(at, b))
+
+
+def _swap(parent: int, tmp: str, final: str) -> None:
+    """Put the staged `tmp` at `final` (both in `parent`); afterwards `tmp` holds the old tree, if there was one."""
+    if _kind(parent, final) is None:  # the first render of this flow; under the lock nobody else creates it
+        os.rename(tmp, final, src_dir_fd=parent, dst_dir_fd=parent)
         return
-    if files.exchange(tmp, final):
+    if _exchange(parent, tmp, final):
         return
-    aside = Path(tempfile.mkdtemp(prefix=f"{ASIDE}{final.name}.{os.getpid()}.", dir=final.parent))
-    os.rename(final, aside / final.name)
+    aside = f"{ASIDE}{final}.{os.getpid()}.{secrets.token_hex(4)}"
+    os.mkdir(aside, 0o700, dir_fd=parent)
+    aside_fd = os.open(aside, O_DIR, dir_fd=parent)
     try:
-        os.rename(tmp, final)
-    except BaseException:
-        os.rename(aside / final.name, final)
-        raise
-    _discard(aside)
-
-
-def _doomed_name(path: Path) -> Path:
-    return path.with_name(f"{DOOMED}{path.name.removeprefix(PREFIX)}.{os.getpid()}.{secrets.token_hex(4)}")
-
-
-def _discard(path: Path, required: bool = False) -> None:
-    """Remove a file or a tree. A flow directory or an aside copy is renamed to a `.devlane-delete-*` name
-    first, so that a tree still being removed is never taken for either; when that rename fails, an aside
-    copy stays whole for the next run, and `required` raises. Staging and doomed trees go where they are."""
-    if not os.path.lexists(path):
-        return
-    if not path.name.startswith((STAGED, DOOMED)):
+        os.rename(final, final, src_dir_fd=parent, dst_dir_fd=aside_fd)
         try:
-            doomed = _doomed_name(path)
-            os.rename(path, doomed)
-            path = doomed
+            os.rename(tmp, final, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            os.rename(final, final, src_dir_fd=aside_fd, dst_dir_fd=parent)
+            raise
+    finally:
+        os.close(aside_fd)
+    _discard(parent, aside)
+
+
+def _doomed_name(name: str) -> str:
+    return f"{DOOMED}{name.removeprefix(PREFIX)}.{os.getpid()}.{secrets.token_hex(4)}"
+
+
+def _discard(parent: int, name: str, required: bool = False) -> None:
+    """Remove a file or a tree of the open directory `parent`, following no symlink (a link goes, never what it
+    points to). A flow directory or an aside copy is renamed to a `.devlane-delete-*` name first, so that a tree
+    still being removed is never taken for either; when that rename fails, an aside copy stays whole for the next
+    run, and `required` raises. Staging and doomed trees go where they are."""
+    if _kind(parent, name) is None:
+        return
+    if not name.startswith((STAGED, DOOMED)):
+        try:
+            doomed = _doomed_name(name)
+            os.rename(name, doomed, src_dir_fd=parent, dst_dir_fd=parent)
+            name = doomed
         except OSError:
             if required:
                 raise
             return
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
+    if _kind(parent, name) == stat.S_IFDIR:
+        shutil.rmtree(name, ignore_errors=True, dir_fd=parent)  # fd-based: follows no link inside the tree
     else:
-        path.unlink(missing_ok=True)
+        with suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=parent)
 
 
-def reclaim(flows: Path) -> None:
-    """Under the lock: put back a flow that a killed swap left only aside, and remove every other leftover."""
+def reclaim(flows: int) -> None:
+    """Under the lock (`flows`: open): put back a flow that a killed swap left only aside, and remove every other
+    leftover."""
     for entry in sorted(os.scandir(flows), key=lambda e: e.name):
         if not entry.name.startswith(PREFIX):
             continue
-        path = Path(entry.path)
         if entry.name.startswith(ASIDE) and entry.is_dir(follow_symlinks=False):
-            for moved in sorted(path.iterdir()):  # `.devlane-old-*/<id>`: the complete old tree
-                if not moved.name.startswith(".") and not os.path.lexists(flows / moved.name):
-                    os.rename(moved, flows / moved.name)
-        _discard(path)
+            aside = os.open(entry.name, O_DIR, dir_fd=flows)
+            try:
+                for moved in sorted(os.listdir(aside)):  # `.devlane-old-*/<id>`: the complete old tree
+                    if not moved.startswith(".") and _kind(flows, moved) is None:
+                        os.rename(moved, moved, src_dir_fd=aside, dst_dir_fd=flows)
+            finally:
+                os.close(aside)
+        _discard(flows, entry.name)
 
 
-def remove_dir(path: Path) -> Path | None:
+def remove_dir(path: Path, repository: Path, hint: str) -> Path | None:
     """Remove a directory outside the output lock (a flow's provision records): under a unique name, after
-    removing the leftovers of deletes whose process is gone; None when it is not there."""
-    if path.parent.is_dir():
-        for entry in path.parent.iterdir():
-            if entry.name.startswith(DOOMED) and not _owner_alive(entry.name):
-                _discard(entry)
-    return _remove(path)
-
-
-def _remove(path: Path) -> Path | None:
-    """Renamed aside first, so a killed delete leaves no half directory; None when nothing is there."""
-    if not os.path.lexists(path):
-        return None
+    removing the leftovers of deletes whose process is gone; None when it is not there. No symlink of the
+    repository is followed on the way to it, nor is `path` one (`hint`: what to do about one)."""
     try:
-        _discard(path, required=True)
+        parent = open_dir(path.parent, repository, False, hint)
+        if parent is None:
+            return None
     except OSError as exc:
         raise output_error(exc, path, "remove") from None
-    return path
+    try:
+        for entry in sorted(os.scandir(parent.fd), key=lambda e: e.name):
+            if entry.name.startswith(DOOMED) and not _owner_alive(entry.name):
+                _discard(parent.fd, entry.name)
+        if _kind(parent.fd, path.name) == stat.S_IFLNK:
+            raise symlink_error(path, os.readlink(path.name, dir_fd=parent.fd), hint)
+        return _remove(parent.fd, path.name, path)
+    finally:
+        parent.close()
+
+
+def _remove(parent: int, name: str, shown: Path) -> Path | None:
+    """Renamed aside first, so a killed delete leaves no half directory; None when nothing is there."""
+    if _kind(parent, name) is None:
+        return None
+    try:
+        _discard(parent, name, required=True)
+    except OSError as exc:
+        raise output_error(exc, shown, "remove") from None
+    return shown
 
 
 def _owner_alive(name: str) -> bool:
@@ -291,20 +413,3 @@ def output_error(exc: OSError, path: Path, doing: str = "write") -> DevlaneError
     reason, hint = OUTPUT_ERRORS.get(exc.errno or 0, (exc.strerror or str(exc),
                                                       "check the output directory, or pass --out DIR"))
     return fail(f"cannot {doing} {path}: {reason}; the previous output is unchanged", hint=hint, code="output")
-
-
-def read_rendered(source: Source, root: Path, flow_dir: Path, ref: str | None) -> dict[str, bytes]:
-    """A rendered flow's files, from the work tree or, with `--ref`, from git; at least one."""
-    if ref is None:
-        files = {p.name: p.read_bytes() for p in sorted(flow_dir.iterdir()) if p.is_file()} if flow_dir.is_dir() else {}
-    else:
-        try:
-            rel = flow_dir.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            raise UsageError(f"with --ref, the output directory must be inside the repository: {flow_dir}") from None
-        files = {Path(f).name: source.read(f) for f in source.list_files([f"{rel}/*"], [])}
-    if not files:
-        where = f"{flow_dir}" + (f" at {ref}" if ref else "")
-        raise DevlaneError(Problem(f"no rendered flow {flow_dir.name} in {where}",
-                                   hint="pass --out DIR (the render's output root) or --ref REF"))
-    return files

@@ -17,33 +17,49 @@ from typing import Any
 from ...core import quantity
 from ...errors import DevlaneError, Problem, UsageError, Where
 
-_DURATION = re.compile(r"([1-9][0-9]{0,5})(m|h|d)\Z")
+_DURATION = re.compile(r"([1-9][0-9]{0,5})(m|h|d)\Z")  # at most 999999 days: a timedelta holds it
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+LAST = datetime.max.replace(tzinfo=UTC, microsecond=0)  # the latest time an expiry can be (RFC 3339 has 4-digit years)
 
 
 def parse_duration(text: str, setting: str = "--ttl") -> timedelta:
     """`30m`, `72h`, `7d` (minutes, hours, days)."""
     found = _DURATION.match(str(text).strip())
     if found is None:
-        raise UsageError(f"{setting} {text!r} is not a duration: a whole number of minutes, hours or days "
-                         "(30m, 72h, 7d)")
+        raise UsageError(f"{setting} {text!r} is not a duration: a whole number (1 to 999999) of minutes, hours or "
+                         "days (30m, 72h, 7d)")
     return timedelta(**{_UNITS[found.group(2)]: int(found.group(1))})
 
 
 def parse_time(text: str, setting: str) -> datetime:
-    """An RFC 3339 time with its offset (`2026-11-27T18:00:00Z`), in UTC."""
+    """An RFC 3339 time with its offset (`2026-11-27T18:00:00Z`), in UTC: in range there (years 1 to 9999), so that
+    nothing computed from it later overflows unseen."""
     try:
         value = datetime.fromisoformat(str(text).strip())
-    except ValueError:
+    except (ValueError, TypeError, UnicodeError):
         value = None
     if value is None or value.tzinfo is None:
         raise UsageError(f"{setting} {text!r} is not an RFC 3339 time with an offset (2026-11-27T18:00:00Z)")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise UsageError(f"{setting} {text!r} is out of range: in UTC it falls before 0001-01-01T00:00:00Z or after "
+                         f"{rfc3339(LAST)}") from None
+
+
+def expires(created: datetime, ttl: timedelta) -> datetime | None:
+    """`created + ttl`, None when that is past `LAST` (no RFC 3339 time names it)."""
+    try:
+        ends = created.astimezone(UTC) + ttl
+    except OverflowError:
+        return None
+    return ends if ends <= LAST else None
 
 
 def rfc3339(value: datetime) -> str:
-    """UTC, whole seconds, `Z`: one spelling per instant, so the output is byte-stable."""
-    return value.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """UTC, whole seconds, `Z`: one spelling per instant, so the output is byte-stable (four-digit years: strftime
+    writes year 5 as `5`)."""
+    return value.astimezone(UTC).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
 
 
 @dataclass(frozen=True)
@@ -122,3 +138,19 @@ class LifecycleSettings:
     prices: Prices | None = None
     budget: Budget = field(default_factory=Budget)
     ttl_given: bool = False  # the ttl is the command line's (`--ttl`), not `.devlane.yaml`'s
+
+    def __post_init__(self) -> None:
+        """A `--created` whose expiry no RFC 3339 time names is the command line's mistake, found before any work."""
+        if self.ttl and self.created is not None and expires(self.created, parse_duration(self.ttl)) is None:
+            raise self.past_last(self.created)
+
+    def past_last(self, created: datetime) -> DevlaneError:
+        """`created` plus the ttl is past the last time an expiry can name: the command line's mistake (exit 2) when
+        it gave the ttl or the time, else `.devlane.yaml`'s `lifecycle.ttl` (exit 1)."""
+        ttl = f"--ttl {self.ttl}" if self.ttl_given else f"the ttl {self.ttl} (lifecycle.ttl)"
+        since = f"--created {rfc3339(self.created)}" if self.created else f"the commit's time {rfc3339(created)}"
+        why = f"{since} plus {ttl} is after {rfc3339(LAST)}, the last time an expiry can name"
+        if self.ttl_given or self.created is not None:
+            return UsageError(Problem(why, hint="pass an earlier --created, or a shorter ttl"))
+        return DevlaneError(Problem(f"lifecycle.ttl: {why}", Where(file=".devlane.yaml"), "set a shorter "
+                                    "lifecycle.ttl, or render a commit whose committer time is earlier", code="ttl"))
