@@ -74,7 +74,7 @@ SCALARS = (st.none() | st.booleans() | st.integers(-3, 70000) | st.floats(allow_
            | st.sampled_from(WORDS) | st.text(max_size=12))
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
                       max_leaves=6)
-pytestmark = pytest.mark.e2e  # about five seconds in all
+pytestmark = [pytest.mark.e2e, pytest.mark.sandbox_free]  # about five seconds in all; in-process parsing
 
 EXAMPLES = int(os.environ.get("DEVLANE_FUZZ_EXAMPLES", "0"))  # set to fuzz longer, with fresh random inputs
 FUZZ = settings(max_examples=EXAMPLES or 40, deadline=timedelta(seconds=5), derandomize=not EXAMPLES, database=None,

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.realworld import REALWORLD, target
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.sandbox_free]  # in-process renders of generated repositories
 
 APPS = ["bank-of-anthos/kubernetes-manifests", "gke-guestbook/quickstarts/guestbook", "k8s-guestbook/web/guestbook",
         "booksapp/k8s", "jhipster-eureka/kubernetes", "skaffold-microservices/examples/microservices", "ftgo"]

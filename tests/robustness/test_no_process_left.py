@@ -117,6 +117,7 @@ def test_a_render_that_ends_while_the_sandbox_probe_runs(harness, tmp, tmp_path)
     nothing_left(run, token)
 
 
+@pytest.mark.sandbox_own  # about bwrap itself
 def test_the_probe_stopped_at_any_moment_of_its_setup_leaves_no_bwrap(tmp_path):
     """bwrap's first child waits on an eventfd for its parent to write the uid map before it sets its parent-death
     signal: the probe stopped at that instant (a command ending while the probe runs on its thread) used to leave

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 import yaml
 from support import Harness, Result, app_yaml, git, plugin_definition, tree
-from support.sandbox import SANDBOXES, use_sandbox
 
 from renderer.host.resolve import plugin_digest
 
@@ -47,12 +46,6 @@ def create_flow(service_specs, pod_specs, flow_uuid):
 
 def admin(tag: str) -> str:
     return ADMIN.replace("TAG", tag)
-
-
-@pytest.fixture(params=SANDBOXES)
-def sandbox(request, monkeypatch) -> str:
-    """The plugins run under the sandbox as installed, and with bwrap hidden: identity binding holds either way."""
-    return use_sandbox(request.param, monkeypatch)
 
 
 @pytest.fixture

@@ -26,15 +26,15 @@ pytestmark = pytest.mark.e2e
 SECRET = "PLANTED-SECRET-4c1d"
 KUBE_TOKEN = "PLANTED-KUBE-TOKEN-9e7f"
 FLOW = ("--flow", "pr-1", "--service", "shop-api=api:2", "--stdout")
-MODES = {"bwrap": {}, "no-bwrap": {"DEVLANE_BWRAP": "/nonexistent/bwrap", "DEVLANE_ALLOW_WEAK_SANDBOX": "1"}}
 needs_helm = pytest.mark.skipif(shutil.which("helm") is None, reason="helm not installed (run tests/setup_helm.sh)")
 needs_kustomize = pytest.mark.skipif(shutil.which("kubectl") is None and shutil.which("kustomize") is None,
                                      reason="kubectl (kustomize) not installed")
 
 
-@pytest.fixture(params=sorted(MODES))
-def mode(request) -> dict:
-    return MODES[request.param]
+@pytest.fixture
+def mode(sandbox) -> dict:
+    """The environment of the real `devlane` processes: the sandbox's (`support.sandbox`), inherited."""
+    return {}
 
 
 @pytest.fixture
@@ -189,6 +189,7 @@ printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: seen}\ndata: {readable
 
 
 @needs_kustomize
+@pytest.mark.sandbox_own  # about bwrap itself
 def test_a_build_tool_sees_only_the_system_itself_and_the_repository(harness, planted, tmp_path, monkeypatch):
     """The operator's tool ($DEVLANE_KUSTOMIZE, here a script standing in for kustomize) is asked to read /etc,
     the kubeconfig in HOME, the secret beside the repository and the repository's own file: only the last one is

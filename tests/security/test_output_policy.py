@@ -187,21 +187,6 @@ CASES = {
 }
 
 
-@pytest.fixture(params=["bwrap", "no-bwrap"])
-def sandbox(request, monkeypatch) -> str:
-    """The plugins run under the probed sandbox, or under util-linux unshare as where no bwrap works (the
-    operator accepting the weaker sandbox): the output policy holds either way."""
-    from renderer.host import confine
-
-    if request.param == "no-bwrap":
-        weaker = confine.probe("unshare", confine.usable_cgroups())
-        if not weaker.enforced:
-            pytest.skip(f"unshare cannot isolate here: {weaker.reason}")
-        monkeypatch.setattr(confine, "_probed", weaker)
-        monkeypatch.setenv("DEVLANE_ALLOW_WEAK_SANDBOX", "1")
-    return request.param
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_forbidden_object_is_refused_naming_plugin_object_and_rule(harness, case, sandbox):

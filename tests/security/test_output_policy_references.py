@@ -22,16 +22,10 @@ from collections.abc import Callable
 import pytest
 import yaml
 from support import Harness, app_yaml, plugin_definition, tree, yaml_doc
-from support.sandbox import SANDBOXES, use_sandbox
 
 FLOW = "pr-7"
 RENDER = ["--flow", FLOW, "--service", "api=api:2"]
 NAMESPACE = "shop"
-
-
-@pytest.fixture(params=SANDBOXES)
-def sandbox(request, monkeypatch) -> str:
-    return use_sandbox(request.param, monkeypatch)
 
 
 def obj(api: str, kind: str, name: str, **rest) -> dict:

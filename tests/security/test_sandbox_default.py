@@ -183,6 +183,7 @@ def _full_sandbox_or_skip() -> None:
         pytest.skip(f"bwrap cannot isolate on this machine: {got.reason}")
 
 
+@pytest.mark.sandbox_own  # about bwrap itself
 def test_the_wheels_bwrap_gives_every_layer_without_a_system_one(monkeypatch):
     _full_sandbox_or_skip()
     if confine._bundled_bwrap() is None:
@@ -226,6 +227,7 @@ def test_with_only_the_network_helper_a_repository_plugin_is_refused_by_default(
     ran(harness.run(*FLOW, env={**env, "DEVLANE_ALLOW_WEAK_SANDBOX": "1"}))
 
 
+@pytest.mark.sandbox_own  # about bwrap itself
 def test_a_host_that_refuses_user_namespaces_is_named(harness):
     """A hardened pod, simulated: devlane runs inside bwrap --disable-userns, so no sandbox can make a user
     namespace; describe shows the exact reason, and a repository plugin is refused with it."""
