@@ -1,6 +1,7 @@
 """Fixtures for every layer. Tests under `tests/e2e/`, `tests/contract/` and `tests/security/` are marked
 `e2e`: they start real processes (plugin subprocesses, the CLI, git, kubectl, a browser, venvs, gRPC servers);
-`pytest -m "not e2e"` runs the in-process unit and CLI tests alone."""
+`pytest -m "not e2e"` runs the in-process unit and CLI tests alone. Tests under `tests/cluster/` are marked `cluster`
+and `e2e` (a real control plane)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from support import ROOT, Harness, demo_file  # noqa: E402
 for _tree in ("renderer", "plugins"):
     compileall.compile_dir(ROOT / _tree, quiet=1)
 
-E2E_DIRS = {"e2e", "contract", "security"}
+E2E_DIRS = {"e2e", "contract", "security", "cluster"}
 
 # Tools that tests/setup_*.sh install inside the checkout (helm): found by shutil.which and by subprocesses.
 TOOLS_BIN = ROOT / ".tools" / "bin"
@@ -112,8 +113,11 @@ def pytest_ignore_collect(collection_path, config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if E2E_DIRS & set(item.path.relative_to(config.rootpath / "tests").parts[:1]):
+        top = set(item.path.relative_to(config.rootpath / "tests").parts[:1])
+        if E2E_DIRS & top:
             item.add_marker(pytest.mark.e2e)
+        if "cluster" in top:  # a real control plane (tests/cluster/conftest.py)
+            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture
