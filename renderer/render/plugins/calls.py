@@ -239,7 +239,8 @@ class Calls:
     """The plugin calls of one render, started as soon as they can be: `start` sends the first wave (its inputs
     are the dev copies as cloned), so the plugin processes run on another core while the render checks those
     copies and builds the output policy; `results` applies every wave in plan order. Leaving the block waits for
-    calls still running (a render that stops on an error before `results` does not apply them)."""
+    calls still running (a render that stops on an error before `results` does not apply them), unless the command
+    is stopping (its deadline, a signal)."""
 
     def __init__(self, host: PluginHost, model: Model, plan: Plan, dev: DevSet, choices: dict[str, Choice],
                  extra: list[Work] | None = None):
@@ -266,8 +267,10 @@ class Calls:
     def __enter__(self) -> Calls:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+    def __exit__(self, _type: object, exc: BaseException | None, _tb: object) -> None:
+        # Stopped by the deadline or a signal (no Exception): the calls still running are abandoned, not waited for;
+        # their processes die with the plugin host, and a built-in's thread ends on its own after the command
+        self.pool.shutdown(wait=exc is None or isinstance(exc, Exception), cancel_futures=True)
 
     def start(self) -> None:
         """Send the first wave now; a failure to build a call is raised by `results`, in its order."""
