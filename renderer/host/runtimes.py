@@ -223,14 +223,25 @@ class InProcessRuntime(Runtime):
         request = json.loads(data)
         plugin_dir = self.source.path
         stray = io.StringIO()
-        with _IN_PROCESS, contextlib.redirect_stdout(stray):
-            try:
-                if plugin_dir not in _MODULES:
-                    name = f"devlane_builtin_{plugin_dir.name.replace('-', '_').replace('.', '_')}"
-                    _MODULES[plugin_dir] = load_module(str(plugin_dir), self.source.name, name, keep_path=False)
-                reply = KardinalHandler(_MODULES[plugin_dir], str(plugin_dir))(inv.operation, request)
-            except Failure as failure:
-                reply = failure.reply(request)
+        # A built-in abandoned past an earlier command's deadline may still hold the lock (nothing can stop a
+        # thread): wait for it no longer than this call's own timeout, then say so (a library caller that renders
+        # again in the same process must not stall for as long as that built-in runs).
+        if not _IN_PROCESS.acquire(timeout=max(timeout, 0.001)):
+            raise fail(f"{self.label(inv.operation)} timed out after {timeout:g} s before it started: another built-in "
+                       "plugin of this process is still running (one left behind by an earlier command's deadline)",
+                       Where(plugin=inv.instance), "run each render in its own process, as the devlane command "
+                       "does, or raise --plugin-timeout", "plugin-timeout", PluginTimeout)
+        try:
+            with contextlib.redirect_stdout(stray):
+                try:
+                    if plugin_dir not in _MODULES:
+                        name = f"devlane_builtin_{plugin_dir.name.replace('-', '_').replace('.', '_')}"
+                        _MODULES[plugin_dir] = load_module(str(plugin_dir), self.source.name, name, keep_path=False)
+                    reply = KardinalHandler(_MODULES[plugin_dir], str(plugin_dir))(inv.operation, request)
+                except Failure as failure:
+                    reply = failure.reply(request)
+        finally:
+            _IN_PROCESS.release()
         return Answer(dumps(reply), stray.getvalue())
 
 
