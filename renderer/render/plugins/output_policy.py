@@ -11,8 +11,8 @@ lifecycle hook, a `post-render` step), each object it added must be:
 - of a kind its plugin.yaml declares in `spec.emits` (`emits`; default: `DEFAULT_EMITS`);
 and each object it added or changed must add none of:
 - a Secret with `data` or `stringData` (`secrets`: it would be committed to git in plain text),
-- RBAC granting wide rights (`rbac`): a binding to a ClusterRole or to every user or service account; a
-  Role with `*` or the escalate, bind or impersonate verbs,
+- RBAC granting wide rights (`rbac`): a binding to a ClusterRole, to every user or service account, or to a
+  ServiceAccount of another namespace; a Role with `*` or the escalate, bind or impersonate verbs,
 - a pod spec outside the Pod Security Standards *baseline* profile, or running as root with privilege
   escalation allowed (`privileged`),
 - metadata smuggled into a pod spec or pod template (`metadata`): object keys inside a pod spec,
@@ -383,9 +383,29 @@ def pod_spec_findings(spec: Any, where: str) -> list[Finding]:
     return out
 
 
+def _template(obj: dict) -> tuple[str, Any] | None:
+    """(path, pod template) of an object that holds one: where `object_refs` reads a modeled kind's pod spec (a KEDA
+    ScaledJob's job target, a PodTemplate's own), else a workload's or CronJob's; None for a Pod (its metadata is its
+    pod's own) and an object without one."""
+    found = pod_spec_at(obj)
+    if found is not None:
+        at = found[0].rpartition(".")[0]
+        return (at, _get(obj, *at.split("."))) if at else None
+    tpl = pod_template(obj)
+    return ("spec.jobTemplate.spec.template" if obj.get("kind") == "CronJob" else "spec.template", tpl) if tpl else None
+
+
+def _unconfined(meta: dict, at: str) -> list[Finding]:
+    """The AppArmor annotations of a pod's metadata (`at`) that unconfine a container."""
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    return [Finding("privileged", f"{at}.annotations.{name}", f"{at}.annotations.{name} is unconfined")
+            for name, value in annotations.items()
+            if str(name).startswith(APPARMOR_ANNOTATION) and value == "unconfined"]
+
+
 def metadata_findings(obj: dict, top: bool) -> list[Finding]:
     """Server-set and ownership fields on the object (`top`), and template metadata beyond labels and
-    annotations, including AppArmor annotations that unconfine a container."""
+    annotations, including AppArmor annotations that unconfine a container (a Pod's own included)."""
     out = []
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     if top:
@@ -395,10 +415,9 @@ def metadata_findings(obj: dict, top: bool) -> list[Finding]:
     templates = []
     if obj.get("kind") == "CronJob":
         templates.append(("spec.jobTemplate.metadata", _get(obj, "spec", "jobTemplate", "metadata")))
-    tpl = pod_template(obj)
-    if tpl:
-        at = "spec.jobTemplate.spec.template" if obj.get("kind") == "CronJob" else "spec.template"
-        templates.append((f"{at}.metadata", tpl.get("metadata")))
+    found = _template(obj)
+    if found is not None and isinstance(found[1], dict):
+        templates.append((f"{found[0]}.metadata", found[1].get("metadata")))
     for at, tmeta in templates:
         if not isinstance(tmeta, dict):
             continue
@@ -407,10 +426,9 @@ def metadata_findings(obj: dict, top: bool) -> list[Finding]:
                 continue
             out.append(Finding("metadata", f"{at}.{key}", f"{at}.{key} is set: a pod template carries only labels "
                                "and annotations (a pod may not move namespace or take owners and finalizers)"))
-        for name, value in (tmeta.get("annotations") or {}).items() if isinstance(tmeta.get("annotations"), dict) \
-                else ():
-            if str(name).startswith(APPARMOR_ANNOTATION) and value == "unconfined":
-                out.append(Finding("privileged", f"{at}.annotations.{name}", f"{at}.annotations.{name} is unconfined"))
+        out += _unconfined(tmeta, at)
+    if obj.get("kind") == "Pod" and api_group(obj) == "":
+        out += _unconfined(meta, "metadata")
     return out
 
 
@@ -573,7 +591,11 @@ class OutputPolicy:
 
     def _isolation(self, obj: dict, namespace: str | None) -> list[Finding]:
         out = []
-        for doc, _ in self.index.selector_index.hits(pod_items([obj], namespace)):
+        items = pod_items([obj], namespace)
+        found = _template(obj)
+        if not items and found is not None and isinstance(found[1], dict):  # a template where a modeled kind keeps it
+            items = [(identity(obj, namespace)[1], _label_map(_get(found[1], "metadata", "labels")), obj)]
+        for doc, _ in self.index.selector_index.hits(items):
             out.append(Finding("isolation", f"selector:{doc.ref}", f"the selector of baseline {doc.ref} matches "
                                "its pods, so baseline traffic would reach them"))
         for claim in claim_mounts(obj, namespace, self.index.claims):
@@ -612,9 +634,9 @@ class OutputPolicy:
         Secret or ConfigMap of its namespace as the baseline's does) may be pointed at a Secret or ConfigMap that
         is no object of the repository (one provisioned out of band, such as a test-mode key: what a Kardinal
         plugin does); at the repository's own, only if it read it before the call."""
-        if api_group(obj) == RBAC_GROUP:
-            return []
         ns = identity(obj, namespace)[1]
+        if api_group(obj) == RBAC_GROUP:
+            return self._subjects_elsewhere(caller, obj, ns)
         loose = not modeled(obj)
         pod = pod_spec_at(obj)
         pod_at = f"{pod[0]}." if changed and pod is not None else None
@@ -636,6 +658,14 @@ class OutputPolicy:
             if found is not None:
                 out.setdefault(found.key, found)
         return list(out.values())
+
+    def _subjects_elsewhere(self, caller: Caller, obj: dict, ns: str | None) -> list[Finding]:
+        """A binding's ServiceAccounts of a namespace not the flow's (its other subjects and its role are the rbac
+        rule's): named for the flow, they are still another namespace's accounts."""
+        return [Finding("rbac", f"subject:{r.namespace}/{r.name}", f"it grants its rights to ServiceAccount {r.name} "
+                        f"of namespace {r.namespace}, not to a ServiceAccount of the flow", at=r.path)
+                for r in references(obj) if r.path.startswith("subjects") and r.namespace not in
+                (None, ns, *self.namespaces, *caller.allow.namespaces)]
 
     def _unfollowed(self, r: Reference, ns: str | None, said: set[str], pod_at: str | None) -> bool:
         """A named reference `_isolation` already refused, or a changed pod's (under `pod_at`) Secret or ConfigMap
@@ -722,7 +752,7 @@ class OutputPolicy:
         index = LabelIndex()
         for doc in self.index.documents:
             if doc.kind == "Service" and doc.api_version == "v1":
-                labels = {str(k): v for k, v in doc.labels.items() if isinstance(v, (str, int, float, bool))}
+                labels = _label_map(doc.labels)
                 index.add(doc.namespace or self.model.default_namespace, labels, (labels, doc))
         return index
 
@@ -744,6 +774,12 @@ class OutputPolicy:
             raise PluginError(problems)
         for obj in touched:
             self.owners[identity(obj, namespace)] = caller.instance
+
+
+def _label_map(value: Any) -> dict[str, Any]:
+    """The labels of a map that selectors can match (scalar values; anything else is no label)."""
+    return {str(k): v for k, v in value.items() if isinstance(v, (str, int, float, bool))} \
+        if isinstance(value, dict) else {}
 
 
 def _glob(pattern: str, text: str, parents: bool = False) -> bool:
