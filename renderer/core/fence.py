@@ -26,8 +26,8 @@ HINT = (f"keep it inside the repository; the operator (never the repository) may
 def operator_dirs(flags: Iterable[str] = ()) -> tuple[str, ...]:
     """The real paths of the directories the operator allows: `--allow-path` flags, then `$DEVLANE_ALLOW_PATHS`
     (os.pathsep-separated); ones that do not exist are left out."""
-    raw = [*flags, *os.environ.get(ALLOW_ENV, "").split(os.pathsep)]
-    return tuple(dict.fromkeys(os.path.realpath(os.path.expanduser(p)) for p in raw if p and os.path.isdir(p)))
+    raw = [os.path.expanduser(p) for p in (*flags, *os.environ.get(ALLOW_ENV, "").split(os.pathsep)) if p]
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in raw if os.path.isdir(p)))
 
 
 @dataclass(frozen=True)

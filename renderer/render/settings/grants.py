@@ -172,7 +172,8 @@ class Grants:
         by = f"the commit {grant.source} names"
         found = {Identity("git", loc[0], commit, loc[1], by, any_url=True): None for name in names
                  if (loc := git_location(name, self.trusted.ref_config.plugin_sources)) is not None}
-        return tuple(found) or (Identity("git", "", commit, given_by=f"{by}, but {key} is no git source"),)
+        return tuple(found) or (Identity("git", "", commit, given_by=f"{by}, but {key} is no git source",
+                                         any_url=True),)
 
     # -- what is said ----------------------------------------------------------------------------------------
 
