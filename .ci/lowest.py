@@ -1,7 +1,7 @@
 """Print the oldest versions pyproject.toml admits, as pip requirements (`NAME>=X` becomes `NAME==X`): `.ci/run`
 installs devlane with them in a throw-away virtualenv and runs the fast tests there, so the lower bounds users may
-resolve to are ones CI has seen pass. The test tools come at their own lower bounds too, but for import-linter,
-which needs a newer rich than devlane does (its contract test runs in the main virtualenv)."""
+resolve to are ones CI has seen pass. The test tools come at their own lower bounds too, but for import-linter and
+mutmut, which need a newer rich than devlane does (the contract test and the mutation run use the main virtualenv)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-NOT_HERE = {"import-linter"}
+NOT_HERE = {"import-linter", "mutmut"}
 
 project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
 for requirement in [*project["dependencies"], *project["optional-dependencies"]["test"]]:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .core import deadline
 from .errors import DevlaneError, Problem, UsageError, Where, fail
@@ -62,6 +63,15 @@ from .render.settings.lifecycle import Prices, parse_time
 from .render.settings.render_settings import RenderSettings, RouteSettings, lane_of
 from .render.stored.memo import model_for
 from .session import Options, Session, retain_until_exit
+
+if TYPE_CHECKING:  # the live commands' modules load with them, never with `render` (renderer/live/__init__.py)
+    from collections.abc import Callable
+
+    from .live.dryrun import VerifyReport
+    from .live.kube import KubeOptions
+    from .live.lane import LaneObject
+    from .live.status import StatusReport
+    from .live.sweep import SweepReport
 
 FlowInput = FlowSpec | AutoFlow  # a flow as given, or `--services auto`: data either way, resolved once loaded
 
@@ -590,6 +600,61 @@ def gc(options: Options, keep: list[str] | None = None, expired: bool = False, n
             except DevlaneError as exc:
                 failed[flow_id] = exc.problems
         return GcResult(doomed, removed, [*kept, *failed], failed, False, output.flows, unreadable)
+
+
+# --------------------------------------------------------------------------------------------------
+# The live commands: `devlane status`, `verify --server`, `gc --cluster` (the `kubernetes` client, `renderer/live/`)
+
+
+def rendered_lane(options: Options, flow_id: str, out: Path | None = None) -> list[LaneObject]:
+    """The objects of a rendered flow, as its kustomization lists them, from the output directory (or, with `--ref`,
+    git): what the live commands compare with the cluster. The output directory's lock is held while reading only,
+    never while a cluster is asked (a render of another flow does not wait for a `status --wait`)."""
+    from .live.lane import lane_objects
+
+    validate_flow_id(flow_id)
+    with open_session(options, collect=True) as s:
+        if s.config_file.problems:
+            raise DevlaneError(s.config_file.problems)
+        with _output(s, out, create=False) as output:
+            files = output.read_rendered(flow_id, s.source, s.root, s.options.ref)
+            flow_dir = output.flows / flow_id
+    return lane_objects(files, flow_dir)
+
+
+def status(options: Options, flow_id: str, kube: KubeOptions, out: Path | None = None, wait: bool = False,
+           timeout: float = 300.0, on_poll: Callable[[StatusReport], None] | None = None) -> StatusReport:
+    """The rendered lane's objects in the cluster and their readiness; with `wait`, until it is ready, an object
+    failed, or `timeout` seconds passed (`on_poll` sees each report before the last)."""
+    from .live import kube as cluster_client
+    from .live import status as live_status
+
+    objects = rendered_lane(options, flow_id, out)
+    return live_status.watch(cluster_client.connect(kube), objects, flow_id, wait, timeout, on_poll)
+
+
+def verify_server(options: Options, flow_id: str, kube: KubeOptions, out: Path | None = None,
+                  field_manager: str | None = None) -> VerifyReport:
+    """A server-side dry run of the rendered flow against the cluster: what it would refuse, and why."""
+    from .live import dryrun
+    from .live import kube as cluster_client
+
+    objects = rendered_lane(options, flow_id, out)
+    return dryrun.verify(cluster_client.connect(kube), objects, flow_id,
+                         field_manager or cluster_client.FIELD_MANAGER)
+
+
+def gc_cluster(kube: KubeOptions, keep: list[str], yes: bool = False) -> SweepReport:
+    """The lanes in the cluster whose flow is not in `keep` (orphans), found by devlane's labels on every kind it
+    serves; deleted with `yes`, listed otherwise."""
+    from .live import kube as cluster_client
+    from .live import sweep
+
+    for flow_id in keep:
+        validate_flow_id(flow_id)
+    cluster = cluster_client.connect(kube)
+    report = sweep.find(cluster, keep)
+    return sweep.delete(cluster, report) if yes else report
 
 
 def check_changes(base: Loaded, head: Loaded, s: Session) -> list[Problem]:

@@ -25,7 +25,7 @@ from types import ModuleType
 
 from ..core.version import VERSION
 from ..errors import DevlaneError, UsageError
-from . import cache, cmp, diff, init, lint, plan, plugins, preview, provision, render, stdio
+from . import cache, cmp, diff, init, lint, live, plan, plugins, preview, provision, render, stdio
 
 
 @functools.cache
@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"devlane {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (render, plan, lint, provision, cmp, diff, preview, init, plugins, cache):
+    for group in (render, plan, lint, provision, live, cmp, diff, preview, init, plugins, cache):
         group.add_parsers(sub)
     return parser
 

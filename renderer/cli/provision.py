@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import DevlaneError, Problem, UsageError
 from .common import add_common, add_plugin_source, add_weak_sandbox, flow_input, options, say, say_targets, show
+from .live import add_kube, gc_cluster
 
 
 def cmd_provision(args: argparse.Namespace) -> int:
@@ -45,6 +46,11 @@ def cmd_gc(args: argparse.Namespace) -> int:
     keep = None
     if args.keep is not None or args.keep_file is not None:
         keep = [*(args.keep or []), *(_keep_file(args.keep_file) if args.keep_file else [])]
+    if args.cluster:
+        return gc_cluster(args, keep)
+    if args.yes:
+        raise UsageError("--yes confirms the deletions of `gc --cluster`; the rendered flows' gc needs none "
+                         "(--dry-run lists what it would remove)")
     now = parse_time(args.now, "--now") if args.now else None
     result = api.gc(options(args), keep, args.expired, now, args.out, args.dry_run)
     for flow_id, why in result.doomed.items():
@@ -117,4 +123,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_plugin_source(gc)
     gc.add_argument("--plugin-timeout", type=float, metavar="SECONDS")
     add_weak_sandbox(gc)
+    gc.add_argument("--cluster", action="store_true",
+                    help="live: the lanes in the cluster (by devlane's labels) whose flow is not kept, listed; "
+                         "deleted with --yes")
+    gc.add_argument("--yes", action="store_true", help="with --cluster: delete them")
+    add_kube(gc, namespace=False)
     gc.set_defaults(handler=cmd_gc)

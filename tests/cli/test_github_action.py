@@ -30,7 +30,7 @@ def test_action_inputs_outputs_and_steps_are_consistent():
     assert action["runs"]["using"] == "composite"
     inputs = set(action["inputs"])
     assert inputs == {"path", "base-ref", "flow-id", "services", "image-template", "kube-version", "validate",
-                      "comment", "fail-on", "publish"}  # fmt: skip
+                      "comment", "fail-on", "publish", "e2e-command", "wait-timeout"}  # fmt: skip
     assert set(action["outputs"]) == {"flow-id", "rendered-dir", "changed", "counts", "comment-body-file"}
     steps = action["runs"]["steps"]
     ids = {s["id"] for s in steps if "id" in s}

@@ -40,10 +40,10 @@ for name, argv, env in [
                   "modules": sorted(sys.modules)}
 print(json.dumps(seen))
 """
-OPTIONAL = ["grpc", "google.protobuf", "jsonschema", "git", "kubernetes_validate", "ruamel", "rich"]
+OPTIONAL = ["grpc", "google.protobuf", "jsonschema", "git", "kubernetes_validate", "ruamel", "rich", "kubernetes"]
 OTHER_COMMANDS = ["renderer.views.inspect", "renderer.views.diff", "renderer.views.markdown", "renderer.views.preview",
                   "renderer.authoring", "renderer.protocol.grpc", "renderer.host.grpc_client",
-                  "renderer.sdk.grpc_server"]
+                  "renderer.sdk.grpc_server", "renderer.live"]
 LIBRARY = ["renderer.api", "renderer.session", "renderer.render", "renderer.host", "renderer.sdk",
            "renderer.core.cache", "yaml", "concurrent"]
 NOT_LOADED = {
