@@ -19,8 +19,7 @@ import tempfile
 sys.dont_write_bytecode = False
 
 import pytest  # noqa: E402 - after the setting above, so the modules below are cached too
-from hypothesis import settings  # noqa: E402
-from support import ROOT, Harness, demo_file  # noqa: E402
+from support import ROOT, Harness, demo_file, hypothesis_profiles  # noqa: E402
 
 for _tree in ("renderer", "plugins"):
     compileall.compile_dir(ROOT / _tree, quiet=1)
@@ -40,11 +39,9 @@ if "DEVLANE_CACHE" not in os.environ or not os.environ.get("DEVLANE_TEST_KEEP_CA
     atexit.register(shutil.rmtree, os.environ["DEVLANE_CACHE"], True)
 
 
-# Property tests: 50 examples each by default, which keeps the fast suite within its budget; a deeper run is
-# DEVLANE_HYPOTHESIS=thorough (500 each). Tests that set max_examples themselves keep their own.
-settings.register_profile("default", max_examples=50, deadline=None)  # speed is the benchmark's job, not a test's
-settings.register_profile("thorough", max_examples=500, deadline=None)
-settings.load_profile(os.environ.get("DEVLANE_HYPOTHESIS", "default"))
+# Property tests: 50 examples each, random locally, derandomized in CI (`ci`); `random` (200, fresh seed) and
+# `thorough` (500) run deeper: DEVLANE_HYPOTHESIS=<profile> (tests/support/hypothesis_profiles.py).
+hypothesis_profiles.load()
 
 
 # No process outlives the suite (issue 40). Each test process, at its end, lists the processes it started that still

@@ -22,11 +22,11 @@ hides less than another. What is a secret, replaced whole by `MASK`:
   is hidden up to its closing quote or brace (`""`, `\\"` and `}}` inside), when that closes it (`'a'b` is one
   bare value); a bare one up to a blank, `;`, `&`, `"` or `<` (the end of a line for `key: value`).
 
-Secret keys (`SECRET_KEYS`), compared lower-case without separators, by how the key ends: `password`, `passwd`,
-`pwd`, `pass` (not nginx's `proxy_pass` and friends), `passphrase`, `secret`, `token`, `apikey`, `accesskey`,
-`secretkey`, `privatekey`, `accountkey`, `sharedaccesskey`, `masterkey`, `authkey`, `signingkey`,
-`encryptionkey`, `sessionkey`, `sas`, `sig`, `signature`, `credential(s)`, `auth`, `jwt`, and the key `key` alone
-(`?key=` of Google's APIs). Not secrets: `authSource`, `authMechanism`, `user`, `PASSWORD_FILE` (a path).
+Secret keys (`SECRET_KEYS`), compared lower-case without separators nor a number at the end (`PASSWORD_2`), by how
+the key ends: `password`, `passwd`, `pwd`, `pass` (not nginx's `proxy_pass` and friends), `passphrase`, `secret`,
+`token`, `apikey`, `accesskey`, `secretkey`, `privatekey`, `accountkey`, `sharedaccesskey`, `masterkey`, `authkey`,
+`signingkey`, `encryptionkey`, `sessionkey`, `sas`, `sig`, `signature`, `credential(s)`, `auth`, `jwt`, and the key
+`key` alone (`?key=` of Google's APIs). Not secrets: `authSource`, `authMechanism`, `user`, `PASSWORD_FILE` (a path).
 
 Hosts, ports, databases and other parameters stay readable. `excerpt` cuts a masked line to `EXCERPT_WIDTH`
 around a position (the address a report is about). Every scan here is linear in the text: `find`, possessive
@@ -59,7 +59,7 @@ _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 @lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
     """Whether a key (a query parameter, a connection-string keyword, a config key, a flag) holds a secret."""
-    norm = _NOT_ALNUM.sub("", key.lower())
+    norm = _NOT_ALNUM.sub("", key.lower()).rstrip("0123456789")  # a numbered one too: `DB_PASSWORD_2`, `secret1`
     if not norm or norm.endswith(_NOT_SECRET_KEYS):
         return False
     return norm == "key" or norm.endswith(SECRET_KEYS)

@@ -209,12 +209,16 @@ _SETTING_WORDS = frozenset({"ENABLE", "ENABLED", "DISABLE", "DISABLED", "INTERVA
                             "PORT", "USER", "USERNAME", "PASSWORD", "PASS", "NAME", "MS", "SECONDS", "SIZE", "COUNT",
                             "THRESHOLD", "MAX", "MIN", "PROTOCOL", "MODE", "LEVEL", "PATH", "TYPE", "ID", "KEY",
                             "SECRET", "TOKEN", "VERSION", "PRESERVATION", "TTL", "LIMIT"})
+# a value that says "no host" (`REDIS_HOST=none`, `Server=false`) where a word stands alone; in a URL's authority or
+# before a port it is a host like any other (a Service may be named `on` or `null`: both are DNS labels)
 _NOT_HOSTS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "nil", "enabled", "disabled"})
 
 
-def _host_ok(host: str) -> bool:
-    """A host, not a version (`1.2.3`), a time (`10:30`), a flag (`false`) or a word that cannot be a DNS name."""
-    if not host or host.startswith(("-", ".")) or host.endswith("-") or host.lower() in _NOT_HOSTS:
+def _host_ok(host: str, alone: bool) -> bool:
+    """A host, not a version (`1.2.3`), a time (`10:30`) or a word that cannot be a DNS name, nor, `alone` (where
+    no scheme or port says it is a host), a flag (`false`). Digits and dots alone are no host name (RFC 3696: a
+    top-level label is never all-numeric) but for an IPv4 address."""
+    if not host or host.startswith(("-", ".")) or host.endswith("-") or (alone and host.lower() in _NOT_HOSTS):
         return False
     return not host.replace(".", "").isdigit() or host.count(".") == 3  # an IPv4 address counts
 
@@ -229,8 +233,8 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
     out: dict[tuple[int, int], Address] = {}
     by_key = key_kind(key) if key else None
 
-    def add(start: int, host: str, port: str | None, kind: str | None, evidence: str) -> None:
-        if kind is None or not _host_ok(host) or (start, start + len(host)) in out:
+    def add(start: int, host: str, port: str | None, kind: str | None, evidence: str, alone: bool = False) -> None:
+        if kind is None or not _host_ok(host, alone) or (start, start + len(host)) in out:
             return
         out[start, start + len(host)] = Address(start, start + len(host), host.lower(), port, kind, evidence)
 
@@ -247,6 +251,9 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
         for part in authority.split(","):
             host, _, port = part.partition(":")
             start = base + offset
+            if part.startswith("[") and "]" in part:  # an IPv6 literal: `[::1]:6379` is host `::1`, port 6379
+                host, _, port = part[1:].partition("]")
+                start, port = start + 1, port[1:] if port.startswith(":") else ""
             offset += len(part) + 1
             port = port or None
             kind = SCHEMES.get(last)
@@ -263,7 +270,7 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
     for m in _ADO.finditer(value) if "=" in value else ():
         if not _inside(covered, m.start(1)):
             kind = by_key or ("sqlserver" if m.group(2) == "1433" else port_kind(m.group(2) or "") or "database")
-            add(m.start(1), m.group(1), m.group(2), kind, "connection string")
+            add(m.start(1), m.group(1), m.group(2), kind, "connection string", alone=m.group(2) is None)
             connections.append(m.span())
     for m in _HOSTPORT.finditer(value) if ":" in value else ():
         if _inside(covered, m.start()) or _inside(connections, m.start()):
@@ -273,7 +280,7 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
     if not out and by_key is not None and _names_a_host(key):
         bare = _BARE.match(value)
         if bare:
-            add(bare.start(1), bare.group(1), None, by_key, f"key {key}")
+            add(bare.start(1), bare.group(1), None, by_key, f"key {key}", alone=True)
     return tuple(out[k] for k in sorted(out))
 
 

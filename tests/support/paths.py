@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = (ROOT / ".." / "shared").resolve()
+# $DEVLANE_SHARED where the checkout is not beside it (the mutation tests run a copy under mutants/)
+SHARED = Path(os.environ.get("DEVLANE_SHARED") or ROOT / ".." / "shared").resolve()
 DEMO = SHARED / "seeds-data" / "kardinal-demo"
 CRDS = SHARED / "crds"
 FIXTURES = ROOT / "tests" / "fixtures"

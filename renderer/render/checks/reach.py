@@ -265,7 +265,8 @@ def _outside(known: frozenset[str], targets: Targets, own_kinds: set[str | None]
             continue
         if address.host in _LOCAL and address.kind in own_kinds:
             continue  # the pod's own container: copied with the pod
-        target = f"{address.host}:{address.port}" if address.port else address.host
+        host = f"[{address.host}]" if ":" in address.host else address.host  # an IPv6 address, as URLs write it
+        target = f"{host}:{address.port}" if address.port else host
         cls: Class = "registry" if address.role == "registry" else "outside-store"
         yield cls, target, address.kind, address.evidence, Evidence(*where, "(secret)" if secret else
                                                                      excerpt(value, address.start))

@@ -567,9 +567,10 @@ def test_no_regular_expression_is_compiled_per_call(monkeypatch):
     "host=redis " * 5_000, "1@kafka:9093," * 5_000,
 ])  # fmt: skip
 def test_pathological_values_stay_linear(text):
-    started = time.perf_counter()
+    """CPU time of this thread, not wall time: a loaded machine (the suite on every core) stretches the latter."""
+    started = time.thread_time()
     find_in_value(text, TARGETS, "X")
     find_in_args([text, text], TARGETS)
     find_in_data("app.yaml", text.replace(" ", "\n"), TARGETS)
     find_in_data("nginx.conf", text, TARGETS)
-    assert time.perf_counter() - started < 2.0
+    assert time.thread_time() - started < 2.0

@@ -5,7 +5,7 @@ and what an image or a port says."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from renderer.core.stores import SCHEMES, find_addresses, image_kind, key_kind, port_kind
@@ -77,18 +77,43 @@ def test_ports_and_keys():
     assert key_kind("LOG_LEVEL") is None
 
 
-label = st.from_regex(r"[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True)
+# The grammar of a host: an RFC 1123 name (labels of letters, digits and inner `-`, any case) that is not digits and
+# dots alone (RFC 3696: a top-level label is never all-numeric; `1.2.3` is a version), or an IPv4 address. Every
+# such host in a store URL is an address, whatever word it spells: a Service may be named `on`, `no` or `null`
+# (a flag word is no host only where it stands alone: `REDIS_HOST=none`).
+label = st.from_regex(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?", fullmatch=True)
+name = st.lists(label, min_size=1, max_size=4).map(".".join).filter(lambda h: not h.replace(".", "").isdigit())
+hosts = st.one_of(name, name, st.ip_addresses(v=4).map(str))
+FLAG_WORDS = ("on", "no", "yes", "null", "off", "true", "false", "none", "nil", "enabled", "disabled", "ON", "Null")
 
 
-@given(st.sampled_from(sorted(SCHEMES)), st.lists(label, min_size=1, max_size=3),
+@given(st.sampled_from(("", "jdbc:", "r2dbc:")), st.sampled_from(sorted(SCHEMES)), hosts,
        st.one_of(st.none(), st.integers(1, 65535)), st.booleans())
-def test_every_host_of_a_store_url_is_found_where_it_stands(scheme, labels, port, credentials):
-    host = ".".join(labels)
+@example("", "redis", "on", None, False)  # found failing once each (issue 41): a flag word as a host
+@example("", "redis", "no", 6379, True)
+@example("", "redis", "null", None, True)
+@example("", "redis", "yes", None, False)
+@example("jdbc:", "mysql", "off.example.com", 3306, False)
+@example("", "mongodb+srv", "a", None, False)  # one character, digits first, an IPv4 address, upper case
+@example("r2dbc:", "postgres", "1db", None, False)
+@example("", "amqp", "10.0.0.7", 5672, True)
+@example("", "rediss", "Cache.Example.COM", 6380, True)
+def test_every_host_of_a_store_url_is_found_where_it_stands(prefix, scheme, host, port, credentials):
     auth = "user:p%40ss@" if credentials else ""
-    value = f"{scheme}://{auth}{host}{f':{port}' if port else ''}/db?x=1"
+    value = f"{prefix}{scheme}://{auth}{host}{f':{port}' if port else ''}/db?x=1"
     [found] = find_addresses(value)
-    assert (found.host, found.port, found.kind) == (host, str(port) if port else None, SCHEMES[scheme])
+    assert (found.host, found.port, found.kind) == (host.lower(), str(port) if port else None, SCHEMES[scheme])
     assert value[found.start:found.end] == host
+
+
+@pytest.mark.parametrize("word", FLAG_WORDS)
+def test_a_flag_word_is_a_host_in_a_url_or_before_a_port_and_no_host_alone(word):
+    """`redis://on/db` names a host `on`; `REDIS_HOST=on` and `Server=none;` say there is none."""
+    assert [(a.host, a.kind) for a in find_addresses(f"redis://{word}/0")] == [(word.lower(), "redis")]
+    assert [(a.host, a.port) for a in find_addresses(f"{word}:6379")] == [(word.lower(), "6379")]
+    assert [(a.host, a.port) for a in find_addresses(f"Server={word},1433;Database=x")] == [(word.lower(), "1433")]
+    assert find_addresses(word, "REDIS_HOST") == ()
+    assert find_addresses(f"Server={word};Database=x") == ()
 
 
 @given(st.text(alphabet="abcdefghij0123456789 .-_/", max_size=40))

@@ -69,9 +69,9 @@ def test_depth_is_refused_exactly_past_the_limit(depth, flow):
 def test_an_alias_bomb_is_refused_from_the_events_quickly():
     bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 12))
-    start = time.monotonic()
+    start = time.thread_time()  # CPU time: a loaded machine stretches wall time
     assert "YAML aliases expand the document past 1,000,000 nodes" in parse_error(bomb)
-    assert time.monotonic() - start < 2
+    assert time.thread_time() - start < 2
     big = "s: &s " + "y" * 1_000_000 + "\nl: [" + ", ".join(["*s"] * 70) + "]\n"  # few nodes, many bytes
     assert "through YAML aliases" in parse_error(big)
 
