@@ -331,3 +331,9 @@ def test_a_connection_strings_host_in_any_case_and_digits(host):
 @pytest.mark.parametrize("host", ["CACHE", "10.0.0.9", "2cache", "cache-2.example.com", "Cache.Example.COM"])
 def test_a_bare_host_in_any_case_and_digits(host):
     assert found(f" {host} ", "REDIS_HOST") == [(host.lower(), None, "redis", "key REDIS_HOST")]
+
+
+def test_a_double_slash_without_a_scheme_is_no_url():
+    """`://cache:6379` has no scheme: no URL, and no `host:port` either (a `/` stands before it)."""
+    assert found("://cache-7:6379") == [] and found("1://cache-7:6379") == []
+    assert found("a ://b -://c redis://cache-7/0") == [("cache-7", None, "redis", "scheme redis")]

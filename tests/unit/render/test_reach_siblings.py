@@ -388,7 +388,9 @@ def test_plan_leaves_a_plugin_bound_services_own_values_to_render(harness):
 def shop(tmp_path_factory):
     """`api` in namespace `shop`, with a dev copy of its `sessions` store (a dependency) and an external service."""
     config = {"config.json": '{\n  "redis": [\n    {\n      "host": "list-cache.example.com"\n    }\n  ]\n}\n',
-              "sessions.url": "redis://sessions.shop.svc.cluster.local:6379/0"}
+              "sessions.url": "redis://sessions.shop.svc.cluster.local:6379/0",
+              "legacy.conf": "# url = redis://hash.example.com:6379\n; url = redis://semicolon.example.com:6379\n"
+                             "// url = redis://slashes.example.com:6379\nlevel = info\n"}
     api_pod = {"name": "main", "image": "acme/api:1",
                "command": ["api", "--redis-host=cmd-cache.example.com", "--verbose"],
                "args": ["--memcached-servers=args-cache.example.com", "--orders-db=redis://orders-db:6379/0"],
@@ -414,6 +416,12 @@ def test_a_flag_in_command_or_args_is_read_as_its_key(shop):
     got = {r.target: (r.cls, r.kind, r.evidence[0].field) for r in shop.reach}
     assert got["cmd-cache.example.com"] == ("outside-store", "redis", "command[1]")
     assert got["args-cache.example.com"] == ("outside-store", "memcached", "args[0]")
+
+
+@pytest.mark.parametrize("comment", ["hash", "semicolon", "slashes"])
+def test_a_commented_out_line_of_a_file_is_not_read(shop, comment):
+    """`#`, `;` and `//` comments: the address of a store the app no longer uses."""
+    assert not [r.target for r in shop.reach if comment in r.target]
 
 
 def test_a_store_named_by_the_key_of_a_list_of_objects(shop):
@@ -453,3 +461,24 @@ def test_in_a_flow_namespace_only_a_name_of_the_baselines_namespace_reaches_it(t
     assert reached.target == "shop/sessions"
     assert sorted(e.field for e in reached.evidence) == ["key FULL", "key QUALIFIED"]
     assert {e.value for e in reached.evidence} == {"(secret)"}
+
+
+@pytest.mark.parametrize(("bootstrap", "target"), [("events-kafka:9092", "events-kafka"),
+                                                   ("kafka.example.com:9092", "kafka.example.com:9092")])
+def test_a_store_a_plugin_gives_the_lane_its_own_state_in_is_shared(tmp_path, bootstrap, target):
+    """kafka-topic isolates Kafka (`spec.isolates`): the lane's topics on the shared cluster, in the repository or
+    outside it, are the lane's own on purpose: listed as shared, with the plugin named, and never warned about."""
+    args = {"cluster": "events", "topics": "orders.created", "groups": "g", "partitions": "1",
+            "retention_ms": "86400000"}
+    docs = [deployment("orders", [{"name": "main", "image": "acme/orders:1", "env": [
+        {"name": "KAFKA_BOOTSTRAP_SERVERS", "value": bootstrap}]}]), service("orders", plugins="order-topics"),
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "plugins", "annotations": {
+            "kardinal.dev.service/plugin-definition": yaml.safe_dump(
+                [{"name": "kafka-topic", "type": "external", "servicename": "order-topics", "args": args}])}},
+         "spec": {"ports": [{"port": 1}]}},
+        deployment("events-kafka", [{"name": "main", "image": "bitnami/kafka:3"}]), service("events-kafka", 9092)]
+    result = render(tmp_path / "repo", docs, {"orders": "acme/orders:2"})
+    [reached] = [r for r in result.reach if r.target == target]
+    assert reached.cls == "shared" and reached.sign.endswith("; plugin kafka-topic gives the lane its own kafka "
+                                                             "state there")
+    assert not [w for w in result.warnings if w.code.startswith("reach-")]
