@@ -265,3 +265,37 @@ def test_an_excerpt_is_the_line_of_its_position():
     assert excerpt(text, text.index("pass")) == "password: ***"
     assert excerpt(text, 0) == "first line" and excerpt(text, len(text)) == "third"
     assert excerpt("", 3) == "" and excerpt("  short  ", 2) == "short"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Edges: the shortest passwords, passwords holding `@`, `:` or `/`, empty ones, and what is around a URL
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("redis://u:x@cache:6379", "redis://u:***@cache:6379"),  # a password of one character
+    ("user:x@broker:9092", "user:***@broker:9092"),
+    ("jdbc:oracle:thin:scott/x@db:1521:orcl", "jdbc:oracle:thin:scott/***@db:1521:orcl"),
+    (f"user:{S}@{S}@broker:9092", "user:***@broker:9092"),  # `@` in a password, no scheme
+    (f":{S}@broker:9092", ":***@broker:9092"),  # no user
+    (f"redis://:{S}/x@{S}@cache.example.com/0", "redis://:***@cache.example.com/0"),  # `/` and `@` in it
+    (f"redis://:Zx:1/{S}@cache.example.com/0", "redis://:***@cache.example.com/0"),  # `:1/` in it
+    (f"redis://:{S}/x@h1.example.com/0,redis://u:{S}@h2.example.com/0",  # two URLs in one word
+     "redis://:***@h1.example.com/0,redis://u:***@h2.example.com/0"),
+    (f"redis://:{S}/{S}@cache.example.com:6379/0 next@x.example.com //z",  # another URL further on
+     "redis://:***@cache.example.com:6379/0 next@x.example.com //z"),
+    (f"a :// redis://:{S}@cache.example.com/0", "a :// redis://:***@cache.example.com/0"),  # a `//` of no URL first
+    (f"a//x https://:{S}@h.example.com/0", "a//x https://:***@h.example.com/0"),
+    (f"x://ghp1{S}@h.example.com next", "x://***@h.example.com next"),
+    (f"a=x:y&kafka=user:{S}@broker:9092", "a=x:y&kafka=user:***@broker:9092"),  # pairs split at `&`
+    (f"a=1&b=2&kafka=user:{S}@broker:9092&c=3", "a=1&b=2&kafka=user:***@broker:9092&c=3"),
+])  # fmt: skip
+def test_edges_of_userinfo(text, expected):
+    assert masked_whole(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "redis://@cache:6379", "redis://user:@cache:6379", "user:@broker:9092",  # empty: nothing to hide
+    "x@y https://h.example.com/p@q", "redis://[fd00::1]/users@x", "redis://cache:6379/p@z:1", "redis://cache:1/p@x",
+    "jdbc:oracle:scott@db", "jdbc:oracle:thin", "@x",
+])  # fmt: skip
+def test_no_userinfo_no_mask(text):
+    assert mask(text) == text and secrets_in(text) == []

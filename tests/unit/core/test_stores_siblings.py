@@ -337,3 +337,9 @@ def test_a_double_slash_without_a_scheme_is_no_url():
     """`://cache:6379` has no scheme: no URL, and no `host:port` either (a `/` stands before it)."""
     assert found("://cache-7:6379") == [] and found("1://cache-7:6379") == []
     assert found("a ://b -://c redis://cache-7/0") == [("cache-7", None, "redis", "scheme redis")]
+
+
+def test_a_host_port_in_a_urls_query_is_the_urls_not_another_address():
+    assert found("redis://cache-7/0?fallback=other:6379,more:3306") == [("cache-7", None, "redis", "scheme redis")]
+    assert found("x redis://cache-7/0 other:6379") == [("cache-7", None, "redis", "scheme redis"),
+                                                      ("other", "6379", "redis", "port 6379")]

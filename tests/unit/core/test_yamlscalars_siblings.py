@@ -25,7 +25,8 @@ NEAR_WORDS = ["yES", "nO", "oN", "oFF", "tRUE", "fALSE", "nULL", "NuLL", ".nAn",
 GO_NUMBERS = ["0b101", "0B101", "-0B101", "0o17", "0O17", "-0O17", "0x1F", "0X1F", "+0X1f", "0x_1F", "0X_1_f",
               "017", "-017", "0_17", "1_000", "+1_0", "1__0", ".5_5", ".5e1_0", "+.5_5", "1_0.5",
               "0XFFFFFFFFFFFFFFFF", "-0B1" + "0" * 63, "+0B" + "1" * 63, "9" * 20, "09", "09.5", "1e3", "1E+3", "1_",
-              "0b-101", "0o-17", "1_0e3", "1_0E3", "-1_0e3", "1_0e-3", "1_0e+3", ".5E1_0", ".5e-1_0", ".5e+1_0"]
+              "0b-101", "0o-17", "0X1", "0B1", "0O7", "1_0e3", "1_0E3", "-1_0e3", "1_0e-3", "1_0e+3", ".5E1_0",
+              ".5e-1_0", ".5e+1_0"]
 # YAML 1.2 core's floats out of Go's range (Go: a string; PyYAML 1.1 wants a dot and a signed exponent)
 CORE_12_FLOATS = ["5e12345", "-5e12345", "+5e12345", "5E12345", "5e+12345", "5.5e12345", ".5e12345", "-.5E+12345"]
 GO_PLAIN = ["0b", "0B2", "0o8", "0O9", "0X", "0XG", "0X_", "08_8x", "0B-101", "0O-17", "._5", "._", "+.", ".5e",
@@ -94,11 +95,16 @@ def test_each_months_last_day_is_a_date_and_the_next_is_not(month):
         assert not written_plain(f"2023-{month}-{last}") and written_plain(f"2023-{month}-{last + 1}")
 
 
+def test_a_number_too_long_for_any_reader_is_no_number_and_no_error():
+    """5,000 digits: past int64, an infinite float (no reader's number), and past what Python's int() parses."""
+    assert quote_style("9" * 5000 + "_") is None and quote_style("-" + "9" * 5000 + "_") is None
+
+
 @pytest.mark.parametrize(("year", "leap"), [(2024, True), (2023, False), (2000, True), (1900, False), (2100, False),
                                             (1600, True), (0, True)])
 def test_february_29th_only_in_a_leap_year(year, leap):
     assert written_plain(f"{year:04d}-2-29") is not leap
-    assert not written_plain(f"{year:04d}-2-28")
+    assert not written_plain(f"{year:04d}-2-28") and written_plain(f"{year:04d}-2-30")
 
 
 TIMES = [

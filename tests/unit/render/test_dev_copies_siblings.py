@@ -158,7 +158,7 @@ metadata: {{name: api-in}}
 spec:
   podSelector:
     matchLabels: {{team: shop}}
-    matchExpressions: [{{key: app, operator: In, values: [api, web]}}]
+    matchExpressions: [{{key: app, operator: In, values: [api, web]}}, {{key: team, operator: In, values: [shop]}}]
   ingress:
   - from:
     - podSelector: {{matchExpressions: [{{key: app, operator: In, values: [api]}}]}}
@@ -183,6 +183,40 @@ metadata: {{name: team-only}}
 spec:
   podSelector: {{matchLabels: {{team: shop}}}}
 ---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {{name: db-out}}
+spec:
+  podSelector: {{matchLabels: {{app: db}}}}
+  egress:
+  - to:
+    - podSelector: {{matchLabels: {{app: api}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {{name: web-in}}
+spec:
+  podSelector: {{matchLabels: {{app: web}}}}
+  ingress:
+  - from:
+    - podSelector: {{matchLabels: {{app: lb}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {{name: other-ns-in}}
+spec:
+  podSelector: {{matchLabels: {{app: db}}}}
+  ingress:
+  - from:
+    - podSelector: {{matchLabels: {{app: api}}}}
+      namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: other}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {{name: not-api}}
+spec:
+  podSelector: {{matchExpressions: [{{key: app, operator: NotIn, values: [api]}}]}}
+---
 """
 
 
@@ -191,7 +225,11 @@ def shop(tmp_path_factory):
     root = tmp_path_factory.mktemp("shop") / "repo"
     claims = "".join(f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {n}}}\nspec: {{accessModes: "
                      "[ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n---\n" for n in ("scratch", "logs"))
-    result = render(root, SHOP + claims, {"api": "api:2", "orders": "orders:2"},
+    docs = [d for d in yaml.safe_load_all(SHOP + claims) if d]
+    for d in docs:  # every object in namespace `shop`, labelled by its team
+        d["metadata"].update(namespace="shop", labels={"team": "shop", **d["metadata"].get("labels", {})})
+    text = "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
+    result = render(root, text, {"api": "api:2", "orders": "orders:2"},
                     env=[("api", "LOG_LEVEL", "debug"), ("api", "ORDERS_URL", "http://override")])
     return result, objects(result), {(d.kind, d.name): d.obj for d in result.loaded.documents}
 
@@ -219,6 +257,18 @@ def test_a_headless_service_stays_headless_and_no_service_without_a_selector_is_
     _, got, _ = shop
     assert got["Service", "api-headless-pr-1"]["spec"]["clusterIP"] == "None"
     assert ("Service", "api-external-pr-1") not in got
+
+
+@pytest.mark.parametrize(("kind", "name"), [
+    ("Deployment", "api-pr-1"), ("Service", "api-pr-1"), ("Service", "api-nodeport-pr-1"),
+    ("ConfigMap", "api-config-pr-1"), ("PersistentVolumeClaim", "data-pr-1"), ("NetworkPolicy", "api-in-pr-1"),
+])  # fmt: skip
+def test_each_copy_stays_in_its_baselines_namespace_with_its_labels_and_the_flows(shop, kind, name):
+    _, got, _ = shop
+    meta = got[kind, name]["metadata"]
+    assert meta["namespace"] == "shop"
+    assert meta["labels"]["team"] == "shop" and meta["labels"][FLOW_LABEL] == FLOW
+    assert meta["labels"]["app.kubernetes.io/managed-by"] == "devlane"
 
 
 def test_a_dev_service_drops_kardinals_annotations_and_keeps_the_others(shop):
@@ -293,9 +343,9 @@ def test_a_claim_copy_drops_each_binding_annotation(shop, annotation):
 def test_a_policy_selecting_a_dev_pods_baseline_selects_the_dev_pod(shop):
     _, got, _ = shop
     spec = got["NetworkPolicy", "api-in-pr-1"]["spec"]
-    assert spec["podSelector"] == {"matchLabels": {"team": "shop"},
-                                   "matchExpressions": [{"key": "app", "operator": "In",
-                                                         "values": [dev("api"), dev("web")]}]}
+    assert spec["podSelector"] == {"matchLabels": {"team": "shop"}, "matchExpressions": [
+        {"key": "app", "operator": "In", "values": [dev("api"), dev("web")]},
+        {"key": "team", "operator": "In", "values": ["shop"]}]}  # `team` no selector reads: the dev pods keep it
     assert spec["ingress"][0]["from"] == [
         {"podSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["api"]}]}},
         {"podSelector": {"matchLabels": {"app": "api"}},
@@ -314,9 +364,24 @@ def test_a_policy_admitting_a_dev_pods_baseline_admits_the_dev_pod(shop):
         "podSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": [dev("api"), dev("worker")]}]}}
 
 
+def test_a_policy_letting_pods_reach_a_dev_pods_baseline_lets_them_reach_the_dev_pod(shop):
+    _, got, _ = shop
+    spec = got["NetworkPolicy", "db-out-pr-1"]["spec"]
+    assert spec["podSelector"] == {"matchLabels": {"app": "db"}}
+    assert spec["egress"][0]["to"] == [{"podSelector": {"matchLabels": {"app": "api"}}},
+                                       {"podSelector": {"matchLabels": {"app": dev("api")}}}]
+
+
+@pytest.mark.parametrize("policy", ["team-only", "web-in", "other-ns-in", "not-api"])
+def test_a_policy_that_neither_selects_nor_admits_a_dev_pods_baseline_is_not_copied(shop, policy):
+    """On labels the dev pods keep; about other pods; admitting pods of another namespace; selecting the dev pods
+    already (`NotIn`)."""
+    _, got, baseline = shop
+    assert ("NetworkPolicy", policy) in baseline and ("NetworkPolicy", f"{policy}-pr-1") not in got
+
+
 def test_a_policy_on_labels_the_dev_pods_keep_is_not_copied(shop):
     _, got, _ = shop
-    assert ("NetworkPolicy", "team-only-pr-1") not in got
     labels = got["Deployment", "api-pr-1"]["spec"]["template"]["metadata"]["labels"]
     assert labels["team"] == "shop" and labels["app"] == dev("api")  # only what a selector reads is suffixed
 
@@ -410,6 +475,10 @@ def test_replicas_are_set_on_the_kinds_that_have_them(kinds, kind, replicas):
     assert kinds[kind, f"{name}-pr-1"]["spec"].get("replicas") == replicas
 
 
+def test_a_dev_service_of_a_service_with_only_kardinals_annotations_has_none(kinds):
+    assert "annotations" not in kinds["Service", "sts-pr-1"]["metadata"]
+
+
 def test_a_statefulsets_governing_service_is_its_dev_service(kinds):
     """Its governing Service's dev copy, not that of another Service that selects its pods."""
     assert kinds["StatefulSet", "sts-pr-1"]["spec"]["serviceName"] == "sts-headless-pr-1"
@@ -476,3 +545,63 @@ def test_each_volume_mode_and_its_claim_form(tmp_path, annotation, volume):
         assert "annotations" not in claim["metadata"]  # none left once the binding ones are dropped
     else:
         assert claims == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A Secret is never copied; a claim template an init container mounts is kept
+
+def test_a_secret_holding_a_dev_services_address_is_not_copied_and_is_named(tmp_path):
+    text = yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "api-env"},
+         "stringData": {"ORDERS_URL": "http://orders:80", "OTHER": "x"}},
+        workload("Deployment", "api") | {"metadata": {"name": "api"}},
+        workload("Deployment", "orders") | {"metadata": {"name": "orders"}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "orders"},
+         "spec": {"selector": {"app": "orders"}, "ports": [{"name": "http", "port": 80}]}},
+    ], sort_keys=False)
+    text = text.replace("env:\n", "envFrom: [{secretRef: {name: api-env}}]\n        env:\n", 1)
+    result = render(tmp_path / "repo", text, {"api": "api:2", "orders": "orders:2"})
+    got = objects(result)
+    assert not [k for k in got if k[0] in ("Secret", "ConfigMap")]
+    pod = got["Deployment", "api-pr-1"]["spec"]["template"]["spec"]["containers"][0]
+    assert pod["envFrom"] == [{"secretRef": {"name": "api-env"}}]
+    [warning] = [w for w in result.warnings if w.code == "secret-reference"]
+    assert warning.message.startswith("Secret api-env key ORDERS_URL holds the address of orders, which has a dev "
+                                      "version; devlane never copies Secret values")
+    assert "ExternalSecret" in warning.hint
+
+
+def test_a_claim_template_an_init_container_still_mounts_is_kept(harness):
+    harness.builtin("scratch", """
+        def create_flow(service_specs, pod_specs, flow_uuid):
+            for spec in pod_specs:
+                spec["containers"][0]["volumeMounts"] = [{"name": "tmp", "mountPath": "/data"}]
+                spec["volumes"] = [{"name": "tmp", "emptyDir": {}}]
+            return {"pod_specs": pod_specs, "config_map": {}}
+    """)
+    claim = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                    "resources": {"requests": {"storage": "1Gi"}}}}
+    db = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {
+        "serviceName": "db", "selector": {"matchLabels": {"app": "db"}}, "volumeClaimTemplates": [claim],
+        "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
+            "initContainers": [{"name": "init", "image": "busybox:1", "volumeMounts": [{"name": "data",
+                                                                                       "mountPath": "/d"}]}],
+            "containers": [{"name": "db", "image": "postgres:17", "volumeMounts": [{"name": "data",
+                                                                                   "mountPath": "/d"}]}]}}}}
+    plugin = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "scratch-defs", "annotations": {
+        K + "plugin-definition": "[{name: scratch, type: stateful, servicename: scratch-defs}]"}},
+        "spec": {"ports": [{"port": 1}]}}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "annotations": {
+        K + "plugins": "scratch-defs"}}, "spec": {"selector": {"app": "db"}, "ports": [{"name": "tcp", "port": 5432}]}}
+    harness.write("db.yaml", yaml.safe_dump_all([db, service, plugin], sort_keys=False))
+    (dev,) = [o for o in harness.render(FLOW, {"db": "postgres:18"}).main.objects if o["kind"] == "StatefulSet"]
+    assert [t["metadata"]["name"] for t in dev["spec"]["volumeClaimTemplates"]] == ["data"]
+
+
+def test_the_volume_mode_of_any_service_of_the_workload(tmp_path):
+    """Two Services select the pods; the one that says the mode is not the first."""
+    text = volume_repo("emptyDir").replace("apiVersion: v1\nkind: Service\n", (
+        "apiVersion: v1\nkind: Service\nmetadata: {name: aaa-admin}\n"
+        "spec: {selector: {app: api}, ports: [{name: http, port: 81}]}\n---\napiVersion: v1\nkind: Service\n"), 1)
+    got = objects(render(tmp_path / "repo", text, {"api": "api:2"}))
+    assert got["Deployment", "api-pr-1"]["spec"]["template"]["spec"]["volumes"] == [{"name": "data", "emptyDir": {}}]

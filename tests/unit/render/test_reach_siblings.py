@@ -389,6 +389,7 @@ def shop(tmp_path_factory):
     """`api` in namespace `shop`, with a dev copy of its `sessions` store (a dependency) and an external service."""
     config = {"config.json": '{\n  "redis": [\n    {\n      "host": "list-cache.example.com"\n    }\n  ]\n}\n',
               "sessions.url": "redis://sessions.shop.svc.cluster.local:6379/0",
+              "quoted.ini": "[redis]\nhost = 'Xcache.example.com'\n",
               "legacy.conf": "# url = redis://hash.example.com:6379\n; url = redis://semicolon.example.com:6379\n"
                              "// url = redis://slashes.example.com:6379\nlevel = info\n"}
     api_pod = {"name": "main", "image": "acme/api:1",
@@ -427,6 +428,7 @@ def test_a_commented_out_line_of_a_file_is_not_read(shop, comment):
 def test_a_store_named_by_the_key_of_a_list_of_objects(shop):
     got = {r.target: (r.cls, r.kind, r.evidence[0].field) for r in shop.reach}
     assert got["list-cache.example.com"] == ("outside-store", "redis", "key config.json")
+    assert got["xcache.example.com"] == ("outside-store", "redis", "key quoted.ini")  # its quotes dropped
 
 
 def test_a_baseline_store_in_the_pods_namespace_named_in_args(shop):
