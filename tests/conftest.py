@@ -102,7 +102,7 @@ def pytest_report_header(config):
 def pytest_ignore_collect(collection_path, config):
     """`-m "not e2e"` (the fast part): the end-to-end directories hold only e2e tests, so they are not even
     imported (every xdist worker would collect them, about a second each, only to deselect them)."""
-    if config.getoption("markexpr", "").strip() == "not e2e" and collection_path.parent == config.rootpath / "tests" \
+    if _fast_part(config) and collection_path.parent == config.rootpath / "tests" \
             and collection_path.name in E2E_DIRS:
         return True
     return None
@@ -115,6 +115,48 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.e2e)
         if "cluster" in top:  # a real control plane (tests/cluster/conftest.py)
             item.add_marker(pytest.mark.cluster)
+
+
+def _fast_part(config: pytest.Config) -> bool:
+    return config.getoption("markexpr", "").strip() == "not e2e"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker per core for the fast part, which computes; two per core for the whole suite, whose
+    end-to-end tests spend much of their time waiting (plugin timeouts, killed and hung processes, builds in
+    subprocesses, a control plane's controllers): on two cores it then takes about 8 minutes, not 9.5."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores if _fast_part(config) else 2 * cores
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """The whole suite: xdist's load scheduling, except that the cluster tier's tests all go to one worker, since
+    each worker that runs one starts a control plane of its own (tests/cluster/conftest.py: four seconds of CPU,
+    1 GB). `--dist loadgroup` with xdist_group marks would do this, but pytest 9.2 no longer lets xdist rename the
+    tests it groups. The scopes go out largest first, so the cluster's starts early. The fast part has no cluster
+    test: xdist's own scheduling (None), which sends tests in batches."""
+    if _fast_part(config):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ClusterOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/cluster" if nodeid.startswith("tests/cluster/") else nodeid
+
+        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+            """As xdist's, but a finished scope leaves the node's work: xdist counts the node's pending tests
+            over every scope it ever got, at each test's end (quadratic: 6,000 single-test scopes)."""
+            nodeid = self.registered_collections[node][item_index]
+            work = self.assigned_work[node]
+            scope = work[self._split_scope(nodeid)]
+            scope[nodeid] = True
+            if all(scope.values()):
+                del work[self._split_scope(nodeid)]
+            self._reschedule(node)
+
+    return ClusterOnOneWorker(config, log)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ render works as written. Existing annotations are never overwritten: a different
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -229,16 +230,18 @@ def _external_edges(inf: Inference) -> list[str]:
 # -- plugins ---------------------------------------------------------------------------------------------------------
 
 
-def required_args(plugin: str) -> list[str]:
-    """The required args of a built-in plugin, from its `plugin.yaml` argsSchema."""
+@functools.cache
+def required_args(plugin: str) -> tuple[str, ...]:
+    """The required args of a built-in plugin, from its `plugin.yaml` argsSchema (read once per process: the
+    catalogue ships with devlane and does not change under it)."""
     from ..host.resolve import builtin_root
 
     root = builtin_root()
     path = root / plugin / "plugin.yaml" if root else None
     if path is None or not path.is_file():
-        return []
-    schema = ((yaml.safe_load(path.read_text()) or {}).get("spec") or {}).get("argsSchema") or {}
-    return [str(a) for a in schema.get("required") or []]
+        return ()
+    schema = ((yaml.load(path.read_text(), Loader=yaml.CSafeLoader) or {}).get("spec") or {}).get("argsSchema") or {}
+    return tuple(str(a) for a in schema.get("required") or [])
 
 
 def _plugin_suggestions(inf: Inference, root: Path) -> tuple[list[dict], list[str]]:

@@ -392,7 +392,7 @@ def _converse(proc: subprocess.Popen, data: bytes, timeout: float, limit: int) -
 def _result_lines(stdout: bytes) -> str:
     """The messages a failing KRM function left in its reply's `results`, one line each."""
     try:
-        doc = json.loads(stdout) if stdout.strip().startswith(b"{") else yaml.safe_load(stdout)
+        doc = json.loads(stdout) if stdout.strip().startswith(b"{") else yaml.load(stdout, Loader=yaml.CSafeLoader)
         messages = [r.get("message") for r in (doc or {}).get("results") or [] if isinstance(r, dict)]
     except Exception:
         return ""

@@ -9,8 +9,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
-import yaml
-from support import ROOT
+from support import ROOT, yamlc
 from support.ack import ACK_SECRET, SERVICES, aws_shop
 from support.kardinal import import_builtin
 
@@ -21,7 +20,7 @@ KARDINAL_OWN = ("service_specs", "pod_specs", "flow_uuid")
 def render(harness, *extra: str) -> tuple[list[dict], str]:
     result = harness.cli("render", *FLOW, "--stdout", "--debug", *extra)
     assert result.returncode == 0, result.stderr
-    return [o for o in yaml.safe_load_all(result.stdout) if o], result.stdout + result.stderr
+    return [o for o in yamlc.safe_load_all(result.stdout) if o], result.stdout + result.stderr
 
 
 def by_kind(objects: list[dict], kind: str) -> list[dict]:
@@ -30,7 +29,7 @@ def by_kind(objects: list[dict], kind: str) -> list[dict]:
 
 @pytest.mark.parametrize("plugin", sorted(SERVICES))
 def test_args_schema_lists_exactly_the_args_create_flow_binds(plugin):
-    spec = yaml.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]
+    spec = yamlc.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]
     module = import_builtin(plugin)
     bound = [p for p in inspect.signature(module.create_flow).parameters if p not in KARDINAL_OWN]
     assert list(spec["argsSchema"]["properties"]) == bound == list(module.ARGS)

@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
-from support import BUILTINS, ROOT
+from support import BUILTINS, ROOT, yamlc
 
 README_SECTIONS = ("## Args", "## What it emits", "## How the app is wired", "## Teardown", "## What the cluster needs")
 
 
 def manifest(plugin: str) -> dict:
-    return yaml.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]
+    return yamlc.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]
 
 
 @pytest.mark.parametrize("plugin", BUILTINS)

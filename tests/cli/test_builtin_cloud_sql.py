@@ -10,8 +10,7 @@ import inspect
 import json
 
 import pytest
-import yaml
-from support import ROOT
+from support import ROOT, yamlc
 from support.cloud_sql import CLOUD_DATABASES, cloud_shop, flow_objects, render_secret_free
 from support.kardinal import import_builtin
 
@@ -35,7 +34,7 @@ def test_golden_cases_pass(harness, plugin):
 def test_manifest_matches_the_code(plugin):
     """argsSchema lists exactly the args create_flow binds (required ones as the code requires), each described
     with an example; names of Secrets are not masked; `emits` lists exactly the kinds the golden cases add."""
-    manifest = yaml.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]
+    manifest = yamlc.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]
     module = import_builtin(plugin)
     schema = manifest["argsSchema"]
     assert schema["additionalProperties"] is False and manifest["sideEffects"] == "None"
@@ -49,7 +48,7 @@ def test_manifest_matches_the_code(plugin):
             name.startswith("password_")), name
     added = set()
     for path in (ROOT / "plugins" / plugin / "testdata").glob("*/expected.yaml"):
-        added |= {f"{o['apiVersion'].rpartition('/')[0]}/{o['kind']}" for o in yaml.safe_load_all(path.read_text())
+        added |= {f"{o['apiVersion'].rpartition('/')[0]}/{o['kind']}" for o in yamlc.safe_load_all(path.read_text())
                   if o and o["kind"] not in ("Deployment", "StatefulSet", "ConfigMap")}
     assert sorted(manifest["emits"]) == sorted(added)
 
@@ -94,7 +93,7 @@ def test_each_flow_gets_its_own_copy(harness):
     for flow in ("pr-7", "pr-8"):
         result = harness.cli("render", "--flow", flow, "--service", "shop=example.com/shop:2", "--stdout")
         assert result.returncode == 0, result.stderr
-        objs = [o for o in yaml.safe_load_all(result.stdout) if o]
+        objs = [o for o in yamlc.safe_load_all(result.stdout) if o]
         instance = next(o for o in objs if o["kind"] == "SQLInstance")["spec"]["resourceID"]
         proxy = next(o for o in objs if o["kind"] == "Deployment")["spec"]["template"]["spec"]["initContainers"][0]
         assert proxy["args"][-1].endswith(f":{instance}")

@@ -13,7 +13,7 @@ import re
 
 import pytest
 import yaml
-from support import ROOT, validate_against_crd, yaml_doc
+from support import ROOT, validate_against_crd, yaml_doc, yamlc
 from support.kardinal import import_builtin
 
 KAFKA = import_builtin("kafka-topic")
@@ -30,7 +30,7 @@ FLOW = ["--flow", "pr-3", "--service", "orders=example.com/orders:2", "--service
 
 @pytest.mark.parametrize("name,module", [("kafka-topic", KAFKA), ("nats-stream", NATS), ("rabbitmq-vhost", RABBIT)])
 def test_args_schema_lists_exactly_the_args_create_flow_binds(name, module):
-    manifest = yaml.safe_load((ROOT / "plugins" / name / "plugin.yaml").read_text())
+    manifest = yamlc.safe_load((ROOT / "plugins" / name / "plugin.yaml").read_text())
     schema = manifest["spec"]["argsSchema"]
     bound = [p for p in inspect.signature(module.create_flow).parameters
              if p not in ("service_specs", "pod_specs", "flow_uuid", "extensions", "config_maps")]
@@ -78,7 +78,7 @@ def test_the_lanes_producer_and_consumer_use_the_lanes_topics_only(harness, api)
     shop(harness, user=True, api=api)
     result = harness.cli("render", *FLOW, "--stdout")
     assert result.returncode == 0, result.stderr
-    objects = [o for o in yaml.safe_load_all(result.stdout) if o]
+    objects = [o for o in yamlc.safe_load_all(result.stdout) if o]
     pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
     assert set(pods) == {"orders-pr-3", "order-history-pr-3"}  # kitchen consumes, but is not in the flow
     topics = {o["spec"]["topicName"] for o in objects if o["kind"] == "KafkaTopic"}
@@ -99,7 +99,7 @@ def test_the_lanes_producer_and_consumer_use_the_lanes_topics_only(harness, api)
             assert obj["metadata"]["labels"]["strimzi.io/cluster"] == "events" and obj["apiVersion"] == api
             validate_against_crd(obj)
     for file in ("history.yaml", "kitchen.yaml"):  # the baseline's consumers keep the baseline's names
-        for obj in yaml.safe_load_all((harness.root / file).read_text()):
+        for obj in yamlc.safe_load_all((harness.root / file).read_text()):
             if obj and obj["kind"] == "Deployment":
                 assert not words(obj) & topics
 
@@ -109,7 +109,7 @@ def test_on_nats_the_lanes_publisher_and_subscriber_use_the_lanes_subjects_only(
     result = harness.cli("render", *FLOW, "--stdout")
     assert result.returncode == 0, result.stderr
     assert "reaches the store outside the repository" not in result.stderr  # isolates: nats, the servers shared
-    objects = [o for o in yaml.safe_load_all(result.stdout) if o]
+    objects = [o for o in yamlc.safe_load_all(result.stdout) if o]
     pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
     assert set(pods) == {"orders-pr-3", "order-history-pr-3"}
     [stream] = [o for o in objects if o["kind"] == "Stream"]
@@ -155,7 +155,7 @@ def test_on_rabbitmq_the_lane_has_its_own_vhost_and_topology(harness):
     result = harness.cli("render", *FLOW, "--stdout")
     assert result.returncode == 0, result.stderr
     assert "reaches the store outside the repository" not in result.stderr  # isolates: rabbitmq
-    objects = [o for o in yaml.safe_load_all(result.stdout) if o]
+    objects = [o for o in yamlc.safe_load_all(result.stdout) if o]
     [vhost] = [o["spec"]["name"] for o in objects if o["kind"] == "Vhost"]
     pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Deployment"}
     assert set(pods) == {"orders-pr-3", "order-history-pr-3"}
@@ -179,7 +179,7 @@ def test_delete_removes_the_lanes_topics(harness):
     out = harness.tmp / "out"
     assert harness.cli("render", *FLOW, "--out", out).returncode == 0
     flow = out / "flows" / "pr-3"
-    kinds = [yaml.safe_load(p.read_text())["kind"] for p in flow.glob("*.yaml") if p.name != "kustomization.yaml"]
+    kinds = [yamlc.safe_load(p.read_text())["kind"] for p in flow.glob("*.yaml") if p.name != "kustomization.yaml"]
     assert kinds.count("KafkaTopic") == 2
     deleted = harness.cli("delete", "--flow", "pr-3", "--out", out)
     assert deleted.returncode == 0, deleted.stderr

@@ -11,8 +11,7 @@ import inspect
 import json
 
 import pytest
-import yaml
-from support import ROOT, demo_file
+from support import ROOT, demo_file, yamlc
 from support.kardinal import import_builtin
 from support.neon_stripe import FLOW, JOB_IMAGE, LIVE_STRIPE_KEY, NEON_LITERAL_KEY, neon_args, neon_stripe_shop
 
@@ -24,7 +23,7 @@ def rendered(out) -> dict[str, str]:
 
 
 def objects(files: dict[str, str]) -> dict[tuple[str, str], dict]:
-    docs = [yaml.safe_load(t) for n, t in files.items() if n.endswith(".yaml") and "kustomization" not in n]
+    docs = [yamlc.safe_load(t) for n, t in files.items() if n.endswith(".yaml") and "kustomization" not in n]
     return {(d["kind"], d["metadata"]["name"]): d for d in docs}
 
 
@@ -53,7 +52,7 @@ def test_golden_cases_pass(harness, plugin):
 
 @pytest.mark.parametrize("plugin", PLUGINS)
 def test_args_schema_lists_exactly_the_args_create_flow_binds(plugin):
-    spec = yaml.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]
+    spec = yamlc.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]
     schema = spec["argsSchema"]
     params = list(inspect.signature(import_builtin(plugin).create_flow).parameters)
     assert schema["additionalProperties"] is False and spec["sideEffects"] == "None"
@@ -127,7 +126,7 @@ def test_stripe_mock_mode_points_the_dev_pod_at_the_flow_mock(harness):
     neon_stripe_shop(harness, stripe={"mode": "mock"})
     result = harness.cli("render", *FLOW, "--stdout")
     assert result.returncode == 0, result.stderr
-    by_name = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(result.stdout) if o}
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in yamlc.safe_load_all(result.stdout) if o}
     env = {e["name"]: e.get("value") for e in shop_env(by_name)}
     service = by_name["Service", "stripe-mock-payments-pr-7"]
     assert env["STRIPE_API_BASE"] == f"http://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}"
@@ -152,7 +151,7 @@ def test_kardinal_neon_demo_with_only_the_name_changed_and_an_image(harness):
     harness.write("demo.yaml", text.replace('NEON_PROJECT_ID: ""', "NEON_PROJECT_ID: proud-lake-123456"))
     result = harness.cli("render", *flow, "--stdout")
     assert result.returncode == 0, result.stderr
-    by_name = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(result.stdout) if o}
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in yamlc.safe_load_all(result.stdout) if o}
     cart = by_name["Deployment", "cartservice-v1-pr-1"]["spec"]["template"]["spec"]["containers"][0]["env"]
     postgres = [e for e in cart if e["name"] == "POSTGRES"]
     assert postgres == [{"name": "POSTGRES", "valueFrom": {"secretKeyRef": {"name": "neon-neon-postgres-db-pr-1",

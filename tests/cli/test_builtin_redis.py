@@ -13,7 +13,7 @@ import json
 
 import pytest
 import yaml
-from support import ROOT, demo_file
+from support import ROOT, demo_file, yamlc
 from support.kardinal import import_builtin
 from support.redis_sidecar import FLOW, PROXY_IMAGE, env_of, parse, redis_shop
 
@@ -33,7 +33,7 @@ def test_golden_cases_pass(harness):
 
 
 def test_args_schema_lists_exactly_the_args_create_flow_binds():
-    manifest = yaml.safe_load((PLUGIN / "plugin.yaml").read_text())
+    manifest = yamlc.safe_load((PLUGIN / "plugin.yaml").read_text())
     schema = manifest["spec"]["argsSchema"]
     assert schema["additionalProperties"] is False and manifest["spec"]["emits"] == []
     bound = [p for p in inspect.signature(REDIS.create_flow).parameters
@@ -54,10 +54,10 @@ def test_wiring_dev_app_to_dev_proxy_to_baseline_redis(harness, isolation, names
         harness.config({"namespace": "shop"})
     result = harness.cli("render", *FLOW, "--stdout", "--isolation", isolation)
     assert result.returncode == 0, result.stderr
-    baseline = [o for o in yaml.safe_load_all((harness.root / "app.yaml").read_text()) if o]
+    baseline = [o for o in yamlc.safe_load_all((harness.root / "app.yaml").read_text()) if o]
     for obj in baseline:
         obj["metadata"].setdefault("namespace", "shop")
-    rendered = [o for o in yaml.safe_load_all(result.stdout) if o]
+    rendered = [o for o in yamlc.safe_load_all(result.stdout) if o]
     objects = {(o["kind"], f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}"): o
                for o in [*baseline, *rendered]}
 
@@ -115,7 +115,7 @@ def test_fresh_mode_renders_no_secret_value(harness):
     for text in [*files.values(), result.stdout, result.stderr]:
         assert SECRET not in text and base64.b64encode(SECRET.encode()).decode() not in text
     objects = {(o["kind"], o["metadata"]["name"]): o for n, t in files.items() if n.endswith(".yaml")
-               for o in yaml.safe_load_all(t) if o and "metadata" in o}
+               for o in yamlc.safe_load_all(t) if o and "metadata" in o}
     dev = objects["Deployment", "redis-pr-7"]
     spec = dev["spec"]["template"]["spec"]
     assert spec["containers"][0]["image"] == "redis:7.4"
@@ -139,7 +139,7 @@ def test_overlay_refuses_a_baseline_with_auth(harness):
 def _voting_app(name: str, args: dict | None = None) -> str:
     """Kardinal's voting-app manifest, its Redis given Kardinal's redis-sidecar-plugin the way Kardinal reads it
     (the example's `kardinal.dev/plugins` list was never read by Kardinal): plugin `name`, no args."""
-    docs = [d for d in yaml.safe_load_all(demo_file("kardinal__examples__voting-app__k8s-manifest.yaml").read_text())
+    docs = [d for d in yamlc.safe_load_all(demo_file("kardinal__examples__voting-app__k8s-manifest.yaml").read_text())
             if d]
     for d in docs:
         ann = d["metadata"].get("annotations") or {}

@@ -12,7 +12,7 @@ import json
 
 import pytest
 import yaml
-from support import ROOT, demo_file
+from support import ROOT, demo_file, yamlc
 from support.kardinal import import_builtin
 from support.repos import SEED_DATABASES, SEED_SECRET, seed_file, seeded_shop
 
@@ -27,12 +27,12 @@ def rendered(out) -> dict[str, str]:
 
 
 def objects(files: dict[str, str]) -> list[dict]:
-    return [yaml.safe_load(t) for n, t in files.items() if n.endswith(".yaml") and "kustomization" not in n]
+    return [yamlc.safe_load(t) for n, t in files.items() if n.endswith(".yaml") and "kustomization" not in n]
 
 
 @pytest.mark.parametrize("plugin", SEEDS)
 def test_args_schema_lists_exactly_the_args_create_flow_binds(plugin):
-    manifest = yaml.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())
+    manifest = yamlc.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())
     schema = manifest["spec"]["argsSchema"]
     assert schema["additionalProperties"] is False and manifest["spec"]["emits"] == ["ConfigMap"]
     assert list(schema["properties"]) == list(_dbseed.arg_names(import_builtin(plugin).ENGINE))
@@ -98,7 +98,7 @@ def test_seed_from_repository_files_read_at_the_rendered_ref(harness):
     harness.write("db/01-schema.sql", "-- not committed\n")
     result = harness.cli("render", *FLOW, "--ref", "HEAD", "--stdout")
     assert result.returncode == 0, result.stderr
-    seed = next(o for o in yaml.safe_load_all(result.stdout) if o and o["metadata"]["name"] == "seed-shop-seed-pr-7")
+    seed = next(o for o in yamlc.safe_load_all(result.stdout) if o and o["metadata"]["name"] == "seed-shop-seed-pr-7")
     assert seed["data"] == {"01-schema.sql": "CREATE TABLE items (id int PRIMARY KEY);\n",
                             "seed.sql": "INSERT INTO items VALUES (1), (2);\n"}
     assert seed["binaryData"] == {"02-data.sql.gz": base64.b64encode(data).decode()}
@@ -116,7 +116,7 @@ def test_bad_file_extensions_are_refused(harness, entry, message):
 
 def test_kardinal_definition_works_with_only_the_name_changed(harness):
     """Kardinal's OBD demo database and its postgres-seed-plugin definition, verbatim but for `name`."""
-    docs = [d for d in yaml.safe_load_all(demo_file("kardinal-kontrol__ci__obd-demo.yaml").read_text()) if d]
+    docs = [d for d in yamlc.safe_load_all(demo_file("kardinal-kontrol__ci__obd-demo.yaml").read_text()) if d]
     keep = {"postgres-v1", "postgres", "cartservice-v1", "cartservice", "postgres-seed-plugin"}
     kept = [d for d in docs if d["metadata"]["name"] in keep]
     text = yaml.safe_dump_all(kept, sort_keys=False)
@@ -125,7 +125,7 @@ def test_kardinal_definition_works_with_only_the_name_changed(harness):
     result = harness.cli("render", "--flow", "pr-1", "--service", "cartservice=kurtosistech/cartservice:dev",
                          "--stdout")
     assert result.returncode == 0, result.stderr
-    by_name = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(result.stdout) if o}
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in yamlc.safe_load_all(result.stdout) if o}
     pg = by_name["Deployment", "postgres-v1-pr-1"]["spec"]["template"]["spec"]["containers"][0]
     assert "lifecycle" not in pg  # no postStart: the image's initdb runs the seed once per fresh database
     env = {e["name"]: e.get("value") for e in pg["env"]}

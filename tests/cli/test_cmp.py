@@ -9,8 +9,7 @@ import json
 import os
 
 import pytest
-import yaml
-from support import EXAMPLE
+from support import EXAMPLE, yamlc
 
 SERVICE = "orders=ghcr.io/acme/bookshop-orders:pr-7"
 
@@ -36,7 +35,7 @@ def _generate(harness, app_dir, env: dict):
 
 
 def _objects(stream: str) -> list[dict]:
-    return [d for d in yaml.safe_load_all(stream) if d]
+    return [d for d in yamlc.safe_load_all(stream) if d]
 
 
 def test_flattened_param_variables_are_the_fallback(harness, shop):

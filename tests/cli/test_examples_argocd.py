@@ -7,8 +7,7 @@ import re
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-import yaml
-from support import EXAMPLE, ROOT
+from support import EXAMPLE, ROOT, yamlc
 
 from renderer.render.routing.mesh import MESH_DIR
 
@@ -17,7 +16,7 @@ APPSETS = ("applicationset.yaml", "applicationset-inventory.yaml")  # plain YAML
 
 
 def test_example_files_are_valid_and_the_readme_references_exist(harness):
-    plugin = yaml.safe_load((ARGOCD / "plugin.yaml").read_text())
+    plugin = yamlc.safe_load((ARGOCD / "plugin.yaml").read_text())
     assert (plugin["apiVersion"], plugin["kind"], plugin["metadata"]["name"]) == (
         "argoproj.io/v1alpha1",
         "ConfigManagementPlugin",
@@ -27,12 +26,12 @@ def test_example_files_are_valid_and_the_readme_references_exist(harness):
     assert plugin["spec"]["discover"] == {"fileName": "./.devlane.yaml"}
     assert plugin["spec"]["parameters"]["dynamic"]["command"] == ["devlane", "cmp", "params"]
     for name in APPSETS:
-        appset = yaml.safe_load((ARGOCD / name).read_text())
+        appset = yamlc.safe_load((ARGOCD / name).read_text())
         assert "pullRequest" in appset["spec"]["generators"][0]
         source = appset["spec"]["template"]["spec"]["source"]
         assert source["plugin"]["name"] == f"{plugin['metadata']['name']}-{plugin['spec']['version']}"
         assert (ROOT / source["path"] / ".devlane.yaml").is_file()
-    assert yaml.safe_load((ARGOCD / "repo-server-patch.yaml").read_text())["spec"]["template"]["spec"]["containers"]
+    assert yamlc.safe_load((ARGOCD / "repo-server-patch.yaml").read_text())["spec"]["template"]["spec"]["containers"]
     dockerfile = (ARGOCD / "Dockerfile").read_text()
     assert "USER 999" in dockerfile and "devlane plugins prepare" in dockerfile
     assert "/var/run/argocd/argocd-cmp-server" in dockerfile
@@ -50,11 +49,11 @@ def test_example_files_are_valid_and_the_readme_references_exist(harness):
 
 def test_example_manifests_have_what_argocd_needs():
     for path in sorted(ARGOCD.glob("*.yaml")):
-        assert all(isinstance(d, dict) for d in yaml.safe_load_all(path.read_text())), path
-    spec = yaml.safe_load((ARGOCD / "plugin.yaml").read_text())["spec"]
+        assert all(isinstance(d, dict) for d in yamlc.safe_load_all(path.read_text())), path
+    spec = yamlc.safe_load((ARGOCD / "plugin.yaml").read_text())["spec"]
     assert spec["version"] == "v1" and spec["preserveFileMode"] is False
     assert {p["name"] for p in spec["parameters"]["static"]} == {"flow-id", "services"}
-    pod = yaml.safe_load((ARGOCD / "repo-server-patch.yaml").read_text())["spec"]["template"]["spec"]
+    pod = yamlc.safe_load((ARGOCD / "repo-server-patch.yaml").read_text())["spec"]["template"]["spec"]
     (sidecar,) = pod["containers"]
     assert sidecar["securityContext"]["runAsUser"] == 999
     mounts = {m["mountPath"]: m["name"] for m in sidecar["volumeMounts"]}
@@ -62,7 +61,7 @@ def test_example_manifests_have_what_argocd_needs():
     assert mounts["/var/run/argocd"] == "var-files" and mounts["/home/argocd/cmp-server/plugins"] == "plugins"
     assert "emptyDir" in volumes[mounts["/tmp"]]
     for name in APPSETS:
-        plugin = yaml.safe_load((ARGOCD / name).read_text())["spec"]["template"]["spec"]["source"]["plugin"]
+        plugin = yamlc.safe_load((ARGOCD / name).read_text())["spec"]["template"]["spec"]["source"]["plugin"]
         assert plugin["env"] == [{"name": "FLOW_ID", "value": "pr-{{.number}}"}]
         assert plugin["parameters"][0]["name"] == "services" and isinstance(plugin["parameters"][0]["array"], list)
     default_repo = re.search(r"^ARG PLUGIN_REPO=(\S+)", (ARGOCD / "Dockerfile").read_text(), re.M).group(1)
@@ -87,8 +86,8 @@ def _directories(generator: dict, root: Path) -> list[str]:
 def test_istio_flows_are_applied_once_each_and_flows_mesh_by_one_application(harness):
     """Routing istio: the mesh Application owns flows/_mesh, the rendered-flows ApplicationSet yields one Application
     per flow directory and never _mesh or shared, and both point where `devlane render` writes."""
-    (app,) = [d for d in yaml.safe_load_all((ARGOCD / "application-mesh.yaml").read_text()) if d]
-    (appset,) = [d for d in yaml.safe_load_all((ARGOCD / "applicationset-rendered.yaml").read_text()) if d]
+    (app,) = [d for d in yamlc.safe_load_all((ARGOCD / "application-mesh.yaml").read_text()) if d]
+    (appset,) = [d for d in yamlc.safe_load_all((ARGOCD / "applicationset-rendered.yaml").read_text()) if d]
     assert (app["apiVersion"], app["kind"]) == ("argoproj.io/v1alpha1", "Application")
     assert (appset["apiVersion"], appset["kind"]) == ("argoproj.io/v1alpha1", "ApplicationSet")
     source, template = app["spec"]["source"], appset["spec"]["template"]["spec"]
@@ -109,5 +108,5 @@ def test_istio_flows_are_applied_once_each_and_flows_mesh_by_one_application(har
     (harness.root / flows / "shared").mkdir()  # as if the repository had shared services
     assert _directories(appset["spec"]["generators"][0], harness.root) == [f"{flows}/pr-7", f"{flows}/pr-8"]
     mesh = harness.root / source["path"]
-    (vs,) = [yaml.safe_load(f.read_text()) for f in sorted(mesh.glob("virtualservice-*.yaml"))]
+    (vs,) = [yamlc.safe_load(f.read_text()) for f in sorted(mesh.glob("virtualservice-*.yaml"))]
     assert [r["name"] for r in vs["spec"]["http"]] == ["flow-pr-7", "flow-pr-8", "baseline"]

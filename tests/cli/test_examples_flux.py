@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import yaml
-from support import ROOT
+from support import ROOT, yamlc
 
 from renderer.render.routing.mesh import MESH_DIR
 
@@ -22,7 +22,7 @@ KINDS = {
 
 
 def _docs(name: str) -> list[dict]:
-    return [d for d in yaml.safe_load_all((FLUX / name).read_text()) if d]
+    return [d for d in yamlc.safe_load_all((FLUX / name).read_text()) if d]
 
 
 def _all_objects() -> list[dict]:
@@ -56,7 +56,7 @@ def test_resourceset_stamps_the_same_flow_kustomization_per_pull_request():
     assert provider["spec"]["type"] == "GitHubPullRequest"
     assert rset["spec"]["inputsFrom"] == [{"kind": "ResourceSetInputProvider", "name": provider["metadata"]["name"]}]
     text = yaml.safe_dump(rset["spec"]["resources"])
-    stamped = yaml.safe_load(text.replace("<< inputs.id >>", "7").replace("<< inputs.sha >>", "ab" * 20))
+    stamped = yamlc.safe_load(text.replace("<< inputs.id >>", "7").replace("<< inputs.sha >>", "ab" * 20))
     repo, ks = stamped
     assert repo["kind"] == "GitRepository" and repo["spec"]["ref"] == {"commit": "ab" * 20}
     (static,) = _docs("kustomization-pr-7.yaml")

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import re
 
-import yaml
-from support import ROOT
+from support import ROOT, yamlc
 
 ACTION = ROOT / ".github" / "actions" / "devlane" / "action.yml"
 WORKFLOW = ROOT / "examples" / "github" / "devlane-preview.yml"
@@ -16,11 +15,11 @@ EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
 def _action() -> dict:
-    return yaml.safe_load(ACTION.read_text())
+    return yamlc.safe_load(ACTION.read_text())
 
 
 def _workflow() -> dict:
-    doc = yaml.safe_load(WORKFLOW.read_text())
+    doc = yamlc.safe_load(WORKFLOW.read_text())
     doc["on"] = doc.pop(True, doc.get("on"))  # YAML 1.1 reads the key `on` as True
     return doc
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
-from support import yaml_doc
+from support import yaml_doc, yamlc
 
 from renderer import api
 from renderer.authoring.infer import infer
@@ -100,10 +99,10 @@ def test_a_dry_run_writes_nothing_and_prints_the_diff_and_the_summary(editor):
 def test_write_annotates_in_place_then_renders_and_a_second_run_is_a_no_op(editor):
     r = editor.cli("init", "--write")
     assert r.returncode == 0, r.stderr
-    web = list(yaml.safe_load_all((editor.root / "web.yaml").read_text()))
+    web = list(yamlc.safe_load_all((editor.root / "web.yaml").read_text()))
     assert (editor.root / "web.yaml").read_text().startswith("# the storefront\n")
     assert web[1]["metadata"]["annotations"] == {K + "dependencies": "orders:http"}
-    db = list(yaml.safe_load_all((editor.root / "db.yaml").read_text()))
+    db = list(yamlc.safe_load_all((editor.root / "db.yaml").read_text()))
     assert db[1]["metadata"]["annotations"] == {K + "stateful": "true"}
     assert "lint: 0 error(s)" in r.stdout
     again = editor.cli("init", "--write", "-o", "json")
@@ -194,7 +193,7 @@ def test_init_suggests_the_builtin_for_each_store_with_the_args_to_fill_in(shop)
     shared cluster); a database its seed built-in; a Redis without persistence redis-sidecar in mode fresh."""
     r = shop.cli("init", "--config")
     assert r.returncode == 0, r.stdout + r.stderr
-    config = yaml.safe_load((shop.root / ".devlane.yaml").read_text())
+    config = yamlc.safe_load((shop.root / ".devlane.yaml").read_text())
     defs = {d["servicename"]: d for d in config["plugins"]["definitions"]}
     assert defs["events-kafka-topic"]["type"] == "external"
     assert defs["events-kafka-topic"]["args"] == {"cluster": "FILL-IN", "topics": "FILL-IN"}

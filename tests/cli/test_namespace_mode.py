@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-import yaml
-from support import yaml_doc
+from support import yaml_doc, yamlc
 
 K = "kardinal.dev.service/"
 
@@ -66,7 +65,7 @@ def test_the_flow_readme_and_metadata_say_it(harness):
         "needs": [NEED]}
     readme = (flow / "README.md").read_text()
     assert "## Isolation: namespace" in readme and "| shop | shop-pr-1 |" in readme and NEED in readme
-    listed = yaml.safe_load((flow / "kustomization.yaml").read_text())["resources"]
+    listed = yamlc.safe_load((flow / "kustomization.yaml").read_text())["resources"]
     assert "namespace-shop-pr-1.yaml" in listed
     gone = harness.cli("delete", "--flow", "pr-1")
     assert gone.returncode == 0, gone.stderr

@@ -11,8 +11,7 @@ import stat
 
 import jsonschema
 import pytest
-import yaml
-from support import ROOT
+from support import ROOT, yamlc
 
 from renderer.authoring.scaffold import scaffold
 from renderer.host.manifest import load_manifest
@@ -21,7 +20,7 @@ from renderer.host.manifest import load_manifest
 @pytest.mark.parametrize("runtime", ["kardinal-python", "exec", "grpc"])
 def test_scaffold_is_valid(tmp_path, runtime):
     dest = scaffold("my-plugin.acme.dev", runtime, tmp_path)
-    raw = yaml.safe_load((dest / "plugin.yaml").read_text())
+    raw = yamlc.safe_load((dest / "plugin.yaml").read_text())
     schema = json.loads((ROOT / "schemas" / "plugin.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(raw)
     manifest = load_manifest(dest, "my-plugin.acme.dev")

@@ -14,8 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
-from support import EXAMPLE, FIXTURES, Harness, tree
+from support import EXAMPLE, FIXTURES, Harness, tree, yamlc
 from support.repos import bookshop_builtins
 
 FLOW = ["--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7"]
@@ -45,7 +44,7 @@ def test_rerender_is_byte_identical_and_stdout_equals_files(harness, bookshop):
     assert "configmap-devlane-state-seed-orders-db-pr-7.yaml" in a
     stream = harness.cli("render", *FLOW, "--stdout")
     assert stream.returncode == 0, stream.stderr
-    from_files = "".join(f"---\n{a[f].decode()}" for f in yaml.safe_load(a["kustomization.yaml"])["resources"])
+    from_files = "".join(f"---\n{a[f].decode()}" for f in yamlc.safe_load(a["kustomization.yaml"])["resources"])
     assert stream.stdout == from_files
     assert not (bookshop / "rendered").exists()  # --stdout writes nothing
 
@@ -146,7 +145,7 @@ def test_plan_explains_each_service(harness):
 def test_the_bookshop_renders_on_a_mesh_through_its_configured_gateway(harness, bookshop, routing):
     out = harness.cli("render", *FLOW, "--routing", routing, "--stdout")
     assert out.returncode == 0, out.stderr
-    kinds = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(out.stdout) if d}
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in yamlc.safe_load_all(out.stdout) if d}
     assert ("HTTPRoute" if routing == "gateway-api" else "VirtualService", "shop-pr-7") in kinds
     assert ("Deployment", "web-pr-7") not in kinds  # on the entry path, reached through the mesh
     assert "devlane-flow=pr-7" in out.stdout
@@ -156,7 +155,7 @@ def test_flags_add_to_a_flow_file(harness, bookshop):
     flow_file = bookshop / "flows" / "pr-7.yaml"
     out = harness.cli("render", "--flow-file", flow_file, "--env", "orders:EXTRA=1", "--stdout")
     assert out.returncode == 0, out.stderr
-    orders = next(d for d in yaml.safe_load_all(out.stdout) if d and d["metadata"]["name"] == "orders-pr-7")
+    orders = next(d for d in yamlc.safe_load_all(out.stdout) if d and d["metadata"]["name"] == "orders-pr-7")
     app = next(c for c in orders["spec"]["template"]["spec"]["containers"] if c["name"] == "app")
     env = {e["name"]: e.get("value") for e in app["env"]}
     assert app["image"] == "ghcr.io/acme/bookshop-orders:pr-7"  # from the file

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import EXAMPLE, controlplane
+from support import EXAMPLE, controlplane, yamlc
 from support.builders import yaml_doc
 from support.neon_stripe import neon_args
 
@@ -51,7 +51,7 @@ def apply_dir(cluster: controlplane.ControlPlane, *flow_dirs: Path, skip: tuple[
               namespace: str | None = None) -> None:
     """Server-side apply of rendered flows' files but those in `skip`, namespaces first (as Argo CD, Flux and
     `kubectl apply -k` order them)."""
-    files = [d / f for d in flow_dirs for f in yaml.safe_load((d / "kustomization.yaml").read_text())["resources"]
+    files = [d / f for d in flow_dirs for f in yamlc.safe_load((d / "kustomization.yaml").read_text())["resources"]
              if f not in skip]
     files.sort(key=lambda f: not f.name.startswith("namespace-"))
     cluster.apply("---\n".join(f.read_text() for f in files), namespace=namespace)
@@ -76,7 +76,7 @@ def test_status_names_every_missing_object_waits_for_the_rollout_and_sees_a_push
     out = tmp_path / "out"
     lane = render(harness, out, "st-1", "st-1")
     args = ("--flow", "st-1", "--out", str(out))
-    files = yaml.safe_load((lane / "kustomization.yaml").read_text())["resources"]
+    files = yamlc.safe_load((lane / "kustomization.yaml").read_text())["resources"]
 
     before = live(harness, bookshop, "status", EXAMPLE, *args, "-o", "json")
     assert before.returncode == 1
@@ -164,7 +164,7 @@ def test_status_waits_for_a_seed_job_to_complete_and_stops_at_once_when_one_fail
     # a seed Job that fails (it cannot be scheduled, and its deadline passes): exit 1 without waiting out --timeout
     failing = neon_lane(harness, out, "job-2")
     seed = failing / "job-neon-create-shop-db-job-2.yaml"
-    doc = yaml.safe_load(seed.read_text())
+    doc = yamlc.safe_load(seed.read_text())
     doc["spec"]["activeDeadlineSeconds"] = 2
     doc["spec"]["template"]["spec"]["nodeSelector"] = {"devlane.test/no-such-node": "true"}
     seed.write_text(yaml.safe_dump(doc))
@@ -291,7 +291,7 @@ def test_verify_server_names_each_object_the_server_refuses_and_why_and_changes_
     apply_dir(bookshop, lane)
     args = ("--flow", "vf-1", "--out", str(out), "--server")
     accepted = live(harness, bookshop, "verify", EXAMPLE, *args)
-    total = len(yaml.safe_load((lane / "kustomization.yaml").read_text())["resources"])
+    total = len(yamlc.safe_load((lane / "kustomization.yaml").read_text())["resources"])
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert accepted.stdout == (f"flow vf-1: the cluster at {bookshop.server} accepts {total} of {total} objects "
                                "(server-side dry run)\n")
@@ -338,7 +338,7 @@ def test_verify_server_names_each_object_the_server_refuses_and_why_and_changes_
     fresh = render(harness, out, "vf-ns", "vf-ns", "--isolation", "namespace")
     done = live(harness, bookshop, "verify", EXAMPLE, "--flow", "vf-ns", "--out", str(out), "--server")
     assert done.returncode == 0, done.stdout + done.stderr
-    count = len(yaml.safe_load((fresh / "kustomization.yaml").read_text())["resources"])
+    count = len(yamlc.safe_load((fresh / "kustomization.yaml").read_text())["resources"])
     assert done.stdout == (f"flow vf-ns: the cluster at {bookshop.server} accepts 1 of {count} objects (server-side "
                            f"dry run; {count - 1} unchecked)\n")
     assert "not checked: its namespace bookshop-vf-ns comes with this flow and is not in the cluster yet" in done.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import SHOP_CHART, Harness, git, kubectl_kustomize
+from support import SHOP_CHART, Harness, git, kubectl_kustomize, yamlc
 
 from renderer.core.source import open_source
 from renderer.render.inputs import load
@@ -105,7 +105,7 @@ def kustomize_repo(harness: Harness) -> Path:
 
 
 def objects_of(stream: str) -> set[tuple[str, str | None, str]]:
-    docs = [d for d in yaml.safe_load_all(stream) if d]
+    docs = [d for d in yamlc.safe_load_all(stream) if d]
     return {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in docs}
 
 
@@ -138,7 +138,7 @@ def test_a_flow_on_an_overlay_reads_the_generated_names(harness, tmp_path):
     assert out.returncode == 0, out.stderr
     flow = tmp_path / "out" / "flows" / "pr-1"
     objs = [d for f in sorted(flow.glob("*.yaml")) if f.name != "kustomization.yaml"
-            for d in yaml.safe_load_all(f.read_text()) if d]
+            for d in yamlc.safe_load_all(f.read_text()) if d]
     dev = next(d for d in objs if d["kind"] == "Deployment" and d["metadata"]["name"] == "shop-api-pr-1")
     assert dev["metadata"]["namespace"] == "shop" and dev["spec"]["replicas"] == 1
     generated = {n for k, _, n in built(overlay) if k == "ConfigMap"}
@@ -357,7 +357,7 @@ def test_diff_and_ref_of_a_pr_that_changes_only_a_values_file(harness):
     for ref, level in (("HEAD~1", "info"), ("HEAD", "debug")):
         rendered = harness.cli("render", *flow, "--ref", ref, "--stdout")
         assert rendered.returncode == 0, rendered.stderr
-        [dev] = [d for d in yaml.safe_load_all(rendered.stdout) if d and d["kind"] == "Deployment"]
+        [dev] = [d for d in yamlc.safe_load_all(rendered.stdout) if d and d["kind"] == "Deployment"]
         assert dev["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "LOG_LEVEL", "value": level}]
 
 
@@ -376,7 +376,7 @@ def test_annotations_in_config_follow_the_built_names(harness):
     assert rows == {"shop-api": "dev", "shop-redis": "dev"}, plan.stdout  # the stateful dependency gets a copy
     out = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-api=api:2", "--stdout")
     assert out.returncode == 0, out.stderr
-    dev = [d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "Deployment"]
+    dev = [d for d in yamlc.safe_load_all(out.stdout) if d and d["kind"] == "Deployment"]
     assert {d["metadata"]["name"] for d in dev} == {"shop-api-pr-1", "shop-redis-pr-1"}
 
 
@@ -399,7 +399,7 @@ def test_plugin_definitions_in_config(harness):
         "plugins": {"definitions": [{"name": "dummy", "type": "stateful", "servicename": "redis-seed"}]}}))
     out = harness.cli("render", str(overlay), "--flow", "pr-1", "--service", "shop-redis=redis:8", "--stdout")
     assert out.returncode == 0, out.stderr
-    states = [d for d in yaml.safe_load_all(out.stdout) if d and d["kind"] == "ConfigMap"
+    states = [d for d in yamlc.safe_load_all(out.stdout) if d and d["kind"] == "ConfigMap"
               and "redis-seed" in d["metadata"]["name"]]
     assert states, out.stdout[-2000:]  # the dummy plugin ran for the instance the config defined
     (overlay / ".devlane.yaml").write_text(yaml.safe_dump({"services": {"shop-redis": {"plugins": ["redis-seed"]}}}))

@@ -6,8 +6,7 @@ with `kubectl kustomize`, and no value of any secret-looking arg appears in any 
 from __future__ import annotations
 
 import pytest
-import yaml
-from support import ROOT, kubectl_kustomize, validate_strict
+from support import ROOT, kubectl_kustomize, validate_strict, yamlc
 from support.ack import DEFINITIONS, aws_shop
 
 from renderer import api
@@ -27,7 +26,7 @@ def secret_args() -> dict[str, str]:
     """Every arg value of the definitions that an argsSchema marks secret (writeOnly) or whose name says so."""
     out = {}
     for plugin, args in DEFINITIONS.items():
-        props = yaml.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]["argsSchema"][
+        props = yamlc.safe_load((ROOT / "plugins" / plugin / "plugin.yaml").read_text())["spec"]["argsSchema"][
             "properties"]
         for name, value in args.items():
             looks = any(w in name for w in ("password", "secret", "token", "key")) and \

@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
-from support import BUILTINS, QUEUE_BUILTINS, kubectl_kustomize, tree, validate_strict
+from support import BUILTINS, QUEUE_BUILTINS, kubectl_kustomize, tree, validate_strict, yamlc
 from support.catalogue_app import API_ENV, DEFINITIONS, LITERALS, NAMESPACE, catalogue_app
 
 FLOW = ["--flow", "pr-7", "--service", "api=example.com/api:2"]
@@ -29,7 +28,7 @@ def rendered(tmp_path_factory):
     patch.undo()
     assert result.returncode == 0 and again.returncode == 0, result.stderr + again.stderr
     flow = out / "flows" / "pr-7"
-    objects = [yaml.safe_load(p.read_text()) for p in sorted(flow.glob("*.yaml")) if p.name != "kustomization.yaml"]
+    objects = [yamlc.safe_load(p.read_text()) for p in sorted(flow.glob("*.yaml")) if p.name != "kustomization.yaml"]
     return {"flow": flow, "objects": objects, "result": result, "same": tree(out) == tree(harness.tmp / "again")}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from support import BUILTINS, ROOT, kubectl_kustomize, validate_strict
+from support import BUILTINS, ROOT, kubectl_kustomize, validate_strict, yamlc
 
 
 @pytest.mark.parametrize("plugin", BUILTINS)
@@ -14,7 +14,7 @@ def test_golden_outputs_are_valid_and_build(plugin, tmp_path):
     expected = sorted((ROOT / "plugins" / plugin / "testdata").glob("*/expected.yaml"))
     assert len(expected) >= 2
     for path in expected:
-        objects = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        objects = [d for d in yamlc.safe_load_all(path.read_text()) if d]
         for obj in objects:
             validate_strict(obj)
         case = tmp_path / path.parent.name

@@ -22,8 +22,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import yaml
-from support import kubectl_kustomize, validate_strict
+from support import kubectl_kustomize, validate_strict, yamlc
 from support.kardinal import import_builtin
 from support.neon_stripe import NEON_LITERAL_KEY, neon_args, neon_stripe_shop
 
@@ -170,7 +169,7 @@ def test_create_job_finds_or_creates_the_branch_and_writes_the_secret(neon, tmp_
     query = next(c[2] for c in neon.calls if c[1].endswith("/connection_uri"))
     assert query == {"branch_id": ["br-new-1"], "database_name": ["orders"], "role_name": ["orders_app"],
                      "pooled": ["true"]}
-    secret = yaml.safe_load(applied.read_text())
+    secret = yamlc.safe_load(applied.read_text())
     assert secret["kind"] == "Secret" and secret["metadata"]["name"] == "neon-shop-db-pr-7"
     assert base64.b64decode(secret["data"]["DATABASE_URL"]).decode() == URI
     assert secret["metadata"]["labels"]["devlane.dev/flow-uuid"] == "shop-db-pr-7"

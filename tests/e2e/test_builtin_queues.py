@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 import yaml
-from support import kubectl_kustomize, validate_strict, yaml_doc
+from support import kubectl_kustomize, validate_strict, yaml_doc, yamlc
 from support.isolation import labels_match_map, pod_labels
 
 NS = "shop"
@@ -114,7 +114,7 @@ def test_every_new_builtin_in_one_app_is_valid_builds_and_isolates(harness):
     result = harness.run("render", *FLOW, "--strict", "--out", out)
     assert result.returncode == 0, result.stderr
     flow = out / "flows" / "pr-5"
-    objects = [yaml.safe_load(p.read_text()) for p in sorted(flow.glob("*.yaml")) if p.name != "kustomization.yaml"]
+    objects = [yamlc.safe_load(p.read_text()) for p in sorted(flow.glob("*.yaml")) if p.name != "kustomization.yaml"]
     for obj in objects:
         validate_strict(obj)  # custom resources against their upstream CRDs
     built = kubectl_kustomize(flow)
@@ -125,7 +125,7 @@ def test_every_new_builtin_in_one_app_is_valid_builds_and_isolates(harness):
     assert "never-rendered-4d1" not in "".join(p.read_text() for p in flow.rglob("*") if p.is_file())
 
     pods = {o["metadata"]["name"]: o for o in objects if o["kind"] in ("Deployment", "StatefulSet")}
-    repo = [o for o in yaml.safe_load_all((harness.root / "app.yaml").read_text()) if o]
+    repo = [o for o in yamlc.safe_load_all((harness.root / "app.yaml").read_text()) if o]
     configmaps = {o["metadata"]["name"]: o for o in [*repo, *objects] if o["kind"] == "ConfigMap"}
     assert set(pods) == {"orders-pr-5", "order-history-pr-5", "catalog-db-pr-5"}  # kitchen is not in the flow
     lane = {"topic": next(o["spec"]["topicName"] for o in objects if o["kind"] == "KafkaTopic"),

@@ -7,7 +7,7 @@ and the dev checkout's wiring, read from the rendered objects, reaches only the 
 from __future__ import annotations
 
 import yaml
-from support import CRDS, ROOT, kubectl_kustomize, tree, validate_strict
+from support import CRDS, ROOT, kubectl_kustomize, tree, validate_strict, yamlc
 
 EXAMPLE = ROOT / "examples" / "cloudshop"
 
@@ -22,7 +22,7 @@ def test_cloudshop_renders_a_cloud_backed_flow(harness, snapshot):
     files = tree(flow_dir)
     assert {f: t.decode() for f, t in files.items()} == snapshot
     objects = {(o["kind"], o["metadata"]["name"]): o for o in
-               (yaml.safe_load(t) for f, t in files.items() if f.endswith(".yaml") and f != "kustomization.yaml")}
+               (yamlc.safe_load(t) for f, t in files.items() if f.endswith(".yaml") and f != "kustomization.yaml")}
     for obj in objects.values():
         validate_strict(obj)
     assert len(kubectl_kustomize(flow_dir)) == len(objects)

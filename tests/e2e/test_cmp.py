@@ -14,8 +14,7 @@ import sys
 import tarfile
 
 import pytest
-import yaml
-from support import EXAMPLE, ROOT
+from support import EXAMPLE, ROOT, yamlc
 
 SERVICE = "orders=ghcr.io/acme/bookshop-orders:pr-7"
 RENDER = ["render", str(EXAMPLE), "--flow", "pr-7", "--service", SERVICE, "--stdout"]
@@ -44,7 +43,7 @@ def _generate(app_dir, env: dict):
 
 
 def _objects(stream: str) -> list[dict]:
-    return [d for d in yaml.safe_load_all(stream) if d]
+    return [d for d in yamlc.safe_load_all(stream) if d]
 
 
 @pytest.fixture
@@ -95,7 +94,7 @@ def test_the_plugins_objects_pass_the_cluster_api_gate(app_dir, harness):
 def test_generate_on_the_inventory_overlay_prints_what_render_prints(tmp_path, harness):
     """examples/argocd/applicationset-inventory.yaml: the Application's path is a kustomize overlay, whose base
     lies beside it in the unpacked repository (no .git: Argo CD hands over files only)."""
-    appset = yaml.safe_load((ROOT / "examples" / "argocd" / "applicationset-inventory.yaml").read_text())
+    appset = yamlc.safe_load((ROOT / "examples" / "argocd" / "applicationset-inventory.yaml").read_text())
     source = appset["spec"]["template"]["spec"]["source"]
     repo = tmp_path / "repo"
     _unpack_like_argocd(ROOT / "examples" / "inventory", repo / "examples" / "inventory")

@@ -6,8 +6,7 @@ rendered pod mounts, and what that ConfigMap holds (end-to-end: a repository plu
 from __future__ import annotations
 
 import pytest
-import yaml
-from support import yaml_doc
+from support import yaml_doc, yamlc
 
 from renderer.errors import DevlaneError
 
@@ -58,7 +57,7 @@ def shop(harness, main_py: str = RENAMER) -> None:
 
 def rendered(result) -> dict[tuple[str, str], dict]:
     return {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
-            for o in yaml.safe_load_all(result.stream()) if o}
+            for o in yamlc.safe_load_all(result.stream()) if o}
 
 
 def mounted(objects: dict, kind_ns_name: tuple[str, str, str]) -> dict[str, dict]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import yamloracle
+from support import yamlc, yamloracle
 from support.corpora import EXAMPLES, copied
 from support.demos import DEMOS, demo_options
 from support.realworld import REALWORLD, app_top, chart_input, helm_bin, target
@@ -171,12 +171,12 @@ def test_inits_new_entry_ingress_reads_as_written(harness):
     assert out.returncode == 0, out.stderr
     text = (harness.root / "web-entry-ingress.yaml").read_text()
     assert "  namespace: '09'\n" in text
-    ingress = yaml.safe_load(text)
+    ingress = yamlc.safe_load(text)
     assert ingress["metadata"]["namespace"] == "09"
     assert misread(text, [ingress]) == []
     edited = (harness.root / "app.yaml").read_text()  # and the annotations init added to the user's file
     assert "kardinal.dev.service/dependencies: orders:http" in edited
-    assert misread(edited, [d for d in yaml.safe_load_all(edited) if d]) == []
+    assert misread(edited, [d for d in yamlc.safe_load_all(edited) if d]) == []
 
 
 # -----------------------------------------------------------------------------------------------------------------

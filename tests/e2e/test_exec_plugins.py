@@ -16,8 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
-from support import Harness, Result
+from support import Harness, Result, yamlc
 
 FLOW = ["--flow", "pr-3", "--service", "api=api:2", "--service", "worker=worker:2"]
 # exec plugins get a scrubbed environment (PATH, HOME, DEVLANE_*): let `python3` be the test interpreter
@@ -74,7 +73,7 @@ def render(harness: Harness, plugin: Path, *extra: str) -> Result:
 
 
 def objects(stream: str) -> dict[str, dict]:
-    return {f"{d['kind']}/{d['metadata']['name']}": d for d in yaml.safe_load_all(stream) if d}
+    return {f"{d['kind']}/{d['metadata']['name']}": d for d in yamlc.safe_load_all(stream) if d}
 
 
 def state(objs: dict[str, dict]) -> object:

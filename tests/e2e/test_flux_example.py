@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 
-import yaml
-from support import EXAMPLE, ROOT, kubectl_kustomize, tree, validate_strict
+from support import EXAMPLE, ROOT, kubectl_kustomize, tree, validate_strict, yamlc
 from support.isolation import check_flow, load_flow
 
 RENDER = ["--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7"]
@@ -19,18 +18,18 @@ def test_the_flow_kustomization_builds_what_devlane_renders(harness):
     repo = harness.copy(EXAMPLE, "examples/bookshop")
     out = harness.cli("render", str(repo), *RENDER)
     assert out.returncode == 0, out.stderr
-    (flow_ks,) = [d for d in yaml.safe_load_all((ROOT / "examples" / "flux" / "kustomization-pr-7.yaml").read_text())
+    (flow_ks,) = [d for d in yamlc.safe_load_all((ROOT / "examples" / "flux" / "kustomization-pr-7.yaml").read_text())
                   if d]  # fmt: skip
     flow_dir = harness.root / flow_ks["spec"]["path"]
     assert flow_dir.is_dir(), f"{flow_ks['spec']['path']} is not where devlane rendered the flow"
     files = sorted(p.name for p in flow_dir.iterdir())
     assert "flow.metadata" in files and "kustomization.yaml" in files
     json.loads((flow_dir / "flow.metadata").read_text())  # JSON, and not a .yaml Flux would parse
-    listed = yaml.safe_load((flow_dir / "kustomization.yaml").read_text())["resources"]
+    listed = yamlc.safe_load((flow_dir / "kustomization.yaml").read_text())["resources"]
     manifests = [f for f in files if f.endswith(".yaml") and f != "kustomization.yaml"]
     assert sorted(listed) == manifests
     for name in manifests:
-        obj = yaml.safe_load((flow_dir / name).read_text())
+        obj = yamlc.safe_load((flow_dir / name).read_text())
         assert obj["apiVersion"] and obj["kind"] and obj["metadata"]["name"], name
         assert not any(k.startswith("kustomize.toolkit.fluxcd.io/") for k in obj["metadata"].get("labels") or {})
     built = kubectl_kustomize(flow_dir)
@@ -38,7 +37,7 @@ def test_the_flow_kustomization_builds_what_devlane_renders(harness):
 
 
 def test_the_inventory_overlay_flow_is_where_its_kustomization_points(harness, snapshot):
-    (flow_ks,) = [d for d in yaml.safe_load_all(
+    (flow_ks,) = [d for d in yamlc.safe_load_all(
         (ROOT / "examples" / "flux" / "kustomization-inventory-pr-7.yaml").read_text()) if d]  # fmt: skip
     harness.copy(ROOT / "examples" / "inventory", "examples/inventory")
     harness.git("init", "-q")  # a git repository, as Flux's source is: the overlay's base lies inside it
@@ -84,7 +83,7 @@ def test_the_inventory_flow_in_namespace_isolation_is_what_flux_applies(harness)
     assert len(built) == len(flow)
     for obj in built:
         validate_strict(obj)
-    (flow_ks,) = [d for d in yaml.safe_load_all(
+    (flow_ks,) = [d for d in yamlc.safe_load_all(
         (ROOT / "examples" / "flux" / "kustomization-inventory-pr-7.yaml").read_text()) if d]  # fmt: skip
     assert "targetNamespace" not in flow_ks["spec"]
 
@@ -93,7 +92,7 @@ def test_the_mesh_kustomization_builds_the_virtual_services_of_every_flow(harnes
     """Routing istio: two flows rendered into one output directory; the mesh Kustomization's path is the `_mesh`
     directory devlane rebuilt from both, it builds with kubectl, each VirtualService passes the Istio CRD and lists
     both flows, and no flow directory holds one of them (each holds only its entry's Gateway-bound one)."""
-    (mesh_ks,) = [d for d in yaml.safe_load_all((ROOT / "examples" / "flux" / "kustomization-mesh.yaml").read_text())
+    (mesh_ks,) = [d for d in yamlc.safe_load_all((ROOT / "examples" / "flux" / "kustomization-mesh.yaml").read_text())
                   if d]  # fmt: skip
     repo = harness.copy(EXAMPLE, "examples/bookshop")
     for flow in ("pr-7", "pr-8"):  # catalog has no plugins

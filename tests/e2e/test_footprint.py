@@ -13,8 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-import yaml
-from support import kubectl_kustomize, plugin_definition, validate_strict, yaml_doc
+from support import kubectl_kustomize, plugin_definition, validate_strict, yaml_doc, yamlc
 from support.footprint import most_pods, pod_requests, q
 
 from renderer.render.plugins.output_policy import content_findings, name_findings
@@ -76,7 +75,7 @@ def shop(harness, tmp_path: Path, config: dict | None = None) -> str:
 
 def rendered(out: str, flow: str = "pr-1") -> tuple[list[dict], dict]:
     d = Path(out) / "flows" / flow
-    objects = [yaml.safe_load(p.read_text()) for p in sorted(d.glob("*.yaml")) if p.name != "kustomization.yaml"]
+    objects = [yamlc.safe_load(p.read_text()) for p in sorted(d.glob("*.yaml")) if p.name != "kustomization.yaml"]
     return objects, json.loads((d / "flow.metadata").read_text())
 
 

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from support import EXAMPLE, ROOT
+from support import EXAMPLE, ROOT, yamlc
 
 ACTION = ROOT / ".github" / "actions" / "devlane" / "action.yml"
 WORKFLOW = ROOT / "examples" / "github" / "devlane-preview.yml"
@@ -23,11 +22,11 @@ EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
 def _steps() -> list[dict]:
-    return yaml.safe_load(ACTION.read_text())["runs"]["steps"]
+    return yamlc.safe_load(ACTION.read_text())["runs"]["steps"]
 
 
 def test_every_run_script_is_valid_bash():
-    workflow = yaml.safe_load(WORKFLOW.read_text())
+    workflow = yamlc.safe_load(WORKFLOW.read_text())
     steps = _steps() + [s for j in workflow["jobs"].values() for s in j["steps"]]
     scripts = [EXPR.sub("X", s["run"]) for s in steps if "run" in s]
     assert len(scripts) >= 4
@@ -85,7 +84,7 @@ def test_the_action_renders_and_diffs_a_pull_request_locally(harness):
     orders = repo / "k8s" / "orders.yaml"
     orders.write_text(orders.read_text().replace("prom/statsd-exporter:v0.27.1", "prom/statsd-exporter:v0.28.0"))
     harness.commit("orders: new sidecar")
-    action = yaml.safe_load(ACTION.read_text())
+    action = yamlc.safe_load(ACTION.read_text())
     inputs = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
     inputs.update({"path": ".", "image-template": "ghcr.io/acme/bookshop-{service}:{short_sha}"})
     context = {"inputs": inputs, "steps": {},

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 import yaml
-from support import demo_file, kubectl_kustomize, standin_flags, validate_strict
+from support import demo_file, kubectl_kustomize, standin_flags, validate_strict, yamlc
 from support.demos import DEMOS, OBD, demo_options
 
 from renderer import api
@@ -147,7 +147,7 @@ def test_operator_demo_with_plugin_definitions_and_its_flow_cr(harness):
     """The operator's demo references plugins it never defines; a repo adds the definitions."""
     repo, tmp_path = harness.root, harness.tmp
     shutil.copy(demo_file("kardinal-operator__ci__obd-demo.yaml"), repo / "app.yaml")
-    pseudo = [d for d in yaml.safe_load_all(demo_file(OBD).read_text())
+    pseudo = [d for d in yamlc.safe_load_all(demo_file(OBD).read_text())
               if d and "kardinal.dev.service/plugin-definition" in d["metadata"].get("annotations", {})]  # fmt: skip
     (repo / "plugins.yaml").write_text(yaml.safe_dump_all(pseudo))
     flow_cr = demo_file("kardinal-operator__ci__flow-test.yaml")
@@ -182,13 +182,13 @@ def test_templates_make_postgres_shared_and_substitute_args(template, args, demo
                for n in shared_files), shared_files  # fmt: skip
     seed = "".join(p.read_text() for p in shared.glob("*postgres*.yaml"))
     assert "'2ZYFJ3GM2N', 3);" in seed  # ${last_insert_quantity:-1} became 3
-    cart = yaml.safe_load((shared / "deployment-cartservice-v1-shared.yaml").read_text())
+    cart = yamlc.safe_load((shared / "deployment-cartservice-v1-shared.yaml").read_text())
     assert cart["metadata"]["labels"]["devlane.dev/flow"] == "shared"
-    frontend = yaml.safe_load((flow / "deployment-frontend-v1-pr-6.yaml").read_text())
+    frontend = yamlc.safe_load((flow / "deployment-frontend-v1-pr-6.yaml").read_text())
     assert env_of(frontend)["CARTSERVICEHOST"] == "cartservice-shared"
     assert "deprecated" in out.stderr or "template" in template
     for directory in (flow, shared):
         for f in directory.glob("*.yaml"):
             if f.name != "kustomization.yaml":
-                validate_strict(yaml.safe_load(f.read_text()))
+                validate_strict(yamlc.safe_load(f.read_text()))
         kubectl_kustomize(directory)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import ROOT
+from support import ROOT, yamlc
 from support.demos import DEMOS, demo_options
 from support.isolation import Objects, dev_pods, referenced_services
 from support.realworld import REALWORLD, chart_input, helm_bin
@@ -73,7 +73,7 @@ def only(tmp_path: Path, name: str, *files: str) -> Path:
 def dev_strings(result: api.RenderResult) -> list[str]:
     """Every env value, command and args element of the rendered dev workloads (the flow's objects), and every
     entry of the ConfigMaps they read (the flow's copy, else the repository's)."""
-    rendered = [o for o in yaml.safe_load_all(result.stream()) if o]
+    rendered = [o for o in yamlc.safe_load_all(result.stream()) if o]
     config = {o["metadata"]["name"]: o for o in [*(d.obj for d in result.loaded.documents), *rendered]
               if o.get("kind") == "ConfigMap"}
     out = []
@@ -304,7 +304,7 @@ def test_with_jhipsters_registry_in_the_lane_the_dev_store_registers_there_only(
         "jhipster-registry": {"stateful": True}, "store-postgresql": {"stateful": True},
         "store": {"dependencies": ["jhipster-registry:http", "store-postgresql:5432"]}}}))
     result = api.render(api.Options(repo=repo), build_flow(FLOW, {"jhipster/store": "ghcr.io/example/dev:pr-1"}, []))
-    rendered = [o for o in yaml.safe_load_all(result.stream()) if o]
+    rendered = [o for o in yamlc.safe_load_all(result.stream()) if o]
     services = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "Service"}
     pods = {o["metadata"]["name"]: o["spec"]["template"]["metadata"]["labels"] for o in rendered
             if o["kind"] in ("Deployment", "StatefulSet")}
@@ -356,7 +356,7 @@ def test_with_stateful_removed_every_store_a_dev_pod_reads_is_named(app, tmp_pat
     baseline = repo.write()
     flow = build_flow(FLOW, {t: f"ghcr.io/example/{t.rsplit('/', 1)[-1]}:{FLOW}" for t in app.targets}, [])
     result = api.render(api.Options(repo=repo.root), flow)
-    rendered = [o for o in yaml.safe_load_all(result.stream()) if o]
+    rendered = [o for o in yamlc.safe_load_all(result.stream()) if o]
     base, out = Objects(baseline), Objects(rendered)
     namespaces = base.namespaces() | out.namespaces()
     read = {key for pod in dev_pods(out) for key in referenced_services(pod, out, base, namespaces)}
@@ -385,6 +385,6 @@ def test_kafka_topic_on_ftgo_isolates_the_broker_and_says_the_topics_it_cannot_r
     assert "ftgo-kafka" not in reach_warnings(result)
     [loud] = [p for p in result.warnings if p.where.plugin == "order-events"]
     assert f"topic {topic} is in no env value, command, args or ConfigMap of the dependents" in loud.message
-    objects = [o for o in yaml.safe_load_all(result.stream()) if o]
+    objects = [o for o in yamlc.safe_load_all(result.stream()) if o]
     [kafka_topic] = [o for o in objects if o["kind"] == "KafkaTopic"]
     assert kafka_topic["spec"]["topicName"] == f"{topic}-order-events-{FLOW}"

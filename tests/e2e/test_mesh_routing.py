@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
-from support import CRDS, EXAMPLE, demo_file, kubectl_kustomize, run_cli, standin_flags, validate_strict
+from support import CRDS, EXAMPLE, demo_file, kubectl_kustomize, run_cli, standin_flags, validate_strict, yamlc
 from support.isolation import load_flow, load_yaml_files
 from support.mesh_model import check_mesh_flow, entry_adds_member
 
@@ -99,7 +98,7 @@ def test_a_mesh_flow_is_valid_builds_and_routes_by_the_header(case: Case, routin
     violations = check_mesh_flow(baseline, [*objects, *shared], "pr-7")
     assert not violations, "\n".join(violations)
     assert entry_adds_member(objects, "pr-7")
-    meta = yaml.safe_load((flow_dir / "flow.metadata").read_text())
+    meta = yamlc.safe_load((flow_dir / "flow.metadata").read_text())
     assert meta["mesh"]["mode"] == routing and meta["mesh"]["member"] == "devlane-flow=pr-7"
     assert "## Routing: " + routing in (flow_dir / "README.md").read_text()
 
@@ -110,7 +109,7 @@ def test_the_model_sees_a_broken_route(tmp_path: Path):
     repo = repository(case, tmp_path)
     r = run_cli("render", str(repo), *case.flow, "--routing", "gateway-api", "--stdout", cwd=repo)
     assert r.returncode == 0, r.stderr
-    objects = [d for d in yaml.safe_load_all(r.stdout) if d]
+    objects = [d for d in yamlc.safe_load_all(r.stdout) if d]
     baseline = load_yaml_files(sorted(repo.glob(case.manifests)))
     assert check_mesh_flow(baseline, objects, "pr-7") == []
     route = next(o for o in objects if o["kind"] == "HTTPRoute" and o["metadata"]["name"] == "orders-pr-7")

@@ -9,8 +9,7 @@ import importlib.util
 import json
 
 import pytest
-import yaml
-from support import EXAMPLE
+from support import EXAMPLE, yamlc
 from support.repos import inspection_repo
 
 from renderer.authoring.scaffold import scaffold
@@ -123,8 +122,8 @@ def test_mutated_expected_fails_with_a_diff_and_update_fixes_it(harness, tmp_pat
 
     out = _ok(harness.cli("plugins", "test", dest, "--update"))
     assert "updated basic" in out and "1 updated" in out
-    assert yaml.safe_load_all(expected.read_text()) is not None
-    assert list(yaml.safe_load_all(expected.read_text())) == list(yaml.safe_load_all(original))
+    assert yamlc.safe_load_all(expected.read_text()) is not None
+    assert list(yamlc.safe_load_all(expected.read_text())) == list(yamlc.safe_load_all(original))
     assert _ok(harness.cli("plugins", "test", dest)).splitlines()[-1].startswith("2 passed, 0 failed")
 
 
@@ -145,7 +144,7 @@ def test_scaffolded_kardinal_plugin_renders_in_a_repo(harness, tmp_path):
     harness.config({"exclude": ["plugins/**"]})
     out = _ok(harness.cli("render", "--flow", "f1", "--service", "app=example.com/app:2",
                           "--plugin-source", f"demo={plugin}", "--stdout"))  # fmt: skip
-    docs = [d for d in yaml.safe_load_all(out) if d]
+    docs = [d for d in yamlc.safe_load_all(out) if d]
     [dev] = [d for d in docs if d["kind"] == "Deployment"]
     container = dev["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "example.com/app:2"

@@ -22,8 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import yaml
-from support import Result, app_yaml, git, plugin_definition
+from support import Result, app_yaml, git, plugin_definition, yamlc
 
 from renderer.cli.common import Progress
 from renderer.errors import DevlaneError
@@ -94,7 +93,7 @@ def plugins(harness, *args: str, env: dict[str, str] | None = None) -> Result:
 
 def plugin_version(out: Result) -> str:
     assert out.returncode == 0, out.stderr
-    for doc in yaml.safe_load_all(out.stdout):
+    for doc in yamlc.safe_load_all(out.stdout):
         if doc and doc.get("kind") == "Deployment" and doc["metadata"]["name"].startswith("api-"):
             env = doc["spec"]["template"]["spec"]["containers"][0].get("env") or []
             return next(e["value"] for e in env if e["name"] == "PLUGIN_VERSION")
@@ -102,7 +101,7 @@ def plugin_version(out: Result) -> str:
 
 
 def locked(repo: Path) -> dict:
-    return yaml.safe_load((repo / LOCK_FILE).read_text())
+    return yamlc.safe_load((repo / LOCK_FILE).read_text())
 
 
 def build_wheel(directory: Path, value: str = "from-wheel") -> Path:

@@ -17,8 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
-from support import Harness, app_yaml, plugin_definition, tree
+from support import Harness, app_yaml, plugin_definition, tree, yamlc
 
 EXTERNAL_MAIN = textwrap.dedent("""
     import json, os
@@ -115,10 +114,10 @@ def test_external_plugin_runs_only_in_provision_and_render_replays_it(harness, t
     a, b = tree(tmp_path / "a" / "flows" / "pr-1"), tree(tmp_path / "b" / "flows" / "pr-1")
     assert a == b
     assert lines(marker) == [{"create": "db-pr-1", "branch": "dev"}]  # replayed, not run
-    deployment = yaml.safe_load(a["deployment-api-pr-1.yaml"])
+    deployment = yamlc.safe_load(a["deployment-api-pr-1.yaml"])
     env_vars = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "DB_BRANCH", "value": "dev-db-pr-1"} in env_vars
-    state = yaml.safe_load(a["configmap-devlane-state-db-pr-1.yaml"])
+    state = yamlc.safe_load(a["configmap-devlane-state-db-pr-1.yaml"])
     assert json.loads(state["data"]["config_map.json"]) == {"branch": "dev-db-pr-1", "id": 42}
     meta = json.loads(a["flow.metadata"])
     assert [p["status"] for p in meta["plugins"]] == ["replayed"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import kubectl_kustomize, validate_strict
+from support import kubectl_kustomize, validate_strict, yamlc
 from support.isolation import check_flow, load_flow, pod_spec
 from support.realworld import (
     FLOW,
@@ -58,7 +58,7 @@ def built_by_the_tool(path: Path, kind: str, helm_args: list[str] | None = None)
     out = subprocess.run([helm_bin(), "template", *(helm_args or [path.name.lower(), str(path)]), "--include-crds"],
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    return [d for d in yamlc.safe_load_all(out.stdout) if d]
 
 
 def comparable(obj: dict) -> str:

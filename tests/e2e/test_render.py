@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-import yaml
-from support import EXAMPLE, kubectl_kustomize, tree, validate_strict
+from support import EXAMPLE, kubectl_kustomize, tree, validate_strict, yamlc
 
 FLOW = ["--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7"]
 
@@ -19,7 +18,7 @@ def test_example_renders_expected_flow(harness, snapshot):
     flow_dir = example / "rendered" / "flows" / "pr-7"
     assert "rendered flow pr-7: 10 objects" in out.stderr
     files = tree(flow_dir)
-    kustomization = yaml.safe_load(files["kustomization.yaml"])
+    kustomization = yamlc.safe_load(files["kustomization.yaml"])
     listed = kustomization["resources"]
     assert listed == sorted(f for f in files if f.endswith(".yaml") and f != "kustomization.yaml")
     meta = json.loads(files["flow.metadata"])
@@ -29,7 +28,7 @@ def test_example_renders_expected_flow(harness, snapshot):
     assert meta["entries"] == [{"kind": "Ingress", "name": "shop-pr-7", "hosts": ["pr-7.preview.bookshop.example.com"]}]
     assert {f: t.decode() for f, t in files.items()} == snapshot
     for name in listed:
-        validate_strict(yaml.safe_load(files[name]))
+        validate_strict(yamlc.safe_load(files[name]))
     built = kubectl_kustomize(flow_dir)
     assert len(built) == len(listed)
     assert all(o["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "devlane" for o in built)

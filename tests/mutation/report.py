@@ -7,7 +7,7 @@ A mutant is named by mutmut with a number that shifts whenever its function chan
 equivalent (tests/mutation/equivalent.txt) are named by function and fingerprint: a hash of the lines the mutation
 changes, which stays the same as long as those lines do. The report prints both for each survivor.
 
-    python tests/mutation/report.py [--ci] [--out mutation-report.txt] [--survivors DIR] [--seconds N]
+    python tests/mutation/report.py [--ci | --module PATH ...] [--out FILE] [--survivors DIR] [--seconds N]
     python tests/mutation/report.py --globs      the mutmut names of the CI subset, one a line (for `mutmut run`)
 """
 
@@ -190,6 +190,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("mutation-report.txt"))
     parser.add_argument("--survivors", type=Path, help="also write DIR/mut-survivors-<module>.txt for each module")
     parser.add_argument("--seconds", type=int, help="the run's wall time, for the report")
+    parser.add_argument("--module", action="append", default=[], help="report on this module only (repeatable)")
     args = parser.parse_args()
     threshold, functions = ci_subset()
     if args.globs:
@@ -206,9 +207,12 @@ def main() -> int:
                   + ", ".join(missing), file=sys.stderr)  # fmt: skip
             return 1
         mutants = [m for m in mutants if m.function in functions]
+    if args.module:
+        mutants = [m for m in mutants if m.path in args.module]
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     took = f", {args.seconds // 60} min {args.seconds % 60} s" if args.seconds is not None else ""
-    mode = f"the CI subset (tests/mutation/ci-subset.txt, threshold {threshold}%)" if args.ci else "every mutant"
+    mode = (f"the CI subset (tests/mutation/ci-subset.txt, threshold {threshold}%)" if args.ci
+            else f"every mutant of {', '.join(args.module)}" if args.module else "every mutant")
     title = f"Mutation test of devlane's security core (mutmut), {mode}: {when}{took}"
     if args.survivors:
         args.survivors.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,8 @@
 #   bash tests/mutation/run.sh             every mutant of every module (11,000 and more: hours on two cores)
 #   bash tests/mutation/run.sh --ci        the fixed subset of tests/mutation/ci-subset.txt (about 9 min); fails
 #                                          when its kill rate is below the threshold written there
+#   bash tests/mutation/run.sh --module renderer/core/fence.py [--module ...]
+#                                          every mutant of the modules named (minutes: while killing survivors)
 #   options: --workers N (default 2), --survivors DIR (also DIR/mut-survivors-<module>.txt, one per module)
 #
 # Runs from a checkout with `pip install -c .ci/constraints.txt -e '.[test]'` (mutmut is in the test extra).
@@ -18,13 +20,21 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 mode=full
 workers=2
+names=()
 report_args=()
 while [ $# -gt 0 ]; do
     case $1 in
         --ci) mode=ci ;;
+        --module)
+            module=${2:?--module needs a path such as renderer/core/fence.py}; shift
+            [ -f "$module" ] || { echo "error: --module $module: no such file" >&2; exit 2; }
+            mode=modules
+            report_args+=(--module "$module")
+            module=${module%.py}
+            names+=("${module//\//.}.*") ;;
         --workers) workers=${2:?--workers needs a number}; shift ;;
         --survivors) report_args+=(--survivors "${2:?--survivors needs a directory}"); shift ;;
-        -h | --help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "error: unknown option $1 (see: bash tests/mutation/run.sh --help)" >&2; exit 2 ;;
     esac
     shift
@@ -40,7 +50,6 @@ if [ -z "${DEVLANE_SHARED:-}" ] && [ -d ../shared ]; then
     export DEVLANE_SHARED
 fi
 
-names=()
 if [ "$mode" = ci ]; then
     mapfile -t names < <(python tests/mutation/report.py --globs)
     report_args+=(--ci)

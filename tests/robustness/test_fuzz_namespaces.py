@@ -14,6 +14,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import yamlc
 from support.realworld import REALWORLD, target
 
 pytestmark = [pytest.mark.e2e, pytest.mark.sandbox_free]  # in-process renders of generated repositories
@@ -31,7 +32,7 @@ def app_files(app: str) -> dict[str, list[dict]]:
     files = {}
     for path in sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()):
         try:
-            docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict) and d.get("kind")]
+            docs = [d for d in yamlc.safe_load_all(path.read_text()) if isinstance(d, dict) and d.get("kind")]
         except yaml.YAMLError:
             continue
         if docs and all(isinstance(d.get("metadata"), dict) for d in docs):

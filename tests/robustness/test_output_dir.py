@@ -568,6 +568,7 @@ def run_rounds(tmp_path: Path, rounds: int, fallback: bool, seed: int) -> dict:
 
 
 @pytest.mark.e2e
+@pytest.mark.sandbox_free  # the race is in the output directory: a tiny app, no plugin, no sandbox
 def test_concurrent_renders_deletes_and_kills_into_one_out(tmp_path):
     started = time.monotonic()
     stats = run_rounds(tmp_path, rounds=200, fallback=False, seed=10)
@@ -578,6 +579,7 @@ def test_concurrent_renders_deletes_and_kills_into_one_out(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.sandbox_free  # the race is in the output directory: a tiny app, no plugin, no sandbox
 def test_kills_during_the_two_rename_fallback_are_recovered(tmp_path):
     """Without RENAME_EXCHANGE a reader can see the flow missing, but a kill at any moment still leaves the
     old or the new flow once the next run has put back what the kill left aside."""
@@ -586,6 +588,7 @@ def test_kills_during_the_two_rename_fallback_are_recovered(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.sandbox_free  # the race is in the output directory: a tiny app, no plugin, no sandbox
 def test_a_round_of_real_devlane_processes_with_kills(harness, tmp_path):
     """The same race with the CLI itself: 8 renders of pr-a, 4 of pr-b and a delete of pr-b as real `devlane`
     processes (one round: each costs ~0.4 s of start-up), three of them killed at random moments."""

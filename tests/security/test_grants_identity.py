@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import Harness, Result, app_yaml, git, plugin_definition, tree
+from support import Harness, Result, app_yaml, git, plugin_definition, tree, yamlc
 
 from renderer.host.resolve import plugin_digest
 
@@ -84,7 +84,7 @@ def render(harness: Harness, *extra: str) -> Result:
 def bindings(harness: Harness) -> list[str]:
     """The ClusterRoleBindings of the rendered flow, read from its files."""
     flow = harness.tmp / "out" / "flows" / FLOW
-    docs = [d for f in sorted(flow.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())] if flow.is_dir() else []
+    docs = [d for f in sorted(flow.glob("*.yaml")) for d in yamlc.safe_load_all(f.read_text())] if flow.is_dir() else []
     return sorted(d["metadata"]["name"] for d in docs if isinstance(d, dict) and d.get("kind") == "ClusterRoleBinding")
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import Harness
+from support import Harness, yamlc
 from support.harness import ROOT
 from support.processes import bwrap_free_path, sleep_token, wait_for, with_token
 
@@ -80,7 +80,7 @@ def found(stdout: str) -> dict:
 
 def rendered_ok(proc: subprocess.CompletedProcess) -> list[dict]:
     assert proc.returncode == 0, proc.stderr
-    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+    return [d for d in yamlc.safe_load_all(proc.stdout) if d]
 
 
 # --------------------------------------------------------------------------------------------------

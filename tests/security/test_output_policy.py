@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import Harness, tree
+from support import Harness, tree, yamlc
 
 FLOW = "pr-7"
 RENDER = ["--flow", FLOW, "--service", "api=api:2"]
@@ -332,7 +332,7 @@ def test_what_kardinal_style_plugins_emit_is_accepted_by_default(harness):
                  {"name": "d", "persistentVolumeClaim": {"claimName": "scratch-seed-pr-7"}}]})]
     out = in_process(harness, {"add": added, "container": {"env": [{"name": "DB", "value": "seed-db-pr-7"}]}})
     assert out.returncode == 0, out.stderr
-    rendered = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(out.stdout) if o}
+    rendered = {(o["kind"], o["metadata"]["name"]): o for o in yamlc.safe_load_all(out.stdout) if o}
     for kind, name in [("Job", "provision-seed-pr-7"), ("ConfigMap", "seed-seed-pr-7"),
                        ("Service", "seed-svc-seed-pr-7"), ("PersistentVolumeClaim", "scratch-seed-pr-7"),
                        ("Deployment", "seed-db-seed-pr-7")]:
@@ -467,7 +467,7 @@ def test_narrow_rbac_that_the_plugin_declares_is_accepted(harness):
                  subjects=[{"kind": "ServiceAccount", "name": "seeder-seed-pr-7"}])]
     out = in_process(harness, {"add": added}, manifest=manifest)
     assert out.returncode == 0, out.stderr
-    assert {(o["kind"], o["metadata"]["name"]) for o in yaml.safe_load_all(out.stdout) if o} >= {
+    assert {(o["kind"], o["metadata"]["name"]) for o in yamlc.safe_load_all(out.stdout) if o} >= {
         ("ServiceAccount", "seeder-seed-pr-7"), ("Role", "seeder-seed-pr-7"), ("RoleBinding", "seeder-seed-pr-7")}
 
 

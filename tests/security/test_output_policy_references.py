@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import pytest
 import yaml
-from support import Harness, app_yaml, plugin_definition, tree, yaml_doc
+from support import Harness, app_yaml, plugin_definition, tree, yaml_doc, yamlc
 
 FLOW = "pr-7"
 RENDER = ["--flow", FLOW, "--service", "api=api:2"]
@@ -550,7 +550,7 @@ def refused(out, *said: str) -> None:
 
 def accepted(out, added: dict) -> None:
     assert out.returncode == 0, out.stderr
-    names = {(o["kind"], o["metadata"]["name"]) for o in yaml.safe_load_all(out.stdout) if o}
+    names = {(o["kind"], o["metadata"]["name"]) for o in yamlc.safe_load_all(out.stdout) if o}
     assert (added["kind"], added["metadata"]["name"].replace("FLOW", "seed-pr-7")) in names
 
 

@@ -17,8 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
-from support import Harness, tree
+from support import Harness, tree, yamlc
 
 from renderer.core.k8s import map_matches
 
@@ -54,7 +53,7 @@ def test_a_post_render_step_repointing_a_dev_service_at_baseline_pods_is_refused
     out = harness.tmp / "out"
     done = harness.cli("render", *RENDER, f"--plugin-source=./repoint={step(harness, {})}", "--out", out)
     assert done.returncode == 0, done.stderr
-    rendered = [o for f in sorted(out.rglob("*.yaml")) for o in yaml.safe_load_all(f.read_text()) if o]
+    rendered = [o for f in sorted(out.rglob("*.yaml")) for o in yamlc.safe_load_all(f.read_text()) if o]
     (dev,) = [o for o in rendered if o["kind"] == "Service" and o["metadata"]["name"] == "api-pr-7"]
     assert not map_matches(dev["spec"]["selector"], {"app": "api"})  # as rendered, it selects no baseline pod
     before = tree(out)

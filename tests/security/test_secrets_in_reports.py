@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
-from support import app_yaml, yaml_doc
+from support import app_yaml, yaml_doc, yamlc
 
 pytestmark = pytest.mark.e2e
 
@@ -105,7 +104,7 @@ def test_no_output_shows_a_secret(lane):
     for shown in SHOWN:
         assert shown in readme and shown in rendered.stderr, shown
     assert "(secret)" in readme  # the Secret's value is never excerpted
-    meta = yaml.safe_load(metadata)
+    meta = yamlc.safe_load(metadata)
     _excerpts_short(meta["reach"], "flow.metadata")
     long = [e["value"] for r in meta["reach"] if r["target"] == "orders-db" for e in r["evidence"]
             if "JAVA_OPTS" in e["field"]]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import Harness, app_yaml, tree
+from support import Harness, app_yaml, tree, yamlc
 
 pytestmark = pytest.mark.sandbox_free
 
@@ -67,7 +67,7 @@ def refused(harness: Harness, *extra: str, said: tuple[str, ...]) -> str:
 def rendered(harness: Harness) -> list[dict]:
     """Every object of the rendered flow, read from its files."""
     flow = out_dir(harness) / "flows" / FLOW
-    return [d for f in sorted(flow.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())
+    return [d for f in sorted(flow.glob("*.yaml")) for d in yamlc.safe_load_all(f.read_text())
             if isinstance(d, dict) and "kind" in d and "metadata" in d]
 
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
+from . import yamlc
 from .builders import entry_ingress, yaml_doc
 from .harness import Harness
 
@@ -129,7 +128,7 @@ def catalogue_app(harness: Harness) -> Path:
     for svc, host in EXTERNALS.items():
         objects.append(_service(svc, 443, "https", {"kardinal.dev.service/external": "true"},
                                 type="ExternalName", externalName=host))
-    entry = yaml.safe_load(entry_ingress("web").rstrip("-\n"))
+    entry = yamlc.safe_load(entry_ingress("web").rstrip("-\n"))
     entry["metadata"]["namespace"] = NAMESPACE
     harness.write("app.yaml", "".join(yaml_doc(o) for o in [*objects, entry]))
     harness.plugin_definition(*[{"name": builtin, "type": kind, "servicename": instance, "args": args}

@@ -7,8 +7,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-import yaml
-
+from . import yamlc
 from .builders import entry_ingress, yaml_doc
 from .harness import Harness
 
@@ -66,7 +65,7 @@ def flow_files(out: Path) -> dict[str, str]:
 
 def flow_objects(files: dict[str, str]) -> list[dict]:
     """The rendered objects among `files` (kustomization files left out)."""
-    return [yaml.safe_load(t) for n, t in files.items() if n.endswith(".yaml") and "kustomization" not in n]
+    return [yamlc.safe_load(t) for n, t in files.items() if n.endswith(".yaml") and "kustomization" not in n]
 
 
 def render_secret_free(harness: Harness, *argv: str) -> dict[str, str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from . import yamlc
 from .paths import CRDS, KUBE_VERSION
 
 
@@ -18,7 +19,7 @@ def kubectl_kustomize(directory: Path) -> list[dict]:
         pytest.skip("kubectl is not on PATH")
     out = subprocess.run(["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    return [d for d in yamlc.safe_load_all(out.stdout) if d]
 
 
 def validate_strict(obj: dict) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from . import yamlc
 
 DEPENDENCIES = "kardinal.dev.service/dependencies"
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob",
@@ -57,7 +57,7 @@ def load_yaml_files(paths: Iterable[Path]) -> list[dict]:
     """Every object (a mapping with a `kind`) in these YAML files, in order."""
     objects: list[dict] = []
     for path in paths:
-        for doc in yaml.safe_load_all(Path(path).read_text()):
+        for doc in yamlc.safe_load_all(Path(path).read_text()):
             if isinstance(doc, dict) and doc.get("kind"):
                 objects.append(doc)
     return objects
@@ -66,7 +66,7 @@ def load_yaml_files(paths: Iterable[Path]) -> list[dict]:
 def load_flow(flow_dir: Path) -> list[dict]:
     """The objects a GitOps tool would apply from a flow directory: the files its kustomization.yaml lists."""
     flow_dir = Path(flow_dir)
-    kustomization = yaml.safe_load((flow_dir / "kustomization.yaml").read_text()) or {}
+    kustomization = yamlc.safe_load((flow_dir / "kustomization.yaml").read_text()) or {}
     resources = kustomization.get("resources") or []
     return load_yaml_files(flow_dir / r for r in resources)
 

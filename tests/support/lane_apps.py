@@ -18,6 +18,7 @@ from renderer.errors import DevlaneError
 from renderer.render.plan.flow_spec import FlowRequest, resolve
 
 from . import realworld_apps as rw
+from . import yamlc
 from .consumers import kubectl_kustomize
 from .isolation import load_yaml_files
 from .paths import ROOT
@@ -80,7 +81,7 @@ def inventory(work: Path) -> Source:
     """The kustomize example, its generated ConfigMap holding `STRINGS` too (a literal per value)."""
     top = _example("inventory", work)
     overlay = top / "overlays" / "staging"
-    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+    kustomization = yamlc.safe_load((overlay / "kustomization.yaml").read_text())
     kustomization["configMapGenerator"][0]["literals"] += [f"{k}={v}" for k, v in STRINGS.items()]
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False))
     return Source(overlay, kubectl_kustomize(overlay), ("api",), top=top)
@@ -119,7 +120,7 @@ APPS = [
 def configure(root: Path, destination: str | None, gateway: str) -> None:
     """Adds the tier's settings to the repository's `.devlane.yaml`, keeping what the app sets itself."""
     path = root / ".devlane.yaml"
-    config = (yaml.safe_load(path.read_text()) if path.is_file() else None) or {}
+    config = (yamlc.safe_load(path.read_text()) if path.is_file() else None) or {}
     if destination:
         config.setdefault("namespace", destination)
     config.setdefault("mesh", {}).setdefault("gateway", gateway)

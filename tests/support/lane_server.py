@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from . import yamlc
 from .controlplane import ControlPlane
 from .isolation import labels_match_map, pod_template
 from .paths import CRDS
@@ -593,7 +594,7 @@ def crd_definition(group: str, kind: str) -> dict:
 
 def flow_files(flow_dir: Path) -> list[str]:
     """The files of a rendered flow, as its kustomization.yaml lists them (what a GitOps tool applies)."""
-    return (yaml.safe_load((flow_dir / "kustomization.yaml").read_text()) or {}).get("resources") or []
+    return (yamlc.safe_load((flow_dir / "kustomization.yaml").read_text()) or {}).get("resources") or []
 
 
 def flow_objects(flow_dir: Path) -> list[dict]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
-
+from . import yamlc
 from .builders import yaml_doc
 from .harness import Harness, Result
 from .paths import FIXTURES
@@ -71,10 +70,10 @@ class Platform:
 
     def objects(self) -> dict[str, dict]:
         """The rendered flow's objects by `Kind/name`, checking kustomization.yaml lists exactly the files."""
-        listed = yaml.safe_load((self.flow_dir / "kustomization.yaml").read_text())["resources"]
+        listed = yamlc.safe_load((self.flow_dir / "kustomization.yaml").read_text())["resources"]
         files = sorted(p.name for p in self.flow_dir.glob("*.yaml") if p.name != "kustomization.yaml")
         assert sorted(listed) == files
-        objs = [yaml.safe_load((self.flow_dir / f).read_text()) for f in listed]
+        objs = [yamlc.safe_load((self.flow_dir / f).read_text()) for f in listed]
         return {f"{o['kind']}/{o['metadata']['name']}": o for o in objs}
 
     def metadata(self) -> dict:

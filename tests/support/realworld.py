@@ -19,6 +19,7 @@ from renderer import api
 from renderer.errors import DevlaneError
 from renderer.render.plan.flow_spec import FlowRequest, resolve
 
+from . import yamlc
 from .isolation import pod_template, service_selects
 from .paths import SHARED
 
@@ -51,7 +52,7 @@ def _inputs() -> list:
         skip = pytest.mark.skip(reason=f"real-world inputs not available ({REALWORLD})")
         return [pytest.param(None, None, marks=skip)]
     kustomizations = sorted({p.parent for p in REALWORLD.rglob("kustomization.yaml")
-                             if (yaml.safe_load(p.read_text()) or {}).get("kind") != "Component"})
+                             if (yamlc.safe_load(p.read_text()) or {}).get("kind") != "Component"})
     charts = sorted(p.parent for p in REALWORLD.rglob("Chart.yaml"))
     return [*(pytest.param(d, "kustomize", id=d.relative_to(REALWORLD).as_posix()) for d in kustomizations),
             *(pytest.param(d, "helm", id=d.relative_to(REALWORLD).as_posix()) for d in charts)]
@@ -69,7 +70,7 @@ def chart_input(path: Path, tmp_path: Path) -> tuple[Path, list[str]]:
     values = CHART_VALUES.get(rel) or SHARED_VALUES.get(rel.rsplit("/", 1)[0])
     if values is None:  # at the top of its repository, a chart is released as its Chart.yaml name
         top = app_top(path)
-        name = path.name if top not in (None, path) else (yaml.safe_load((path / "Chart.yaml").read_text()) or
+        name = path.name if top not in (None, path) else (yamlc.safe_load((path / "Chart.yaml").read_text()) or
                                                           {}).get("name") or "release"
         return path, [name.lower(), str(path)]
     copy = tmp_path / "with-values"

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from . import yamlc
 from .consumers import kubectl_kustomize
 from .harness import run_cli
 from .isolation import Key, load_flow, load_yaml_files
@@ -46,7 +47,7 @@ def helm(*args: str, cwd: Path | None = None) -> str:
 
 
 def objects_of(text: str) -> list[dict]:
-    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict) and d.get("kind")]
+    return [d for d in yamlc.safe_load_all(text) if isinstance(d, dict) and d.get("kind")]
 
 
 class Repo:
@@ -500,7 +501,7 @@ def render(app: App, tmp_path: Path, *extra: str, config: str | None = None, set
         (repo.root / ".devlane.yaml").write_text(config)
     if settings:
         path = repo.root / ".devlane.yaml"
-        current = yaml.safe_load(path.read_text()) if path.is_file() else {}
+        current = yamlc.safe_load(path.read_text()) if path.is_file() else {}
         path.write_text(yaml.safe_dump({**(current or {}), **settings}, sort_keys=False))
     out = tmp_path / "out"
     flags = [f"--service={t}={image(t)}" for t in app.targets]

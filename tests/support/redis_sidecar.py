@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
+from . import yamlc
 from .builders import entry_ingress, plugin_definition, yaml_doc
 from .harness import Harness
 
@@ -34,7 +33,7 @@ def redis_shop(harness: Harness, args: dict | None = None, namespace: str | None
     ]
     entry = {"name": plugin, "type": "stateful", "servicename": "cache-overlay",
              "args": {"image": PROXY_IMAGE} if args is None else args}
-    docs = [d for text in (entry_ingress("web"), plugin_definition([entry])) for d in yaml.safe_load_all(text) if d]
+    docs = [d for text in (entry_ingress("web"), plugin_definition([entry])) for d in yamlc.safe_load_all(text) if d]
     for doc in docs:
         doc["metadata"].update(meta)
     harness.write("app.yaml", "".join(yaml_doc(o) for o in [*objects, *docs]))
@@ -55,7 +54,7 @@ def _service(name: str, meta: dict, port: dict, annotations: dict) -> dict:
 
 def parse(text: str) -> dict[tuple[str, str], dict]:
     """A rendered YAML stream by (kind, name)."""
-    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(text) if o}
+    return {(o["kind"], o["metadata"]["name"]): o for o in yamlc.safe_load_all(text) if o}
 
 
 def env_of(obj: dict, container: str) -> dict[str, str | None]:

@@ -9,17 +9,16 @@ import sys
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from support import EXAMPLE, ROOT
+from support import EXAMPLE, ROOT, yamlc
 
 from renderer.core.conforms import conforms, verdict
 from renderer.core.schemas import schema_problems
 
 SHIPPED = {p.name: json.loads(p.read_text()) for p in sorted((ROOT / "schemas").glob("*.json"))}
-ARGS = {p.parent.name: yaml.safe_load(p.read_text())["spec"]["argsSchema"]
+ARGS = {p.parent.name: yamlc.safe_load(p.read_text())["spec"]["argsSchema"]
         for p in sorted((ROOT / "plugins").glob("*/plugin.yaml")) if "argsSchema" in p.read_text()}
 TRICKY: dict[str, Any] = {
     "$defs": {"port": {"type": "integer", "minimum": 1, "maximum": 65535}},
@@ -52,14 +51,14 @@ def _corpus() -> list[tuple[str, Any]]:
     """(schema name, a document that should be valid) from the checkout: configs, Flow files, plugin.yaml."""
     out = []
     for path in sorted(ROOT.rglob(".devlane.yaml")):
-        out.append(("devlane-config.schema.json", yaml.safe_load(path.read_text())))
+        out.append(("devlane-config.schema.json", yamlc.safe_load(path.read_text())))
     for path in sorted((EXAMPLE / "flows").glob("*.yaml")):
-        out.append(("flow.schema.json", yaml.safe_load(path.read_text())))
+        out.append(("flow.schema.json", yamlc.safe_load(path.read_text())))
     for path in sorted(ROOT.glob("plugins/*/plugin.yaml")):
-        out.append(("plugin.schema.json", yaml.safe_load(path.read_text())))
+        out.append(("plugin.schema.json", yamlc.safe_load(path.read_text())))
     for name in ARGS:  # the built-ins' golden cases
         for path in sorted((ROOT / "plugins" / name / "testdata").glob("*/args.yaml")):
-            out.append((f"argsSchema of {name}", yaml.safe_load(path.read_text())))
+            out.append((f"argsSchema of {name}", yamlc.safe_load(path.read_text())))
     return out
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from support import yamloracle
+from support import yamlc, yamloracle
 
 from renderer.authoring.yamledit import AnnotationEdit, Style, entry_lines, flow_text, item_lines, plan_annotations
 from renderer.core import yamlio
@@ -94,7 +94,7 @@ def test_each_retyped_string_is_quoted_as_a_value_a_key_and_an_item(category):
         assert retyped(s), s
         text = dump({"data": {s: s}, "list": [s]})
         assert f"\n  {s}: " not in text and f": {s}\n" not in text and f"- {s}\n" not in text, (category, text)
-        assert yaml.safe_load(text) == {"data": {s: s}, "list": [s]}
+        assert yamlc.safe_load(text) == {"data": {s: s}, "list": [s]}
 
 
 def test_the_issues_values_are_single_quoted_as_pyyaml_quotes():
@@ -128,7 +128,7 @@ def test_the_emitter_quotes_what_pyyaml_quotes_and_the_retyped_strings_nothing_e
     obj = {"k": s, s: "v", "l": [s]}
     if retyped(s):
         assert dump({"k": s}) != f"k: {s}\n"
-        assert yaml.safe_load(dump(obj)) == obj
+        assert yamlc.safe_load(dump(obj)) == obj
     if not retyped(s) or not pyyaml_plain(s):  # what PyYAML quotes itself is quoted as before
         assert dump(obj) == old_dump(canonical(obj))
 
@@ -138,7 +138,7 @@ def test_the_emitter_quotes_what_pyyaml_quotes_and_the_retyped_strings_nothing_e
 def test_inits_scalars_follow_the_same_rule(s):
     """`init --write` and `--config` splice new scalars in (`yamledit`): quoted like devlane's output."""
     block, flow = entry_lines("k", s, 0, Style()), flow_text({"k": [s]})
-    assert yaml.safe_load("\n".join(block) + "\n") == {"k": s} and yaml.safe_load(flow) == {"k": [s]}
+    assert yamlc.safe_load("\n".join(block) + "\n") == {"k": s} and yamlc.safe_load(flow) == {"k": [s]}
     plain_before = yaml.safe_dump(s, allow_unicode=True, width=float("inf")).removesuffix("\n...\n") == s
     assert (block == [f"k: {s}"]) == (plain_before and not retyped(s))
     if retyped(s):
@@ -162,7 +162,7 @@ def test_a_multi_line_or_unusual_object_goes_through_pyyaml_with_the_same_rule()
            "data": {"script": "echo 1\necho 2\n", "sha": "5e12345", "k" * 130: "1e3"}}
     text = dump(obj)  # a multi-line string and a long key: PyYAML's whole-object path
     assert "  'y': '0o17'\n" in text and "  sha: '5e12345'\n" in text and ": '1e3'\n" in text
-    assert yaml.safe_load(text) == obj
+    assert yamlc.safe_load(text) == obj
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_inits_annotation_edits_read_as_strings_in_go(tmp_path):
     plan = plan_annotations(tmp_path, edits)
     assert not plan.skipped and sorted(plan.changes) == ["block.yaml", "flow.yaml"]
     texts = [plan.changes[f][1] for f in ("block.yaml", "flow.yaml")]
-    meant = [yaml.safe_load(t) for t in texts]
+    meant = [yamlc.safe_load(t) for t in texts]
     assert [m["metadata"]["annotations"] for m in meant] == [{"keep": "me", **{f"x.dev/v{i}": v for i, v in
                                                                                enumerate(values)}}] * 2
     assert yamloracle.misread(texts, [[m] for m in meant]) == []

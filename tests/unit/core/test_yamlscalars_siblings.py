@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from support import yamloracle
+from support import yamlc, yamloracle
 
 from renderer.core.yamlio import dump
 from renderer.core.yamlscalars import SafeDumper, quote_style, retyped
@@ -41,7 +41,7 @@ def written_plain(s: str) -> bool:
     plain = (f"k: {s}\n", f"{s}: v\n", f"l:\n- {s}\n")
     assert len({a == b for a, b in zip(texts, plain, strict=True)}) == 1, texts
     for text, obj in zip(texts, ({"k": s}, {s: "v"}, {"l": [s]}), strict=True):
-        assert yaml.safe_load(text) == obj
+        assert yamlc.safe_load(text) == obj
     return texts[0] == plain[0]
 
 
@@ -148,7 +148,7 @@ def test_the_lists_are_what_the_go_readers_read():
 def _pyyaml_fails(text: str) -> bool:
     """PyYAML's reader raises on `text` plain (its timestamps are regular expressions: `2024-13-02` matches)."""
     try:
-        yaml.safe_load(f"k: {text}")
+        yamlc.safe_load(f"k: {text}")
     except ValueError:
         return True
     return False

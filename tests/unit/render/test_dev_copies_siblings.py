@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 import yaml
+from support import yamlc
 
 from renderer import api
 from renderer.core.names import FLOW_LABEL, dev_label_value
@@ -36,7 +37,7 @@ def render(root, text: str, images: dict[str, str], env: list | None = None, con
 
 def objects(result) -> dict[tuple[str, str], dict]:
     """The flow's objects as written (the YAML stream read back), by (kind, name)."""
-    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(result.stream()) if o}
+    return {(o["kind"], o["metadata"]["name"]): o for o in yamlc.safe_load_all(result.stream()) if o}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -225,7 +226,7 @@ def shop(tmp_path_factory):
     root = tmp_path_factory.mktemp("shop") / "repo"
     claims = "".join(f"apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {n}}}\nspec: {{accessModes: "
                      "[ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n---\n" for n in ("scratch", "logs"))
-    docs = [d for d in yaml.safe_load_all(SHOP + claims) if d]
+    docs = [d for d in yamlc.safe_load_all(SHOP + claims) if d]
     for d in docs:  # every object in namespace `shop`, labelled by its team
         d["metadata"].update(namespace="shop", labels={"team": "shop", **d["metadata"].get("labels", {})})
     text = "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)

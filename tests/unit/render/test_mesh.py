@@ -10,7 +10,7 @@ import re
 
 import pytest
 import yaml
-from support import CRDS, yaml_doc
+from support import CRDS, yaml_doc, yamlc
 
 from renderer import api
 from renderer.render.checks import route_proof
@@ -437,7 +437,7 @@ def test_flows_mesh_lists_the_flows_present_and_a_delete_leaves_a_fresh_render(h
     assert harness.cli("delete", "--flow", "pr-2", "--out", out).returncode == 0
     # no flow routes a host any more: an empty kustomization, so that Argo CD or Flux prune the VirtualServices
     assert sorted(p.name for p in meshdir.iterdir()) == ["README.md", "flow.metadata", "kustomization.yaml"]
-    assert yaml.safe_load((meshdir / "kustomization.yaml").read_text())["resources"] == []
+    assert yamlc.safe_load((meshdir / "kustomization.yaml").read_text())["resources"] == []
     assert "allowEmpty: true" in (meshdir / "README.md").read_text()
 
 

@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 import yaml
+from support import yamlc
 
 from renderer.errors import Problem
 from renderer.render.inputs.document import Document
@@ -16,7 +17,7 @@ from renderer.render.model.topology import build_model
 
 
 def docs(text: str, file: str = "app.yaml") -> list[Document]:
-    return [Document(d, file, i) for i, d in enumerate(yaml.safe_load_all(textwrap.dedent(text))) if d]
+    return [Document(d, file, i) for i, d in enumerate(yamlc.safe_load_all(textwrap.dedent(text))) if d]
 
 
 def errors(model: Model) -> list[Problem]:

@@ -5,7 +5,7 @@ rewritten. Every assertion reads the rendered objects."""
 from __future__ import annotations
 
 import pytest
-from support import CRDS, yaml_doc
+from support import CRDS, yaml_doc, yamlc
 
 K = "kardinal.dev.service/"
 
@@ -291,9 +291,8 @@ def test_an_external_secret_and_its_store_are_copied(harness):
     crd = CRDS / "external-secrets" / "external-secrets.io_externalsecrets.yaml"
     if crd.exists():  # the copy is what the External Secrets operator accepts (its upstream CRD, v1)
         import jsonschema
-        import yaml
 
-        schema = next(v for v in yaml.safe_load(crd.read_text())["spec"]["versions"] if v["name"] == "v1")
+        schema = next(v for v in yamlc.safe_load(crd.read_text())["spec"]["versions"] if v["name"] == "v1")
         jsonschema.Draft7Validator(schema["schema"]["openAPIV3Schema"]).validate(
             got["ExternalSecret", "shop-pr-1", "api-db-es"])
     assert ("SecretStore", "shop-pr-1", "vault") in got

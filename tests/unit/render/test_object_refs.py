@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import yamlc
 
 from renderer.render.plugins.object_refs import (
     KINDS,
@@ -188,7 +188,7 @@ def test_routes_claims_tokens_and_the_built_ins_kinds():
 def test_every_kind_a_built_in_emits_is_modeled():
     """The built-ins are devlane's own: their kinds count as modeled because their references are."""
     kinds = [k for p in sorted((ROOT / "plugins").glob("*/plugin.yaml"))
-             for k in yaml.safe_load(p.read_text())["spec"].get("emits") or []]
+             for k in yamlc.safe_load(p.read_text())["spec"].get("emits") or []]
     assert kinds
     for entry in kinds:
         group, _, kind = entry.rpartition("/")

@@ -5,8 +5,7 @@ only, under their dev names. Both checked from the rendered objects."""
 
 from __future__ import annotations
 
-import yaml
-from support import app_yaml
+from support import app_yaml, yamlc
 
 REGISTRY = "teastore-registry"
 
@@ -30,7 +29,7 @@ def teastore(harness, registry_in_lane: bool) -> None:
 
 
 def rendered(result) -> dict[tuple[str, str], dict]:
-    return {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(result.stream()) if o}
+    return {(o["kind"], o["metadata"]["name"]): o for o in yamlc.safe_load_all(result.stream()) if o}
 
 
 def env_of(obj: dict) -> dict[str, str]:
@@ -104,8 +103,8 @@ def spring_orders(harness, registry_in_lane: bool) -> None:
 
 def config_of(objects: dict, pod: dict) -> dict:
     [name] = [v["configMap"]["name"] for v in pod["spec"]["template"]["spec"]["volumes"]]
-    return yaml.safe_load(objects["ConfigMap", name]["data"]["application.yml"]) if ("ConfigMap", name) in objects \
-        else yaml.safe_load(APPLICATION_YML)
+    return yamlc.safe_load(objects["ConfigMap", name]["data"]["application.yml"]) if ("ConfigMap", name) in objects \
+        else yamlc.safe_load(APPLICATION_YML)
 
 
 def test_an_address_advertised_in_a_mounted_file_is_kept_while_the_registry_is_shared(harness):

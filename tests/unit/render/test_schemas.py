@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
-from support import EXAMPLE, KUBE_VERSION, ROOT, demo_file
+from support import EXAMPLE, KUBE_VERSION, ROOT, demo_file, yamlc
 
 SCHEMAS = ROOT / "schemas"
 BOOKSHOP = EXAMPLE
@@ -26,7 +25,7 @@ def _load_json(path: Path) -> Any:
 
 
 def _load_yaml(path: Path) -> Any:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    return yamlc.safe_load(path.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -274,7 +273,7 @@ def test_flow_unknown_api_version_is_reported(flow_validator: Draft202012Validat
 def _example_objects() -> list[tuple[str, dict[str, Any]]]:
     objects = []
     for path in sorted((BOOKSHOP / "k8s").glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        for doc in yamlc.safe_load_all(path.read_text(encoding="utf-8")):
             if doc is not None:
                 objects.append((f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc))
     return objects
@@ -306,7 +305,7 @@ def test_example_manifests_are_consistent() -> None:
     for svc in services.values():
         raw = svc["metadata"].get("annotations", {}).get("kardinal.dev.service/plugin-definition")
         if raw:
-            for entry in yaml.safe_load(raw):
+            for entry in yamlc.safe_load(raw):
                 assert set(entry) == {"name", "type", "servicename", "args"}
                 assert all(isinstance(v, str) for v in entry["args"].values())
                 definitions[entry["servicename"]] = entry

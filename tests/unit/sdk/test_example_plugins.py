@@ -11,8 +11,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-import yaml
 from support import EXAMPLE as BOOKSHOP
+from support import yamlc
 from support.kardinal import import_builtin
 
 
@@ -34,7 +34,7 @@ def stripe_test_mode() -> ModuleType:
 def _objects() -> dict[tuple[str, str], dict[str, Any]]:
     objects = {}
     for path in sorted((BOOKSHOP / "k8s").glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        for doc in yamlc.safe_load_all(path.read_text(encoding="utf-8")):
             if doc:
                 objects[(doc["kind"], doc["metadata"]["name"])] = doc
     return objects
@@ -44,7 +44,7 @@ def _plugin_args(servicename: str) -> dict[str, str]:
     """The args of a plugin definition in the example, as Kardinal passes them (strings)."""
     for obj in _objects().values():
         raw = obj["metadata"].get("annotations", {}).get("kardinal.dev.service/plugin-definition")
-        for entry in yaml.safe_load(raw) if raw else []:
+        for entry in yamlc.safe_load(raw) if raw else []:
             if entry["servicename"] == servicename:
                 return {k: str(v) for k, v in entry["args"].items()}
     raise AssertionError(f"no plugin definition {servicename}")
