@@ -56,13 +56,16 @@ _NOT_SECRET_KEYS = ("proxypass", "fastcgipass", "grpcpass", "uwsgipass", "scgipa
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
-@lru_cache(maxsize=4096)
-def is_secret_key(key: str) -> bool:
+def _is_secret_key_uncached(key: str) -> bool:
     """Whether a key (a query parameter, a connection-string keyword, a config key, a flag) holds a secret."""
     norm = _NOT_ALNUM.sub("", key.lower()).rstrip("0123456789")  # a numbered one too: `DB_PASSWORD_2`, `secret1`
     if not norm or norm.endswith(_NOT_SECRET_KEYS):
         return False
     return norm == "key" or norm.endswith(SECRET_KEYS)
+
+
+# cached without a decorator, since mutation testing (mutmut) leaves decorated functions unmutated
+is_secret_key = lru_cache(maxsize=4096)(_is_secret_key_uncached)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,8 +296,7 @@ class _Found:
     newlines: tuple[int, ...] | None  # positions of `\n`, for `excerpt`
 
 
-@lru_cache(maxsize=64)
-def _found(text: str) -> _Found:
+def _found_uncached(text: str) -> _Found:
     spans: list[tuple[int, int]] = []
     if "@" in text:
         _url_userinfo(text, spans)
@@ -309,6 +311,10 @@ def _found(text: str) -> _Found:
             merged.append((s, e))
     newlines = tuple(m.start() for m in re.finditer("\n", text)) if "\n" in text else None
     return _Found(tuple(spans), tuple(merged), tuple(s for s, _ in merged), newlines)
+
+
+# cached without a decorator, since mutation testing (mutmut) leaves decorated functions unmutated
+_found = lru_cache(maxsize=64)(_found_uncached)
 
 
 def secrets_in(text: str) -> list[str]:

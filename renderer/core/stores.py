@@ -87,8 +87,7 @@ _KEY_KINDS: dict[str, str] = {
 _KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
-@lru_cache(maxsize=1 << 12)
-def image_kind(image: str) -> str | None:
+def _image_kind_uncached(image: str) -> str | None:
     """The store or registry an image runs, from the words of its name (`docker.io/library/mongo:7` -> mongodb,
     `mcr.microsoft.com/mssql/server` -> sqlserver); None for a tool around a store (`oliver006/redis_exporter`)."""
     path = image.split("@", 1)[0].lower().split("/")
@@ -106,6 +105,10 @@ def image_kind(image: str) -> str | None:
     return next((k for k in kinds if k != "database"), kinds[0] if kinds else None)  # `mysql-db`: mysql
 
 
+# cached without a decorator, since mutation testing (mutmut) leaves decorated functions unmutated
+image_kind = lru_cache(maxsize=1 << 12)(_image_kind_uncached)
+
+
 def port_kind(port: object, beside: bool = False) -> str | None:
     """The store or registry a well-known port says (`beside`: another sign agrees, so an ambiguous port counts)."""
     try:
@@ -117,13 +120,16 @@ def port_kind(port: object, beside: bool = False) -> str | None:
     return PORTS.get(number)
 
 
-@lru_cache(maxsize=1 << 12)
-def key_kind(key: str) -> str | None:
+def _key_kind_uncached(key: str) -> str | None:
     """The store or registry a key names, its last word that names one winning (`SPRING_REDIS_HOST` -> redis), a
     word naming a kind over one that says only "a database" (`EventBusConnection` -> queue)."""
     words = [w.upper() for w in _KEY_WORD.findall(key.replace(".", "_").replace("-", "_"))]
     kinds = [_KEY_KINDS[w] for w in reversed(words) if w in _KEY_KINDS]
     return next((k for k in kinds if k != "database"), kinds[0] if kinds else None)  # `MONGO_DB_URL`: mongodb
+
+
+# cached without a decorator, since mutation testing (mutmut) leaves decorated functions unmutated
+key_kind = lru_cache(maxsize=1 << 12)(_key_kind_uncached)
 
 
 def role_of(kind: str) -> Role:
@@ -223,8 +229,7 @@ def _host_ok(host: str, alone: bool) -> bool:
     return not host.replace(".", "").isdigit() or host.count(".") == 3  # an IPv4 address counts
 
 
-@lru_cache(maxsize=1 << 16)
-def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
+def _find_addresses_uncached(value: str, key: str = "") -> tuple[Address, ...]:
     """Every datastore or registry address in `value` (found under `key`, which may name the kind):
     URLs (`jdbc:mysql://h:3306/db`, `mongodb+srv://u:p@a,b/db`, `amqp://h`, `http://h:8761/eureka`),
     ADO.NET pairs (`Server=h,1433;...`), `host:port` on a well-known port (lists too: Kafka bootstrap servers),
@@ -282,6 +287,10 @@ def find_addresses(value: str, key: str = "") -> tuple[Address, ...]:
         if bare:
             add(bare.start(1), bare.group(1), None, by_key, f"key {key}", alone=True)
     return tuple(out[k] for k in sorted(out))
+
+
+# cached without a decorator, since mutation testing (mutmut) leaves decorated functions unmutated
+find_addresses = lru_cache(maxsize=1 << 16)(_find_addresses_uncached)
 
 
 def _inside(spans: list[tuple[int, int]], pos: int) -> bool:

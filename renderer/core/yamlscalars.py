@@ -61,13 +61,16 @@ def retyped(text: str) -> bool:
     return _beyond_pyyaml(text) or (text[0] in _PYYAML_FIRST and _pyyaml_types(text))
 
 
-@lru_cache(maxsize=1 << 16)
-def _beyond_pyyaml(text: str) -> bool:
+def _beyond_pyyaml_uncached(text: str) -> bool:
     """`retyped`, short of asking PyYAML's own resolver: its emitter quotes what that types by itself (in the style
     `quote_style` would give), so the representers ask only this."""
     if text in WORDS:
         return True
     return text[0] in _NUMERIC and (_CORE_12.fullmatch(text) is not None or _go_types(text))
+
+
+# cached without a decorator, since mutation testing (mutmut) leaves decorated functions unmutated
+_beyond_pyyaml = lru_cache(maxsize=1 << 16)(_beyond_pyyaml_uncached)
 
 
 def _pyyaml_types(text: str) -> bool:

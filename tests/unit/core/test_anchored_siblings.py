@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from renderer.core import anchored
 from renderer.core.anchored import (
     first_link,
+    open_child,
     open_dir,
     reached_in_place,
     read_at,
@@ -70,9 +72,14 @@ def test_a_link_in_the_repository_is_never_followed_even_one_that_stays_inside(s
 @pytest.mark.parametrize("target", ["absolute", "relative", "dot-relative", "dotdot-relative"])
 def test_the_operators_links_outside_the_repository_are_followed(scene, target):
     link = scene["tmp"] / "ci" / "lanes"
-    link.symlink_to({"absolute": scene["srv"] / "lanes", "relative": Path("..", "srv", "lanes"),
-                     "dot-relative": Path(".", "..", "srv", "lanes"),
-                     "dotdot-relative": Path("..", "ci", "..", "srv", "lanes")}[target])
+    link.symlink_to(
+        {
+            "absolute": scene["srv"] / "lanes",
+            "relative": Path("..", "srv", "lanes"),
+            "dot-relative": Path(".", "..", "srv", "lanes"),
+            "dotdot-relative": Path("..", "ci", "..", "srv", "lanes"),
+        }[target]
+    )
     real = scene["srv"] / "lanes"
     assert trusted_prefix(link / "flows" / "pr-1", scene["repo"]) == (str(real), ("flows", "pr-1"))
     (real / "flows").mkdir()
@@ -83,17 +90,40 @@ def test_an_operators_link_into_the_repository_is_followed_only_to_its_root(scen
     repo = scene["repo"]
     (repo / "rendered" / "sneaky").symlink_to(scene["tenant"])  # the pull request's link, below the root
     (scene["tmp"] / "into").symlink_to(repo / "rendered")
-    assert trusted_prefix(scene["tmp"] / "into" / "sneaky" / "flows", repo) == (str(repo),
-                                                                                ("rendered", "sneaky", "flows"))
+    assert trusted_prefix(scene["tmp"] / "into" / "sneaky" / "flows", repo) == (
+        str(repo),
+        ("rendered", "sneaky", "flows"),
+    )
     (scene["tmp"] / "up").symlink_to(Path("ci", "repo", "rendered", "..", "rendered"))  # `..` below the root: kept
     assert trusted_prefix(scene["tmp"] / "up" / "flows", repo) == (str(repo), ("rendered", "..", "rendered", "flows"))
     (scene["tmp"] / "out").symlink_to(Path("ci", "repo", "..", "repo", "rendered"))  # the root's `..` is the operator's
     assert trusted_prefix(scene["tmp"] / "out" / "flows", repo) == (str(repo), ("rendered", "flows"))
+    (scene["tmp"] / "slashes").symlink_to("/" + str(repo / "rendered"))  # `//tmp/...`: still the repository's root
+    assert trusted_prefix(scene["tmp"] / "slashes" / "sneaky" / "flows", repo) == (
+        str(repo),
+        ("rendered", "sneaky", "flows"),
+    )
+
+
+@pytest.mark.parametrize("name", ["XXXX", "XX.XX", "...", ".x"])
+def test_a_component_named_almost_like_dot_is_a_component_like_any_other(scene, name):
+    """Only `.` (and an empty component) is skipped; a directory may be named anything else, on either side of
+    the repository's root."""
+    (scene["srv"] / name / "lanes").mkdir(parents=True)
+    assert trusted_prefix(scene["srv"] / name / "lanes", scene["repo"]) == (str(scene["srv"] / name / "lanes"), ())
+    repo = scene["repo"]
+    opened = open_dir(repo / name / "x", repo, create=True, hint=HINT)
+    assert opened.path == repo / name / "x"
+    assert os.path.samestat(os.fstat(opened.fd), os.stat(repo / name / "x"))
+    opened.close()
+    assert not (repo / "x").exists()
 
 
 def test_a_missing_component_ends_the_operators_part(scene):
-    assert trusted_prefix(scene["tmp"] / "new" / "out" / "flows", scene["repo"]) == (str(scene["tmp"]),
-                                                                                   ("new", "out", "flows"))
+    assert trusted_prefix(scene["tmp"] / "new" / "out" / "flows", scene["repo"]) == (
+        str(scene["tmp"]),
+        ("new", "out", "flows"),
+    )
 
 
 def test_a_loop_of_links_outside_is_the_kernels_error(scene):
@@ -102,6 +132,7 @@ def test_a_loop_of_links_outside_is_the_kernels_error(scene):
     with pytest.raises(OSError) as info:
         trusted_prefix(scene["tmp"] / "a" / "x", scene["repo"])
     assert info.value.errno == errno.ELOOP
+    assert info.value.filename == str(scene["tmp"] / "a")  # the link the 41st hop was on, for the caller's message
 
 
 def test_forty_hops_are_followed_and_the_forty_first_is_not(scene, monkeypatch):
@@ -140,6 +171,34 @@ def test_pruning_stops_at_a_directory_that_holds_something(scene):
     assert not (repo / "a" / "b" / "c").exists() and (repo / "a" / "b" / "keep.txt").exists()
 
 
+def test_pruning_stops_at_the_first_directory_it_cannot_remove_whatever_the_reason(scene):
+    """A directory devlane made that is gone when it prunes was removed by someone else (another run, the
+    operator): devlane leaves the ones above it, whose use it no longer knows, even when they are empty."""
+    repo = scene["repo"]
+    opened = open_dir(repo / "a" / "b" / "c", repo, create=True, hint=HINT)
+    (repo / "a" / "b" / "c").rmdir()
+    opened.close(prune=True)
+    assert (repo / "a" / "b").is_dir()
+
+
+def test_a_directory_opened_as_descriptor_0_is_closed_too(scene):
+    """Run with its standard input closed (`devlane render ... <&-`), the first directory devlane opens is
+    descriptor 0: closing it must still close it, not leak it as if it were already closed."""
+    saved = os.dup(0)
+    try:
+        os.close(0)
+        opened = open_dir(scene["srv"] / "lanes", scene["repo"], create=False, hint=HINT)
+        assert opened.fd == 0
+        opened.close()
+        assert opened.fd == -1
+        with pytest.raises(OSError) as info:
+            os.fstat(0)
+        assert info.value.errno == errno.EBADF
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
 def test_open_dir_gives_none_for_a_missing_directory_unless_asked_to_create(scene):
     repo = scene["repo"]
     assert open_dir(repo / "rendered" / "nope" / "deeper", repo, create=False, hint=HINT) is None
@@ -153,8 +212,12 @@ def test_open_dir_gives_none_for_a_missing_directory_unless_asked_to_create(scen
 @pytest.mark.parametrize("target", ["outside", "inside"])
 def test_a_symlink_anywhere_from_the_repository_down_is_refused(scene, where, target):
     repo = scene["repo"]
-    parts = {"output": ("out",), "flows": ("rendered", "flows2"), "flow": ("rendered", "flows", "pr-7"),
-             "leaf": ("rendered", "flows", "pr-7", "_mesh")}[where]
+    parts = {
+        "output": ("out",),
+        "flows": ("rendered", "flows2"),
+        "flow": ("rendered", "flows", "pr-7"),
+        "leaf": ("rendered", "flows", "pr-7", "_mesh"),
+    }[where]
     (repo.joinpath(*parts[:-1])).mkdir(parents=True, exist_ok=True)
     aim = scene["tenant"] / "flows" if target == "outside" else repo / "rendered"
     repo.joinpath(*parts).symlink_to(aim)
@@ -166,20 +229,50 @@ def test_a_symlink_anywhere_from_the_repository_down_is_refused(scene, where, ta
     assert not (repo / "rendered" / "x").exists()
 
 
-def test_a_dotdot_inside_the_repository_is_refused(scene):
+@pytest.mark.parametrize("before", ["rendered", "new"])
+def test_a_dotdot_inside_the_repository_is_refused(scene, before):
+    """After an existing directory, or one devlane had to create on the way: that one is removed again."""
     repo = scene["repo"]
-    (scene["tmp"] / "up").symlink_to(Path("ci", "repo", "rendered", "..", "rendered"))
+    (scene["tmp"] / "up").symlink_to(Path("ci", "repo", before, "..", "rendered"))
     err = symlink_refusal(lambda: open_dir(scene["tmp"] / "up" / "flows", repo, create=True, hint=HINT))
     assert "through '..' inside the repository" in err.problems[0].message
     assert err.problems[0].hint == "give a path without '..'"
+    assert sorted(os.listdir(repo)) == ["rendered"]
 
 
-def test_a_file_where_a_directory_should_be_is_an_os_error_not_a_symlink_error(scene):
+@pytest.mark.parametrize("where", ["repository", "operator"])
+@pytest.mark.parametrize("create", [True, False])
+def test_a_file_where_a_directory_should_be_is_an_os_error_not_a_symlink_error(scene, where, create):
+    """In the repository, or the operator's own path (`--out` naming a file): never a file opened as a directory."""
     repo = scene["repo"]
-    (repo / "rendered" / "flows" / "pr-1").write_text("")
+    file = repo / "rendered" / "flows" / "pr-1" if where == "repository" else scene["srv"] / "lanes.txt"
+    file.write_text("")
     with pytest.raises(OSError) as info:
-        open_dir(repo / "rendered" / "flows" / "pr-1" / "x", repo, create=True, hint=HINT)
+        open_dir(file / "x" if where == "repository" else file, repo, create=create, hint=HINT)
     assert not isinstance(info.value, DevlaneError) and info.value.errno == errno.ENOTDIR
+
+
+@pytest.mark.parametrize(("exists", "create", "made"), [(True, False, False), (True, True, False), (False, True, True)])
+def test_open_child_says_whether_it_made_the_directory(scene, exists, create, made):
+    repo = scene["repo"]
+    if exists:
+        (repo / "child").mkdir()
+    parent = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fd, got = open_child(parent, "child", repo / "child", create, HINT)
+        assert got is made and os.path.samestat(os.fstat(fd), os.stat(repo / "child"))
+        os.close(fd)
+    finally:
+        os.close(parent)
+
+
+def test_open_child_gives_none_and_not_made_for_a_missing_directory_without_create(scene):
+    parent = os.open(scene["repo"], os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert open_child(parent, "child", scene["repo"] / "child", False, HINT) == (None, False)
+    finally:
+        os.close(parent)
+    assert not (scene["repo"] / "child").exists()
 
 
 # -- reading and writing in an open directory -------------------------------------------------------------------------
@@ -224,6 +317,54 @@ def test_read_at_refuses_what_is_not_a_regular_file(flow_dir):
         read_at(opened.fd, "dir", path / "dir", 1000)
 
 
+@pytest.mark.parametrize(
+    ("shape", "code", "hint"),
+    [
+        ("link", "symlink", "replace the link by the file devlane wrote (re-render the flow)"),
+        ("fifo", "output", "re-render the flow, or delete it"),
+        ("over-limit", "output", "re-render the flow, or delete it"),
+    ],
+)
+def test_each_refusal_of_read_at_names_the_file_and_tells_the_fix(flow_dir, scene, shape, code, hint):
+    opened, path = flow_dir
+    if shape == "link":
+        (path / "f.yaml").symlink_to(scene["tenant"])
+    elif shape == "fifo":
+        os.mkfifo(path / "f.yaml")
+    else:
+        (path / "f.yaml").write_bytes(b"x" * 11)
+    with pytest.raises(DevlaneError) as info:
+        read_at(opened.fd, "f.yaml", path / "f.yaml", 10)
+    [problem] = info.value.problems
+    assert problem.message.startswith(f"{path / 'f.yaml'} is ") and (problem.code, problem.hint) == (code, hint)
+
+
+def test_read_at_reads_no_more_than_its_limit_of_a_huge_file(flow_dir):
+    """A rendered file swapped for a huge one (here 64 MiB, sparse) is refused after reading limit + 1 bytes, not
+    after loading it whole."""
+    opened, path = flow_dir
+    with open(path / "huge.yaml", "wb") as handle:
+        handle.truncate(64 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DevlaneError, match="over the 1,000-byte limit"):
+            read_at(opened.fd, "huge.yaml", path / "huge.yaml", 1000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_write_at_creates_a_file_by_the_umask_and_never_executable(flow_dir):
+    opened, path = flow_dir
+    old = os.umask(0o022)
+    try:
+        write_at(opened.fd, "a.yaml", b"x: 1\n")
+    finally:
+        os.umask(old)
+    assert (path / "a.yaml").stat().st_mode & 0o777 == 0o644
+
+
 def test_write_at_creates_a_new_file_and_never_through_a_link(flow_dir, scene):
     opened, path = flow_dir
     write_at(opened.fd, "a.yaml", b"x: 1\n", 0o600)
@@ -249,7 +390,10 @@ def test_first_link_is_the_first_by_name(flow_dir, scene):
 def test_the_symlink_error_names_the_link_its_target_and_the_fix():
     err = symlink_error("/r/out", "/elsewhere", "the fix")
     [problem] = err.problems
-    assert problem.message.startswith("/r/out is a symlink (to /elsewhere): devlane never writes or removes")
+    assert problem.message == (
+        "/r/out is a symlink (to /elsewhere): devlane never writes or removes through a symlink in the repository or "
+        "under the output directory, since it could lead anywhere (another lane, another checkout)"
+    )
     assert problem.hint == "the fix" and problem.code == "symlink"
 
 

@@ -36,8 +36,13 @@ def scene(tmp_path) -> dict[str, Path]:
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "base.yaml").write_text("kind: ConfigMap\n")
     (tmp_path / "shared-evil").mkdir()
-    return {"tmp": tmp_path, "builds": builds, "app": app, "kube": tmp_path / "home" / ".kube" / "config",
-            "shared": tmp_path / "shared"}
+    return {
+        "tmp": tmp_path,
+        "builds": builds,
+        "app": app,
+        "kube": tmp_path / "home" / ".kube" / "config",
+        "shared": tmp_path / "shared",
+    }
 
 
 def refused(fence: Fence, path: str | Path, what: str = "the values file v.yaml") -> DevlaneError:
@@ -45,8 +50,10 @@ def refused(fence: Fence, path: str | Path, what: str = "the values file v.yaml"
         fence.resolve(path, what, WHERE)
     [problem] = info.value.problems
     assert problem.code == "outside-repository" and problem.where == WHERE
-    assert problem.message.startswith(f"{what} resolves to ") and f"outside the repository ({fence.repository})" \
-        in problem.message
+    assert (
+        problem.message.startswith(f"{what} resolves to ")
+        and f"outside the repository ({fence.repository})" in problem.message
+    )
     assert "--allow-path" in problem.hint and ALLOW_ENV in problem.hint
     return info.value
 
@@ -66,6 +73,8 @@ def refused(fence: Fence, path: str | Path, what: str = "the values file v.yaml"
     (("/builds/app",), "/etc/passwd", False),
     (("/builds/app/",), "/builds/app/x", True),  # a root written with its trailing slash
     (("/builds/app/",), "/builds/app-secrets", False),
+    (("/builds/TeX",), "/builds/TeX/k.yaml", True),  # a root whose name ends in X (or any letter) is no different
+    (("/builds/TeX",), "/builds/TeX-secrets", False),
     (("/builds/app", "/shared/bases"), "/shared/bases/web/k.yaml", True),  # the operator's directory
     (("/builds/app", "/shared/bases"), "/shared/bases", True),
     (("/builds/app", "/shared/bases"), "/shared/bases-evil/k.yaml", False),
@@ -91,17 +100,20 @@ def test_around_takes_the_real_path_of_the_repository_and_drops_empty_allowed_en
 # -- resolve: every way a path may lead out ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", ["sibling-prefix", "sibling-appx", "sibling-dot", "dotdot-home", "absolute-home",
-                                   "parent", "absolute-etc"])
+@pytest.mark.parametrize(
+    "shape", ["sibling-prefix", "sibling-appx", "sibling-dot", "dotdot-home", "absolute-home", "parent", "absolute-etc"]
+)
 def test_a_path_outside_is_refused_naming_the_field_and_the_real_path(scene, shape):
     app = scene["app"]
-    path = {"sibling-prefix": app / ".." / "app-secrets" / "values.yaml",
-            "sibling-appx": app / ".." / "appx" / "values.yaml",
-            "sibling-dot": app / ".." / "app.d" / "values.yaml",
-            "dotdot-home": app / ".." / ".." / "home" / ".kube" / "config",
-            "absolute-home": scene["kube"],
-            "parent": app / "..",
-            "absolute-etc": Path("/etc/passwd")}[shape]
+    path = {
+        "sibling-prefix": app / ".." / "app-secrets" / "values.yaml",
+        "sibling-appx": app / ".." / "appx" / "values.yaml",
+        "sibling-dot": app / ".." / "app.d" / "values.yaml",
+        "dotdot-home": app / ".." / ".." / "home" / ".kube" / "config",
+        "absolute-home": scene["kube"],
+        "parent": app / "..",
+        "absolute-etc": Path("/etc/passwd"),
+    }[shape]
     err = refused(Fence.around(app), path)
     assert f"resolves to {os.path.realpath(path)}," in err.problems[0].message
 
@@ -185,9 +197,11 @@ def test_each_link_shape_in_a_directory(scene, rel, target, escapes):
         fence.check_links(env, "its directory", WHERE)
     [problem] = info.value.problems
     assert problem.code == "outside-repository" and problem.where == WHERE
-    assert problem.message == (f"its directory: the symlink env/{rel} resolves to {os.path.realpath(link)}, outside "
-                               f"the repository ({scene['app']})")
-    assert "replace the link" in problem.hint
+    assert problem.message == (
+        f"its directory: the symlink env/{rel} resolves to {os.path.realpath(link)}, outside "
+        f"the repository ({scene['app']})"
+    )
+    assert problem.hint == "replace the link by the file it names, or point it inside the repository"
 
 
 def test_a_link_into_an_allowed_directory_is_fine_and_one_beside_it_is_not(scene):
@@ -197,7 +211,9 @@ def test_a_link_into_an_allowed_directory_is_fine_and_one_beside_it_is_not(scene
     assert Fence.around(scene["app"]).escaping_link(env) == (str(env / "base.yaml"), str(scene["shared"] / "base.yaml"))
     (env / "evil").symlink_to(scene["tmp"] / "shared-evil")
     assert Fence.around(scene["app"], [str(scene["shared"])]).escaping_link(env) == (
-        str(env / "evil"), str(scene["tmp"] / "shared-evil"))
+        str(env / "evil"),
+        str(scene["tmp"] / "shared-evil"),
+    )
 
 
 def test_the_first_escaping_link_is_found_in_a_stable_order(scene):
@@ -229,13 +245,16 @@ def test_a_linked_directory_is_not_walked_into(scene):
 
 def test_inside_joins_the_entry_to_its_base(scene):
     fence = Fence.around(scene["app"])
-    assert inside(fence, scene["app"] / "env", "dev.yaml", "resources entry", WHERE) == str(scene["app"] / "env"
-                                                                                            / "dev.yaml")
+    assert inside(fence, scene["app"] / "env", "dev.yaml", "resources entry", WHERE) == str(
+        scene["app"] / "env" / "dev.yaml"
+    )
     assert inside(fence, scene["app"] / "env", "../kustomization.yaml", "r", WHERE) == str(
-        scene["app"] / "kustomization.yaml")
+        scene["app"] / "kustomization.yaml"
+    )
     for entry in ("../../app-secrets/values.yaml", str(scene["kube"]), "../../../home/.kube/config"):
-        with pytest.raises(DevlaneError, match=r"resources entry .* resolves to .* outside the repository"):
+        with pytest.raises(DevlaneError, match=r"resources entry .* resolves to .* outside the repository") as info:
             inside(fence, scene["app"] / "env", entry, f"resources entry {entry!r}", WHERE)
+        assert info.value.problems[0].where == WHERE  # the file that names the entry
 
 
 # -- the operator's directories ------------------------------------------------------------------------------------
@@ -246,11 +265,17 @@ def test_operator_dirs_are_the_flags_then_the_environment_real_existing_and_once
     (tmp / "linked-shared").symlink_to(scene["shared"])
     (tmp / "a-file").write_text("")
     monkeypatch.setenv("HOME", str(tmp / "home"))
-    monkeypatch.setenv(ALLOW_ENV, os.pathsep.join(["", str(tmp / "linked-shared"), str(tmp / "missing"), "~/.kube",
-                                                   "", str(scene["builds"])]))
+    monkeypatch.setenv(
+        ALLOW_ENV,
+        os.pathsep.join(["", str(tmp / "linked-shared"), str(tmp / "missing"), "~/.kube", "", str(scene["builds"])]),
+    )
     got = operator_dirs([str(scene["builds"] / "appx"), str(tmp / "a-file"), str(scene["shared"]), ""])
-    assert got == (str(scene["builds"] / "appx"), str(scene["shared"]), str(tmp / "home" / ".kube"),
-                   str(scene["builds"]))
+    assert got == (
+        str(scene["builds"] / "appx"),
+        str(scene["shared"]),
+        str(tmp / "home" / ".kube"),
+        str(scene["builds"]),
+    )
     monkeypatch.delenv(ALLOW_ENV)
     assert operator_dirs() == ()
     assert operator_dirs([str(tmp / "linked-shared")]) == (str(scene["shared"]),)

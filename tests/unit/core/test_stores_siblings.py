@@ -5,6 +5,8 @@ with its item)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from renderer.core.stores import find_addresses, image_kind, key_kind, port_kind, role_of
@@ -16,7 +18,7 @@ def found(value: str, key: str = "") -> list[tuple[str, str | None, str, str]]:
     """(host, port, kind, evidence) of every address, each checked to stand where it says in `value`."""
     out = find_addresses(value, key)
     for a in out:
-        assert value[a.start:a.end].lower() == a.host
+        assert value[a.start : a.end].lower() == a.host
     return [(a.host, a.port, a.kind, a.evidence) for a in out]
 
 
@@ -39,7 +41,9 @@ def test_each_store_scheme_names_its_kind(scheme, kind):
     assert found(f"{scheme}://u:pw@state-7:1/x") == [("state-7", "1", kind, f"scheme {scheme}")]
     assert found(f"jdbc:{scheme}://state-7/x") == [("state-7", None, kind, f"scheme jdbc:{scheme}")]
     assert found(f"{scheme.upper()}://a.example.com,b.example.com:2/x") == [
-        ("a.example.com", None, kind, f"scheme {scheme}"), ("b.example.com", "2", kind, f"scheme {scheme}")]
+        ("a.example.com", None, kind, f"scheme {scheme}"),
+        ("b.example.com", "2", kind, f"scheme {scheme}"),
+    ]
     role = "registry" if kind in REGISTRIES else "store"
     assert [a.role for a in find_addresses(f"{scheme}://state-7/x")] == [role]
 
@@ -121,7 +125,7 @@ IMAGE_WORDS = [
 TOOL_WORDS = ["exporter", "ui", "operator", "proxy", "admin", "console", "commander", "insight", "insights",
               "dashboard", "client", "cli", "sidecar", "connect", "manager", "backup", "init", "migrate", "migrations",
               "migration", "pgbouncer", "sentinel", "metrics", "bridge", "rest", "schema", "adminer", "browser",
-              "gui", "web"]
+              "gui", "web"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("word", "kind"), IMAGE_WORDS)
@@ -164,11 +168,11 @@ KEY_WORDS = [
     ("DISCOVERY", "registry"),
 ]  # fmt: skip
 HOST_WORDS = ["HOST", "HOSTS", "HOSTNAME", "ADDR", "ADDRESS", "SERVER", "SERVERS", "ENDPOINT", "ENDPOINTS", "URL",
-              "URI", "URLS", "DEFAULTZONE", "CONNECT", "NODES", "BROKERS", "CONNECTION"]
+              "URI", "URLS", "DEFAULTZONE", "CONNECT", "NODES", "BROKERS", "CONNECTION"]  # fmt: skip
 SETTING_WORDS = ["ENABLE", "ENABLED", "DISABLE", "DISABLED", "INTERVAL", "TIMEOUT", "RETRIES", "RETRY", "PORT",
                  "USER", "USERNAME", "PASSWORD", "PASS", "NAME", "MS", "SECONDS", "SIZE", "COUNT", "THRESHOLD", "MAX",
                  "MIN", "PROTOCOL", "MODE", "LEVEL", "PATH", "TYPE", "ID", "KEY", "SECRET", "TOKEN", "VERSION",
-                 "PRESERVATION", "TTL", "LIMIT"]
+                 "PRESERVATION", "TTL", "LIMIT"]  # fmt: skip
 
 
 @pytest.mark.parametrize(("word", "kind"), KEY_WORDS)
@@ -189,7 +193,8 @@ def test_the_last_kind_word_wins_and_a_kind_over_a_database():
 def test_each_host_word_makes_a_bare_value_a_host(word):
     assert found("state-7", f"REDIS_{word}") == [("state-7", None, "redis", f"key REDIS_{word}")]
     assert found("  state-7  ", f"spring.redis.{word.lower()}") == [
-        ("state-7", None, "redis", f"key spring.redis.{word.lower()}")]
+        ("state-7", None, "redis", f"key spring.redis.{word.lower()}")
+    ]
 
 
 def test_a_key_without_a_host_word_makes_no_bare_host():
@@ -207,6 +212,7 @@ def test_each_setting_word_makes_a_value_a_setting(word):
 # ---------------------------------------------------------------------------------------------------------------
 # URLs of no store scheme: a path to Eureka, a registry's key
 
+
 @pytest.mark.parametrize("scheme", ["http", "https", "tcp", "grpc", "ftp"])
 def test_a_eureka_path_names_eureka_on_any_port(scheme):
     for port in ("8761", "8080", "80", ""):  # on Eureka's own port too, the path says it first
@@ -219,7 +225,7 @@ def test_a_eureka_path_names_eureka_on_any_port(scheme):
 REGISTRY_KEYS = [("CONSUL_URL", "consul"), ("EUREKA_CLIENT_SERVICEURL_DEFAULTZONE", "eureka"),
                  ("ZOOKEEPER_CONNECT", "zookeeper"), ("ZK_HOSTS", "zookeeper"), ("ETCD_ENDPOINTS", "etcd"),
                  ("NACOS_SERVER_ADDR", "nacos"), ("REGISTRY_URL", "registry"), ("DISCOVERY_URI", "registry"),
-                 ("spring.cloud.consul.host", "consul")]
+                 ("spring.cloud.consul.host", "consul")]  # fmt: skip
 
 
 @pytest.mark.parametrize("scheme", ["http", "https", "tcp", "grpc"])
@@ -249,12 +255,14 @@ def test_each_connection_string_keyword_names_the_host(keyword):
     assert found(first) == [("sql-data", None, "database", "connection string")]
     after = f"Database=app; {keyword} = sql-data ;User Id=sa"  # after the first pair, blanks around
     assert found(after) == [("sql-data", None, "database", "connection string")]
-    assert found(f"Database=app;{keyword}=tcp:sql-data,1433") == [("sql-data", "1433", "sqlserver",
-                                                                    "connection string")]
+    assert found(f"Database=app;{keyword}=tcp:sql-data,1433") == [
+        ("sql-data", "1433", "sqlserver", "connection string")
+    ]
     assert found(f"Database=app;{keyword}=sql-data:5432") == [("sql-data", "5432", "postgres", "connection string")]
     assert found(f"Database=app;{keyword}=sql-data , 6379") == [("sql-data", "6379", "redis", "connection string")]
     assert found(f"Database=app;{keyword}=sql-data", "REDIS_CONNECTION") == [
-        ("sql-data", None, "redis", "connection string")]  # the key's kind first
+        ("sql-data", None, "redis", "connection string")
+    ]  # the key's kind first
 
 
 def test_a_keyword_inside_another_word_or_value_is_no_connection_string():
@@ -264,27 +272,56 @@ def test_a_keyword_inside_another_word_or_value_is_no_connection_string():
 # ---------------------------------------------------------------------------------------------------------------
 # What is no host: each shape the scanner refuses, and the shapes it keeps
 
-@pytest.mark.parametrize("value", ["redis://-cache/0", "redis://cache-/0", "redis://.cache/0", "redis://1.2.3/0",
-                                   "redis://12/0", "redis://1.2.3.4.5/0", "redis:///0", "1.2:6379", "10:30",
-                                   "user@cache:6379", ".cache:6379", "-cache:6379", "/cache:6379", "a:cache:6379"])
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "redis://-cache/0",
+        "redis://cache-/0",
+        "redis://.cache/0",
+        "redis://1.2.3/0",
+        "redis://12/0",
+        "redis://1.2.3.4.5/0",
+        "redis:///0",
+        "1.2:6379",
+        "10:30",
+        "user@cache:6379",
+        ".cache:6379",
+        "-cache:6379",
+        "/cache:6379",
+        "a:cache:6379",
+    ],
+)
 def test_shapes_that_are_no_host(value):
     assert found(value) == []
 
 
-@pytest.mark.parametrize(("value", "host"), [("redis://10.0.0.7/0", "10.0.0.7"), ("redis://a/0", "a"),
-                                             ("redis://1a/0", "1a"), ("10.0.0.7:6379", "10.0.0.7"),
-                                             ("c:6379", "c"), ("(cache:6379)", "cache"), ("=cache:6379", "cache"),
-                                             ("redis://u:p@[fd00::1]/0", "fd00::1"), ("redis://[::1]:6379/0", "::1")])
+@pytest.mark.parametrize(
+    ("value", "host"),
+    [
+        ("redis://10.0.0.7/0", "10.0.0.7"),
+        ("redis://a/0", "a"),
+        ("redis://1a/0", "1a"),
+        ("10.0.0.7:6379", "10.0.0.7"),
+        ("c:6379", "c"),
+        ("(cache:6379)", "cache"),
+        ("=cache:6379", "cache"),
+        ("redis://u:p@[fd00::1]/0", "fd00::1"),
+        ("redis://[::1]:6379/0", "::1"),
+    ],
+)
 def test_shapes_that_are_hosts(value, host):
     assert [a.host for a in find_addresses(value)] == [host]
     [a] = find_addresses(value)
-    assert value[a.start:a.end].lower() == host
+    assert value[a.start : a.end].lower() == host
 
 
 def test_an_ipv6_literal_is_one_host_with_its_port():
     assert found("redis://[fd00::7]:6380,[::1],cache:1/0") == [
-        ("fd00::7", "6380", "redis", "scheme redis"), ("::1", None, "redis", "scheme redis"),
-        ("cache", "1", "redis", "scheme redis")]
+        ("fd00::7", "6380", "redis", "scheme redis"),
+        ("::1", None, "redis", "scheme redis"),
+        ("cache", "1", "redis", "scheme redis"),
+    ]
 
 
 def test_each_host_once_the_first_sign_winning():
@@ -315,9 +352,16 @@ def test_a_scheme_is_read_back_to_its_first_character(char):
     assert found("1redis://cache-7/0") == [("cache-7", None, "redis", "scheme redis")]  # from its first letter
 
 
-@pytest.mark.parametrize(("value", "host"), [("CACHE-7.Example.COM:6379", "cache-7.example.com"), ("C:6379", "c"),
-                                             ("cache-7.EXAMPLE.com:6379", "cache-7.example.com"),
-                                             ("9cache:6379", "9cache"), ("cache9:6379", "cache9")])
+@pytest.mark.parametrize(
+    ("value", "host"),
+    [
+        ("CACHE-7.Example.COM:6379", "cache-7.example.com"),
+        ("C:6379", "c"),
+        ("cache-7.EXAMPLE.com:6379", "cache-7.example.com"),
+        ("9cache:6379", "9cache"),
+        ("cache9:6379", "cache9"),
+    ],
+)
 def test_a_host_before_a_port_in_any_case(value, host):
     assert found(value) == [(host, "6379", "redis", "port 6379")]
 
@@ -341,5 +385,28 @@ def test_a_double_slash_without_a_scheme_is_no_url():
 
 def test_a_host_port_in_a_urls_query_is_the_urls_not_another_address():
     assert found("redis://cache-7/0?fallback=other:6379,more:3306") == [("cache-7", None, "redis", "scheme redis")]
-    assert found("x redis://cache-7/0 other:6379") == [("cache-7", None, "redis", "scheme redis"),
-                                                      ("other", "6379", "redis", "port 6379")]
+    assert found("x redis://cache-7/0 other:6379") == [
+        ("cache-7", None, "redis", "scheme redis"),
+        ("other", "6379", "redis", "port 6379"),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# URLs found as the expression `core.stores` documents finds them (its scanner is written without it, for speed)
+
+URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*(?::[A-Za-z][A-Za-z0-9+.-]*)*)://([^/?#\s;'\"<>]*)([^\s'\"<>]*)")
+CACHE = ("cache-7", None, "redis", "scheme redis")
+
+
+@pytest.mark.parametrize(("value", "addresses"), [
+    ("redis://a-1/0 mysql://b-2/0", [("a-1", None, "redis", "scheme redis"), ("b-2", None, "mysql", "scheme mysql")]),
+    ("://a-1 redis://cache-7/0", [CACHE]),  # a `://` at the very start has no scheme: the search goes on
+    ("jdbc:1redis://cache-7/0", [CACHE]),  # `1redis` is no part of `jdbc:`'s scheme: the scheme is `redis`
+    ("x:redis://cache-7/0", [("cache-7", None, "redis", "scheme x:redis")]),  # a first part of one letter
+    ("1a:redis://cache-7/0", [("cache-7", None, "redis", "scheme a:redis")]),  # a first part from its first letter
+    ("x/:redis://cache-7/0", [CACHE]),  # no part across a `/`
+    ("Server=redis://cache-7:6379/0", [("cache-7", "6379", "redis", "scheme redis")]),  # not host `redis`
+])  # fmt: skip
+def test_each_url_and_its_scheme_as_the_expression_finds_them(value, addresses):
+    assert found(value) == addresses
+    assert [evidence for *_, evidence in addresses] == [f"scheme {m.group(1)}" for m in URL.finditer(value)]

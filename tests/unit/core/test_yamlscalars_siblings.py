@@ -18,20 +18,20 @@ from renderer.core.yamlscalars import SafeDumper, quote_style, retyped
 # go-yaml v2's resolve table (v3's less y/n/yes/no/on/off), PyYAML's and YAML 1.2 core's words, and the merge key
 WORDS = ["y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false", "False", "FALSE",
          "on", "On", "ON", "off", "Off", "OFF", "", "~", "null", "Null", "NULL", ".nan", ".NaN", ".NAN", ".inf", ".Inf",
-         ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", "<<"]
+         ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", "<<"]  # fmt: skip
 NEAR_WORDS = ["yES", "nO", "oN", "oFF", "tRUE", "fALSE", "nULL", "NuLL", ".nAn", ".iNF", "+.nan", "-.nan", "<", "<<<",
-              "yy", "nn", "ye", "Nil", "none", "~~"]
+              "yy", "nn", "ye", "Nil", "none", "~~"]  # fmt: skip
 # Go's strconv after a sign or digit: each base prefix, each case (PyYAML and YAML 1.2 read only some of them)
 GO_NUMBERS = ["0b101", "0B101", "-0B101", "0o17", "0O17", "-0O17", "0x1F", "0X1F", "+0X1f", "0x_1F", "0X_1_f",
               "017", "-017", "0_17", "1_000", "+1_0", "1__0", ".5_5", ".5e1_0", "+.5_5", "1_0.5",
               "0XFFFFFFFFFFFFFFFF", "-0B1" + "0" * 63, "+0B" + "1" * 63, "9" * 20, "09", "09.5", "1e3", "1E+3", "1_",
               "0b-101", "0o-17", "0X1", "0B1", "0O7", "1_0e3", "1_0E3", "-1_0e3", "1_0e-3", "1_0e+3", ".5E1_0",
-              ".5e-1_0", ".5e+1_0"]
+              ".5e-1_0", ".5e+1_0"]  # fmt: skip
 # YAML 1.2 core's floats out of Go's range (Go: a string; PyYAML 1.1 wants a dot and a signed exponent)
 CORE_12_FLOATS = ["5e12345", "-5e12345", "+5e12345", "5E12345", "5e+12345", "5.5e12345", ".5e12345", "-.5E+12345"]
 GO_PLAIN = ["0b", "0B2", "0o8", "0O9", "0X", "0XG", "0X_", "08_8x", "0B-101", "0O-17", "._5", "._", "+.", ".5e",
             ".5_", ".5__5", "0X10000000000000000", "-0B1" + "0" * 62 + "1", "+0B1" + "0" * 63, "_1", "0B_", "1.2.3",
-            "v1"]
+            "v1", "0b+1" + "0" * 63, "0o-1" + "0" * 20 + "1"]  # fmt: skip
 LAST_DAYS = {1: 31, 2: 28, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}
 
 
@@ -85,6 +85,7 @@ def test_each_near_number_go_does_not_read_stays_plain_for_go(text):
 # ---------------------------------------------------------------------------------------------------------------
 # go-yaml's timestamps: each month's length, leap years, each field's range, each layout
 
+
 @pytest.mark.parametrize("month", sorted(LAST_DAYS))
 def test_each_months_last_day_is_a_date_and_the_next_is_not(month):
     """As go-yaml reads it (PyYAML quotes `2023-10-32` for its own reasons: its dates are regular expressions)."""
@@ -100,8 +101,9 @@ def test_a_number_too_long_for_any_reader_is_no_number_and_no_error():
     assert quote_style("9" * 5000 + "_") is None and quote_style("-" + "9" * 5000 + "_") is None
 
 
-@pytest.mark.parametrize(("year", "leap"), [(2024, True), (2023, False), (2000, True), (1900, False), (2100, False),
-                                            (1600, True), (0, True)])
+@pytest.mark.parametrize(
+    ("year", "leap"), [(2024, True), (2023, False), (2000, True), (1900, False), (2100, False), (1600, True), (0, True)]
+)
 def test_february_29th_only_in_a_leap_year(year, leap):
     assert written_plain(f"{year:04d}-2-29") is not leap
     assert not written_plain(f"{year:04d}-2-28") and written_plain(f"{year:04d}-2-30")
@@ -114,7 +116,7 @@ TIMES = [
     ("2024-1-2t1:2:3Z", True), ("2024-1-2 1:2:3", True), ("2024-1-2   1:2:3.25", True), ("2024-1-2 23:59:59,5", True),
     ("2024-1-2 24:0:0", False), ("2024-1-2T1:2:3.123456789Z", True), ("2024-1-2T1:2:3,5Z", True),
     ("2024-1-2T1:2:3", False), ("2024-1-2 1:2:3Z", False), ("2024-1-2x", False), ("24-1-2", False),
-    ("2024-001-2", False),
+    ("2024-001-2", False), ("2024-1-2 1:60:0", False), ("2024-1-2 1:0:60", False),
 ]  # fmt: skip
 
 
@@ -125,6 +127,7 @@ def test_timestamp_fields_and_layouts(text, typed):
 
 # ---------------------------------------------------------------------------------------------------------------
 # The real readers (e2e): every list above is what go-yaml v2, v3 and sigs.k8s.io/yaml do
+
 
 @pytest.mark.e2e
 def test_the_lists_are_what_the_go_readers_read():
