@@ -153,6 +153,16 @@ def test_registries_vendor_servers_and_database_words(image, kind):
     assert image_kind(image) == kind
 
 
+@pytest.mark.parametrize("image", [
+    "redis/server@sha256:abc",  # a digest off a vendor's `<store>/server`
+    "redis/server@sha256:a@b",  # the name ends at the first `@`, not the last
+    "redis/server:7:1",  # and at the first `:` of its last segment
+    "acme/redis@sha256:a/b@c",  # a `/` past the first `@` starts no segment of the name
+])  # fmt: skip
+def test_the_name_ends_at_the_first_at_and_the_first_colon(image):
+    assert image_kind(image) == "redis"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Keys: each word that names a kind; each word that makes a value a host; each that makes it a setting
 
@@ -187,6 +197,12 @@ def test_the_last_kind_word_wins_and_a_kind_over_a_database():
     assert key_kind("MYSQL_REDIS_HOST") == "redis" and key_kind("REDIS_MYSQL_HOST") == "mysql"
     assert key_kind("REDIS_DB") == "redis" and key_kind("DB_REDIS") == "redis" and key_kind("DB_JDBC") == "database"
     assert key_kind("APP_HOST") is None and key_kind("") is None
+
+
+@pytest.mark.parametrize("key", ["XX.XXREDIS", "XX-XXREDIS", "XX_XXREDIS"])
+def test_each_dot_and_dash_parts_words_so_a_word_glued_to_a_kind_word_is_none(key):
+    """`XX.XXREDIS` is the words XX and XXREDIS: no redis."""
+    assert key_kind(key) is None
 
 
 @pytest.mark.parametrize("word", HOST_WORDS)
@@ -290,6 +306,7 @@ def test_a_keyword_inside_another_word_or_value_is_no_connection_string():
         "-cache:6379",
         "/cache:6379",
         "a:cache:6379",
+        "redis://-cache]/0",  # a `]` without a leading `[` makes no IPv6 literal: the `-` stays
     ],
 )
 def test_shapes_that_are_no_host(value):
@@ -324,6 +341,11 @@ def test_an_ipv6_literal_is_one_host_with_its_port():
     ]
 
 
+@pytest.mark.parametrize("value", ["redis://[::1]]/0", "redis://[::1]6379/0"])
+def test_an_ipv6_literal_ends_at_its_first_bracket_and_only_a_colon_brings_a_port(value):
+    assert found(value) == [("::1", None, "redis", "scheme redis")]
+
+
 def test_each_host_once_the_first_sign_winning():
     """A URL's host is not found again as `host:port`; a connection string's neither; a bare host only when the
     value holds no other address."""
@@ -331,6 +353,15 @@ def test_each_host_once_the_first_sign_winning():
     assert found("Server=cache:6379;x=y") == [("cache", "6379", "redis", "connection string")]
     assert found("cache:6379", "REDIS_HOST") == [("cache", "6379", "redis", "port 6379")]
     assert found("redis://a:1/0 b:3306") == [("a", "1", "redis", "scheme redis"), ("b", "3306", "mysql", "port 3306")]
+
+
+@pytest.mark.parametrize(("first", "address"), [
+    ("redis://cache-7/0?fallback=other:6379", ("cache-7", None, "redis", "scheme redis")),
+    ("Server=cache-7:6379;", ("cache-7", "6379", "redis", "connection string")),
+])  # fmt: skip
+def test_a_host_port_after_one_a_url_or_connection_string_holds_is_still_found(first, address):
+    """The scan skips the `host:port` inside the first and goes on to the next."""
+    assert found(f"{first} more:3306") == [address, ("more", "3306", "mysql", "port 3306")]
 
 
 @pytest.mark.parametrize("end", ["/", "?", "#", " ", "\t", ";", "'", '"', "<", ">"])
@@ -406,6 +437,8 @@ CACHE = ("cache-7", None, "redis", "scheme redis")
     ("1a:redis://cache-7/0", [("cache-7", None, "redis", "scheme a:redis")]),  # a first part from its first letter
     ("x/:redis://cache-7/0", [CACHE]),  # no part across a `/`
     ("Server=redis://cache-7:6379/0", [("cache-7", "6379", "redis", "scheme redis")]),  # not host `redis`
+    ("jdbc:p6spy:mysql://orders-db/o", [("orders-db", None, "mysql", "scheme jdbc:p6spy:mysql")]),  # its last part
+    ("redis://u:p@ss@cache-7/0", [CACHE]),  # the host follows the last `@` (a password may hold one)
 ])  # fmt: skip
 def test_each_url_and_its_scheme_as_the_expression_finds_them(value, addresses):
     assert found(value) == addresses
