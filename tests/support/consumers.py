@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from . import yamlc
 from .paths import CRDS, KUBE_VERSION
@@ -81,7 +80,7 @@ def crd_schema(api_version: str, kind: str) -> dict:
             if group not in text or f"kind: {kind}" not in text:
                 continue
             _CRD_FILES_READ.add(str(f))
-            for doc in yaml.load_all(text, Loader=yaml.CSafeLoader):
+            for doc in yamlc.safe_load_all(text):
                 if not doc or doc.get("kind") != "CustomResourceDefinition":
                     continue
                 spec = doc["spec"]

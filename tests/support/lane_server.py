@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from . import yamlc
 from .controlplane import ControlPlane
 from .isolation import labels_match_map, pod_template
@@ -261,7 +259,7 @@ class Server:
             texts = [t for t in re.split(r"(?m)^---[ \t]*$", built) if t.strip()]
         else:
             texts = [(flow_dir / f).read_text() for f in flow_files(flow_dir)]
-        documents = [(t.encode(), yaml.load(t, Loader=yaml.CSafeLoader)) for t in texts]
+        documents = [(t.encode(), yamlc.safe_load(t)) for t in texts]
         return self.apply(documents, destination, f"gitops-{flow_dir.name}")
 
     def prune(self, flow: str) -> list[Key]:
@@ -585,7 +583,7 @@ def crd_definition(group: str, kind: str) -> dict:
         text = path.read_text()
         if f"kind: {kind}" not in text or group not in text:
             continue
-        for doc in yaml.load_all(text, Loader=yaml.CSafeLoader):
+        for doc in yamlc.safe_load_all(text):
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition" and \
                     (doc.get("spec") or {}).get("group") == group and doc["spec"]["names"]["kind"] == kind:
                 return doc
@@ -599,7 +597,7 @@ def flow_files(flow_dir: Path) -> list[str]:
 
 def flow_objects(flow_dir: Path) -> list[dict]:
     """The objects of a rendered flow (libyaml: a few thousand documents a run)."""
-    return [d for f in flow_files(flow_dir) for d in yaml.load_all((flow_dir / f).read_text(), Loader=yaml.CSafeLoader)
+    return [d for f in flow_files(flow_dir) for d in yamlc.safe_load_all((flow_dir / f).read_text())
             if isinstance(d, dict) and d.get("kind")]
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from . import yamlc
 from .paths import ROOT
 
 SOURCES = ROOT / "tests" / "support" / "yamloracle"
@@ -78,7 +79,7 @@ def read(texts: list[str]) -> list[dict[str, list[Any] | Failed]]:
             name: Failed(got[name]["error"]) if isinstance(got[name], dict) else [_value(d) for d in got[name]]
             for name in READERS}
         try:
-            result["pyyaml"] = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None]
+            result["pyyaml"] = [d for d in yamlc.safe_load_all(text) if d is not None]
         except yaml.YAMLError as exc:
             result["pyyaml"] = Failed(str(exc))
         results.append(result)

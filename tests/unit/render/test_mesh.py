@@ -9,7 +9,6 @@ import json
 import re
 
 import pytest
-import yaml
 from support import CRDS, yaml_doc, yamlc
 
 from renderer import api
@@ -178,8 +177,7 @@ def test_every_route_passes_the_gateway_api_crd(harness):
     shop(harness)
     got = objects(harness.render(FLOW, {"api": "api:2", "catalog": "catalog:2"}))
     for kind, file in (("HTTPRoute", "httproutes"), ("GRPCRoute", "grpcroutes")):
-        crd = yaml.load((CRDS / "gateway-api" / f"gateway.networking.k8s.io_{file}.yaml").read_text(),
-                        Loader=yaml.CSafeLoader)
+        crd = yamlc.safe_load((CRDS / "gateway-api" / f"gateway.networking.k8s.io_{file}.yaml").read_text())
         schema = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")["schema"]["openAPIV3Schema"]
         routes = [o for (k, _), o in got.items() if k == kind]
         assert routes
@@ -252,7 +250,7 @@ def test_a_broken_route_fails_the_render(harness, monkeypatch):
 
 
 def crd_schema(file: str, kind: str, version: str = "v1") -> dict:
-    for crd in yaml.load_all(file.read_text() if hasattr(file, "read_text") else file, Loader=yaml.CSafeLoader):
+    for crd in yamlc.safe_load_all(file.read_text() if hasattr(file, "read_text") else file):
         if crd and crd.get("kind") == "CustomResourceDefinition" and crd["spec"]["names"]["kind"] == kind:
             return next(v for v in crd["spec"]["versions"] if v["name"] == version)["schema"]["openAPIV3Schema"]
     raise AssertionError(f"no CRD for {kind}")
