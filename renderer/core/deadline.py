@@ -144,6 +144,7 @@ BOUNDED_GRACE = 5.0  # how long past the deadline the alarm waits for `bounded` 
 ALARM_RETRY = 0.1
 _bounded = 0  # `bounded` blocks running, in any thread
 _bounded_lock = threading.Lock()
+_bounded_ended = float("-inf")  # when the last `bounded` block ended (time.monotonic())
 _alarms = False
 _on_expiry: Callable[[], None] | None = None  # what the CLI does at once when the deadline passes (kill plugins)
 _shield = 0  # depth of `committing()`
@@ -185,7 +186,9 @@ def _on_alarm(_signum: int, _frame: object) -> None:
     if d.left() > 0:  # early: the deadline in force changed meanwhile
         _rearm()
         return
-    if _bounded and -d.left() < BOUNDED_GRACE:  # a plugin call or a build ends by its own timer, naming itself
+    # A plugin call or a build ends by its own timer, naming itself, and its error unwinds to the command's edge
+    # (which ends the deadline) in its own words
+    if (_bounded or _bounded_ended >= d.at) and -d.left() < BOUNDED_GRACE:
         signal.setitimer(signal.ITIMER_REAL, ALARM_RETRY)
         return
     _expire(d)
@@ -195,8 +198,10 @@ def _on_alarm(_signum: int, _frame: object) -> None:
 def bounded() -> Iterator[None]:
     """Around work that has a timer of its own, set at or before the deadline (a plugin process, a build, a gRPC
     call): while any runs, the alarm lets it end by itself (within `BOUNDED_GRACE`), so the error the user reads is
-    its own, naming the plugin or the input, and the command stops as that error unwinds it."""
-    global _bounded
+    its own, naming the plugin or the input, and the command stops as that error unwinds it. One that ends past the
+    deadline keeps that grace after it: its error is raised, after its sandbox and temporary directory are gone,
+    outside the block."""
+    global _bounded, _bounded_ended
     with _bounded_lock:
         _bounded += 1
     try:
@@ -204,6 +209,7 @@ def bounded() -> Iterator[None]:
     finally:
         with _bounded_lock:
             _bounded -= 1
+            _bounded_ended = time.monotonic()  # in any thread: a plugin call's runs in the calls' pool
 
 
 def defer(action: Callable[[], None]) -> bool:

@@ -492,6 +492,10 @@ def mount(src, target, fstype, flags, data=None):
 def under(p, d):
     return p == d or p.startswith(d.rstrip("/") + "/")
 
+def shadowed(point):
+    shown = view["keep"] + view["writable"]
+    return any(under(point, h) for h in view["hidden"]) and not any(under(point, k) for k in shown)
+
 keep_fds = {p: os.open(p, os.O_PATH) for p in view["keep"] + view["writable"] if os.path.exists(p)}
 for d in view["hidden"]:
     if not any(under(d, h) and d != h for h in view["hidden"]):
@@ -518,6 +522,8 @@ for line in open("/proc/self/mountinfo").read().splitlines()[::-1]:
         err = ctypes.get_errno()
         if point.startswith(("/proc", "/sys", "/dev")):
             continue  # kernel filesystems that refuse a remount here stay as the namespace made them
+        if shadowed(point):
+            continue  # the host's mount under a hidden directory: under the tmpfs now, no path reaches it
         os.write(2, ("devlane-sandbox: remount %s read-only: %s\n" % (point, os.strerror(err))).encode())
         os._exit(125)
 for cap in range(64):

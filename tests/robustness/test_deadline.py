@@ -147,6 +147,34 @@ def test_the_alarm_stops_a_step_that_reaches_no_check():
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
+@pytest.mark.sandbox_free
+@pytest.mark.parametrize("ends", ["raises inside", "cleans up, then raises"])
+def test_a_step_that_ended_by_its_own_timer_keeps_its_error_while_it_unwinds(ends, monkeypatch):
+    """A build killed at the deadline by its own timer leaves `bounded` before its error is raised (its sandbox
+    ended, its temporary directory removed, which on a loaded machine takes a while): the alarm must not replace
+    that error, which names the input, with the command's anonymous one. Past the grace it still stops the rest."""
+    _main_thread_only()
+    monkeypatch.setattr(deadline, "BOUNDED_GRACE", 1.5)
+    d = deadline.Deadline(0.05)
+    with deadline.alarms(lambda: None):
+        d.enter()
+        try:
+            with pytest.raises(ValueError, match="app: timed out"):
+                with deadline.bounded():
+                    time.sleep(0.4)  # the step's own timer ends it, past the deadline and the alarm's first ring
+                    if ends == "raises inside":
+                        raise ValueError("app: timed out")
+                time.sleep(0.4)  # the sandbox ends, the temporary directory goes: unbounded, a few alarm retries
+                raise ValueError("app: timed out")
+            with pytest.raises(deadline.TimedOut):  # a step after it that reaches no check: the alarm stops it
+                end = time.monotonic() + deadline.BOUNDED_GRACE + 5
+                while time.monotonic() < end:
+                    pass
+        finally:
+            d.leave()
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
 def test_the_swap_into_place_is_never_cut():
     """The alarm during `committing()` lets the block finish; a signal handler's action waits for its end."""
     _main_thread_only()

