@@ -40,6 +40,7 @@ from .host.supply.lock import (
     stale_pins,
 )
 from .host.supply.venvs import Target
+from .lanes.branch import Checkout, LanesRef, Published
 from .render.checks import budget, footprint, invariants, reach, route_proof
 from .render.checks.mesh_lint import mesh_problems
 from .render.copies import clone, flow_namespace
@@ -139,7 +140,9 @@ class DeleteResult:
     flow_dir: Path
     deleted: list[str]  # plugin instances whose delete_flow ran, in call order
     messages: list[Problem]
-    removed: list[Path]
+    removed: list[Path]  # with a lanes branch: paths in it (flows/<id>, .devlane/state/<id>)
+    gone: bool = False  # nothing of the flow was there: no plugin ran, nothing changed (delete is idempotent)
+    published: Published | None = None  # with a lanes branch: the commit that removed it
 
 
 def stop_plugins() -> None:
@@ -492,7 +495,8 @@ def provision(options: Options, flow: FlowInput) -> tuple[RenderResult, list[Pat
         raise UsageError("provision records state in the work tree; run it without --ref")
     with open_session(options, "provision") as s:
         result = render_in(s, flow)
-    return result, write_records(Path(options.repo), result.plan.flow_id, result.plugins.records)
+    return result, write_records(options.state_root or Path(options.repo), result.plan.flow_id,
+                                 result.plugins.records)
 
 
 def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteResult:
@@ -500,11 +504,15 @@ def delete(options: Options, flow_id: str, out: Path | None = None) -> DeleteRes
 
     The state comes from the rendered flow's state ConfigMaps (work tree, or `--ref`). The flow
     directory and its provision records are removed only when every call succeeded. The output directory's
-    lock is held throughout, so a render of the flow never interleaves with its delete.
+    lock is held throughout, so a render of the flow never interleaves with its delete. A flow that is not
+    there (deleted already) is `gone`: nothing runs, as `kubectl delete --ignore-not-found`.
     """
     validate_flow_id(flow_id)
     with open_session(options, "delete") as s, _output(s, out, create=False) as output:
-        return _delete_one(s, output, build_model(s.loaded.documents, s.config.namespace), flow_id)
+        ended = _end_plugins(s, output, build_model(s.loaded.documents, s.config.namespace), flow_id)
+        if ended is None:
+            return DeleteResult(flow_id, output.flows / flow_id, [], [], [], gone=True)
+        return DeleteResult(flow_id, output.flows / flow_id, *ended, _remove_lane(output, s.state_root, flow_id))
 
 
 def _recorded_flows(records: dict[str, list[str]]) -> list[str]:
@@ -527,20 +535,24 @@ def _expires(output: Output, flow_id: str) -> tuple[datetime, str] | None:
                    f"devlane delete --flow {flow_id}", code="output") from None
 
 
-def _delete_one(s: Session, output: Output, model: Model, flow_id: str,
-                records: dict[str, list[str]] | None = None) -> DeleteResult:
-    """`delete_flow` of each plugin state of the flow, then its directory and provision records (kept, with the
-    failures raised, when a call fails). `records`: `recorded(root)`, read (and its symlinks refused) beforehand."""
-    flow_dir = output.flows / flow_id
-    instances = (recorded(s.root) if records is None else records).get(flow_id, [])
-    if not output.holds(flow_id) and s.options.ref is None and instances:
-        states = recorded_states(s.source, flow_id, instances)  # provisioned, never rendered
+def _end_plugins(s: Session, output: Output, model: Model, flow_id: str,
+                 records: dict[str, list[str]] | None = None) -> tuple[list[str], list[Problem]] | None:
+    """`delete_flow` of each plugin state of the flow (raised, when a call fails); None when the flow is neither
+    rendered nor provisioned there. `records`: `recorded(state root)`, read (its symlinks refused) beforehand."""
+    instances = (recorded(s.state_root) if records is None else records).get(flow_id, [])
+    if not output.holds(flow_id) and s.options.ref is None:
+        if not instances:
+            return None
+        states = recorded_states(s.host.records, flow_id, instances)  # provisioned, never rendered
     else:
         states = read_flow_states(output.read_rendered(flow_id, s.source, s.root, s.options.ref), flow_id)
-    deleted, messages = calls.delete_flows(s.host, model, states, flow_id, flow_dir)
-    removed = [p for p in (output.remove(flow_id), remove_dir(s.root / STATE_DIR / flow_id, s.root, STATE_HINT))
-               if p]
-    return DeleteResult(flow_id, flow_dir, deleted, messages, removed)
+    return calls.delete_flows(s.host, model, states, flow_id, output.flows / flow_id)
+
+
+def _remove_lane(output: Output, state_root: Path, flow_id: str) -> list[Path]:
+    """The flow's directory and its provision records, once its plugins are done with them."""
+    return [p for p in (output.remove(flow_id), remove_dir(state_root / STATE_DIR / flow_id, state_root, STATE_HINT))
+            if p]
 
 
 @dataclass(frozen=True)
@@ -555,51 +567,155 @@ class GcResult:
     dry_run: bool = False
     flows: Path | None = None  # the output directory's flows/
     unreadable: dict[str, list[Problem]] = field(default_factory=dict)  # flow -> why its expiry is unknown (kept)
+    lanes: str | None = None  # with a lanes branch: which (`LanesRef.where`)
 
 
 def gc(options: Options, keep: list[str] | None = None, expired: bool = False, now: datetime | None = None,
-       out: Path | None = None, dry_run: bool = False) -> GcResult:
+       out: Path | None = None, dry_run: bool = False, lanes: LanesRef | None = None,
+       log: Callable[[str], None] | None = None) -> GcResult:
     """Remove every rendered flow not in `keep` (None: keep-list not given) and, with `expired`, every flow whose
     `flow.metadata` expiry is at or before `now` (default: the current time): each as `delete` does, under the
     output directory's lock held throughout. A flow whose plugins fail to delete is kept and reported; the others
     go on; so does a flow whose expiry cannot be read (malformed, out of range), which is kept and named, as kubectl
     goes on past one object it cannot act on and fails at the end. `flows/_mesh/` is rebuilt from the flows that
-    remain. A symlink in the output directory or `.devlane/state/` stops it before anything is removed."""
+    remain. A symlink in the output directory or `.devlane/state/` stops it before anything is removed. With
+    `lanes`, the flows are the lanes branch's, and one commit removes every lane whose plugins are done."""
     if keep is None and not expired:
         raise UsageError("gc needs the flows to keep (--keep FLOW..., --keep-file FILE) or --expired")
     for flow_id in keep or []:
         validate_flow_id(flow_id)
     moment = (now or datetime.now(UTC)).astimezone(UTC)
-    with open_session(options, "delete") as s, _output(s, out, create=False) as output:
-        doomed: dict[str, str] = {}
-        unreadable: dict[str, list[Problem]] = {}
-        records = recorded(s.root)
-        present = sorted({*output.present(), *(_recorded_flows(records) if options.ref is None else [])})
-        for flow_id in present:
-            why = []
-            if keep is not None and flow_id not in keep:
-                why.append("not in the keep list")
-            try:
-                expires = _expires(output, flow_id) if expired else None
-            except DevlaneError as exc:
-                expires = None
-                if not why:  # a flow the keep list ends goes whatever its expiry
-                    unreadable[flow_id] = exc.problems
-            if expires is not None and expires[0] <= moment:
-                why.append(f"expired at {expires[1]}")
-            if why:
-                doomed[flow_id] = " and ".join(why)
-        kept = [f for f in present if f not in doomed]
-        if dry_run:
-            return GcResult(doomed, [], kept, {}, True, output.flows, unreadable)
-        model = build_model(s.loaded.documents, s.config.namespace)
-        removed, failed = [], {}
-        for flow_id in doomed:
-            try:
-                removed.append(_delete_one(s, output, model, flow_id, records))
-            except DevlaneError as exc:
-                failed[flow_id] = exc.problems
-        return GcResult(doomed, removed, [*kept, *failed], failed, False, output.flows, unreadable)
+    if lanes is None:
+        with open_session(options, "delete") as s, _output(s, out, create=False) as output:
+            return _gc_in(s, output, keep, expired, moment, dry_run)
+    with Checkout(lanes, log) as co:
+        with open_session(replace(options, state_root=co.tree), "delete") as s, \
+                Output(co.tree, create=False) as output:
+            result = replace(_gc_in(s, output, keep, expired, moment, dry_run, remove=False), lanes=lanes.where)
+        ended = [r.flow_id for r in result.removed]
+        if not ended:
+            return result
+        _, published = co.publish(lambda tree: _remove_lanes(tree, ended), f"devlane: gc {', '.join(ended)}")
+        return replace(result, removed=[replace(r, removed=_lane_paths(r.flow_id), published=published)
+                                        for r in result.removed])
+
+
+def _gc_in(s: Session, output: Output, keep: list[str] | None, expired: bool, moment: datetime, dry_run: bool,
+           remove: bool = True) -> GcResult:
+    """gc in one output directory (the work tree's, or a lanes branch's checkout); without `remove`, each doomed
+    flow's plugins are ended and its files left to the caller."""
+    doomed: dict[str, str] = {}
+    unreadable: dict[str, list[Problem]] = {}
+    records = recorded(s.state_root)
+    present = sorted({*output.present(), *(_recorded_flows(records) if s.options.ref is None else [])})
+    for flow_id in present:
+        why = []
+        if keep is not None and flow_id not in keep:
+            why.append("not in the keep list")
+        try:
+            expires = _expires(output, flow_id) if expired else None
+        except DevlaneError as exc:
+            expires = None
+            if not why:  # a flow the keep list ends goes whatever its expiry
+                unreadable[flow_id] = exc.problems
+        if expires is not None and expires[0] <= moment:
+            why.append(f"expired at {expires[1]}")
+        if why:
+            doomed[flow_id] = " and ".join(why)
+    kept = [f for f in present if f not in doomed]
+    if dry_run:
+        return GcResult(doomed, [], kept, {}, True, output.flows, unreadable)
+    model = build_model(s.loaded.documents, s.config.namespace)
+    removed, failed = [], {}
+    for flow_id in doomed:
+        try:
+            deleted, messages = _end_plugins(s, output, model, flow_id, records) or ([], [])
+            paths = _remove_lane(output, s.state_root, flow_id) if remove else []
+            removed.append(DeleteResult(flow_id, output.flows / flow_id, deleted, messages, paths))
+        except DevlaneError as exc:
+            failed[flow_id] = exc.problems
+    return GcResult(doomed, removed, [*kept, *failed], failed, False, output.flows, unreadable)
+
+
+# --------------------------------------------------------------------------------------------------
+# The lanes branch (`renderer/lanes/`): render, provision, delete and gc where every job finds the lanes
+
+
+def _lane_paths(flow_id: str) -> list[Path]:
+    """Where a lane lives on the lanes branch, as its messages name it."""
+    return [Path("flows") / flow_id, Path(STATE_DIR) / flow_id]
+
+
+def _remove_lanes(tree: Path, flow_ids: list[str]) -> None:
+    """Remove lanes from a lanes checkout: their directories (`_mesh` rebuilt from the rest) and records."""
+    with Output(tree, create=False) as output:
+        for flow_id in flow_ids:
+            _remove_lane(output, tree, flow_id)
+
+
+def delete_from_lanes(options: Options, flow_id: str, lanes: LanesRef,
+                      log: Callable[[str], None] | None = None) -> DeleteResult:
+    """`delete` on the lanes branch: each plugin's `delete_flow` with the state stored there, once, then one commit
+    that removes the lane and its records (retried on the new tip when another job pushed meanwhile). `gone` when
+    the branch holds nothing of the flow."""
+    validate_flow_id(flow_id)
+    with Checkout(lanes, log) as co:
+        with open_session(replace(options, state_root=co.tree), "delete") as s, \
+                Output(co.tree, create=False) as output:
+            ended = _end_plugins(s, output, build_model(s.loaded.documents, s.config.namespace), flow_id)
+        if ended is None:
+            return DeleteResult(flow_id, Path("flows") / flow_id, [], [], [], gone=True)
+        _, published = co.publish(lambda tree: _remove_lanes(tree, [flow_id]), f"devlane: delete lane {flow_id}")
+        return DeleteResult(flow_id, Path("flows") / flow_id, *ended, _lane_paths(flow_id), published=published)
+
+
+@dataclass(frozen=True)
+class LanePublished:
+    """A render or provision committed to the lanes branch."""
+
+    result: RenderResult
+    paths: list[Path]  # in the branch: flows/<id> (and flows/_mesh), or the provision records
+    published: Published
+
+
+def render_to_lanes(options: Options, flow: FlowInput, lanes: LanesRef,
+                    inspect: Callable[[RenderResult], None] | None = None,
+                    log: Callable[[str], None] | None = None) -> LanePublished:
+    """Render a flow and commit it to the lanes branch, replaying the provision records stored there. `inspect`
+    sees the result before anything is written (the CLI shows it, validates it, refuses it by raising)."""
+    with Checkout(lanes, log) as co:
+        with open_session(replace(options, state_root=co.tree)) as s:
+            result = render_in(s, flow)
+            cap = s.settings.lifecycle.budget.lanes
+        if cap is not None:
+            with Output(co.tree, create=False) as output:
+                problems = budget.lanes(len({*output.present(), result.plan.flow_id}), cap, result.plan.flow_id)
+            if problems:
+                raise DevlaneError(problems)
+        if inspect is not None:
+            inspect(result)
+
+        def apply(tree: Path) -> list[Path]:
+            with Output(tree) as output:
+                return [p.relative_to(tree) for p in output.write(result.flows)]
+
+        paths, published = co.publish(apply, f"devlane: lane {result.plan.flow_id}")
+        return LanePublished(result, paths, published)
+
+
+def provision_to_lanes(options: Options, flow: FlowInput, lanes: LanesRef,
+                       log: Callable[[str], None] | None = None) -> LanePublished:
+    """`provision` whose records are committed to the lanes branch at once, in a commit of their own: what the
+    External plugins made stays deletable whatever happens to the render after it."""
+    with Checkout(lanes, log) as co:
+        result, _ = provision(replace(options, state_root=co.tree), flow)
+        records = result.plugins.records
+
+        def apply(tree: Path) -> list[Path]:
+            return [p.relative_to(tree) for p in write_records(tree, result.plan.flow_id, records)]
+
+        paths, published = co.publish(apply, f"devlane: provision lane {result.plan.flow_id}")
+        return LanePublished(result, paths, published)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -55,6 +55,8 @@ class Options:
     trusted_ref: str | None = None  # --trusted-ref: the ref whose .devlane.yaml may relax what the head's cannot
     ttl: str | None = None  # --ttl: the lane's time to live (30m, 72h, 7d), over lifecycle.ttl
     created: str | None = None  # --created: RFC 3339 time the ttl counts from (default: the commit's time)
+    state_root: Path | None = None  # where `.devlane/state/` (provision records) lives: the repository, or a lanes
+    # branch's checkout (`renderer.lanes`)
 
 
 _retained: list[Session] = []
@@ -136,7 +138,9 @@ class Session:
         self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
                                mode, budget, options.jobs,
                                SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox,
-                                             options.allow_weak_sandbox), self.allowed)
+                                             options.allow_weak_sandbox), self.allowed,
+                               records=open_source(options.state_root, None) if options.state_root else self.source)
+        self.state_root = options.state_root or self.root
         self._loaded: Loaded | None = None
         self.said: list[Problem] = list(self.ignored)  # besides the loaded files' problems
 

@@ -19,6 +19,7 @@ from ..errors import Problem, UsageError
 
 if TYPE_CHECKING:
     from .. import api
+    from ..lanes.branch import LanesRef
     from ..render.plan.targets import Change
 
 
@@ -62,6 +63,35 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     g.add_argument("--pr", metavar="N", help="pull request number for {pr} (default: $DEVLANE_PR or $GITHUB_REF)")
     g.add_argument("--timeout", type=float, metavar="SECONDS", help="budget for the whole render (default: none)")
     g.add_argument("--jobs", type=int, metavar="N", help="plugin instances run at once (default: CPUs, at most 8)")
+
+
+def add_lanes(p: argparse.ArgumentParser) -> None:
+    """Where the lanes live beyond one job: a branch of the remote (the operator's choice; .devlane.yaml cannot)."""
+    g = p.add_argument_group("lanes branch")
+    g.add_argument("--lanes-branch", metavar="BRANCH",
+                   help="commit to (or remove from) this branch of --remote, which Argo CD or Flux reads, instead of "
+                        "an output directory: flows/<id>/ and the provision records under .devlane/state/<id>/")
+    g.add_argument("--remote", default="origin", metavar="NAME|URL", help="the remote of --lanes-branch (default: "
+                   "origin)")
+    g.add_argument("--push-attempts", type=int, default=5, metavar="N",
+                   help="pushes tried when other jobs move the lanes branch meanwhile (default 5, at most 20)")
+
+
+def lanes_ref(args: argparse.Namespace, refused: tuple[str, ...] = ()) -> LanesRef | None:
+    """The lanes branch the command line names (checked: never a code branch), or None."""
+    if not getattr(args, "lanes_branch", None):
+        return None
+    from ..lanes.branch import LanesRef, check
+
+    if getattr(args, "out", None) is not None or getattr(args, "stdout", False):
+        raise UsageError("--lanes-branch writes to the lanes branch: drop --out / --stdout")
+    if getattr(args, "ref", None):
+        raise UsageError("--lanes-branch works from a checkout of the pull request's head: drop --ref")
+    ref = LanesRef(Path(args.repo), args.lanes_branch, args.remote, args.push_attempts)
+    if not Path(args.repo).is_dir():
+        raise UsageError(f"repository directory {args.repo} does not exist")
+    check(ref, refused)
+    return ref
 
 
 def add_no_cache(p: argparse.ArgumentParser) -> None:

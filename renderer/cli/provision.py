@@ -7,7 +7,18 @@ import argparse
 from pathlib import Path
 
 from ..errors import DevlaneError, Problem, UsageError
-from .common import add_common, add_plugin_source, add_weak_sandbox, flow_input, options, say, say_targets, show
+from .common import (
+    add_common,
+    add_lanes,
+    add_plugin_source,
+    add_weak_sandbox,
+    flow_input,
+    lanes_ref,
+    options,
+    say,
+    say_targets,
+    show,
+)
 from .live import add_kube, gc_cluster
 
 
@@ -15,11 +26,17 @@ def cmd_provision(args: argparse.Namespace) -> int:
     from .. import api
 
     flow = flow_input(args)
-    result, paths = api.provision(options(args), flow)
+    lanes = lanes_ref(args, (args.base,) if args.base else ())
+    if lanes is None:
+        result, paths = api.provision(options(args), flow)
+        where = ""
+    else:
+        lane = api.provision_to_lanes(options(args), flow, lanes, say)
+        result, paths, where = lane.result, lane.paths, f" on {lanes.where}"
     say_targets(result.targets)
     show(result.messages, args.debug)
     for path in paths:
-        say(f"recorded {path}")
+        say(f"recorded {path}{where}")
     if not paths:
         say(f"flow {result.plan.flow_id} uses no External plugin; nothing to provision")
     return 0
@@ -30,12 +47,21 @@ def cmd_delete(args: argparse.Namespace) -> int:
     from ..render.plan.flow_spec import validate_flow_id
 
     validate_flow_id(args.flow_id)
-    result = api.delete(options(args), args.flow_id, args.out)
+    lanes = lanes_ref(args)
+    if lanes is None:
+        result = api.delete(options(args), args.flow_id, args.out)
+        where = str(result.flow_dir.parent)
+    else:
+        result = api.delete_from_lanes(options(args), args.flow_id, lanes, say)
+        where = lanes.where
+    if result.gone:
+        say(f"flow {args.flow_id}: no lane in {where}; nothing to delete")
+        return 0
     show(result.messages, args.debug)
     for instance in result.deleted:
         say(f"delete_flow done: {instance}")
     for path in result.removed:
-        say(f"removed {path}")
+        say(f"removed {path}" + (f" from {where}" if lanes is not None else ""))
     return 0
 
 
@@ -52,7 +78,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
         raise UsageError("--yes confirms the deletions of `gc --cluster`; the rendered flows' gc needs none "
                          "(--dry-run lists what it would remove)")
     now = parse_time(args.now, "--now") if args.now else None
-    result = api.gc(options(args), keep, args.expired, now, args.out, args.dry_run)
+    lanes = lanes_ref(args)
+    result = api.gc(options(args), keep, args.expired, now, args.out, args.dry_run, lanes, say)
     for flow_id, why in result.doomed.items():
         if result.dry_run:
             say(f"would remove flow {flow_id}: {why}")
@@ -61,7 +88,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
         plugins = f" (delete_flow done: {', '.join(done.deleted)})" if done.deleted else ""
         say(f"removed flow {done.flow_id}: {result.doomed[done.flow_id]}{plugins}")
     if not result.doomed and not result.kept:
-        say(f"no rendered flow in {result.flows}")
+        say(f"no rendered flow in {result.lanes or result.flows}")
         return 0
     say(f"kept {len(result.kept)} flow{'s' if len(result.kept) != 1 else ''}" +
         (f": {', '.join(result.kept)}" if result.kept else ""))
@@ -100,6 +127,7 @@ def _keep_file(path: Path) -> list[str]:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     provision = sub.add_parser("provision", help="run External plugins for real and record their results (CI)")
     add_common(provision)
+    add_lanes(provision)
     provision.set_defaults(handler=cmd_provision)
     delete = sub.add_parser("delete", help="call each plugin's delete_flow, then remove the rendered flow")
     add_common(delete, flow=False)
@@ -108,6 +136,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_plugin_source(delete)
     delete.add_argument("--plugin-timeout", type=float, metavar="SECONDS")
     add_weak_sandbox(delete)
+    add_lanes(delete)
     delete.set_defaults(handler=cmd_delete)
     gc = sub.add_parser("gc", help="remove every rendered flow not kept, or past its expiry (plugins' delete_flow, "
                                    "then the files)")
@@ -128,4 +157,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                          "deleted with --yes")
     gc.add_argument("--yes", action="store_true", help="with --cluster: delete them")
     add_kube(gc, namespace=False)
+    add_lanes(gc)
     gc.set_defaults(handler=cmd_gc)

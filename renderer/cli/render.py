@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import DevlaneError, Problem
 from ..views.validate import DEFAULT_KUBE_VERSION
-from .common import add_common, flow_input, options, say, say_targets, show
+from .common import add_common, add_lanes, flow_input, lanes_ref, options, say, say_targets, show
 
 if TYPE_CHECKING:
     from .. import api
@@ -19,6 +19,17 @@ def cmd_render(args: argparse.Namespace) -> int:
     from .. import api
 
     flow = flow_input(args)  # a bad flow is refused before anything is read
+    lanes = lanes_ref(args, (args.base,) if args.base else ())
+    if lanes is not None:
+        lane = api.render_to_lanes(options(args), flow, lanes, lambda result: _check(args, result), say)
+        done = lane.published
+        state = f"committed {done.commit[:12]}" if done.action == "written" else "unchanged" + (
+            f" at {done.commit[:12]}" if done.commit else "")
+        say(f"rendered flow {lane.result.plan.flow_id}: {len(lane.result.main.files)} objects in "
+            f"{', '.join(p.as_posix() for p in lane.paths)} on {lanes.where}: {state}")
+        _json_out(args, {"flow": lane.result.plan.flow_id, "lanesBranch": lanes.branch, "action": done.action,
+                         "commit": done.commit, "attempts": done.attempts})
+        return 0
     if args.stdout:
         result = api.render(options(args), flow)
         _check(args, result)
@@ -37,6 +48,17 @@ def cmd_render(args: argparse.Namespace) -> int:
     for path in paths[len(result.flows):]:
         say(f"rebuilt {path}: the VirtualServices of every flow in the output directory")
     return 0
+
+
+def _json_out(args: argparse.Namespace, doc: dict) -> None:
+    """`--json-out FILE`: what the render did, for the step after it (the PR comment's lane line)."""
+    if args.json_out is not None:
+        import json
+
+        try:
+            args.json_out.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise DevlaneError(Problem(f"cannot write --json-out {args.json_out}: {exc.strerror}")) from None
 
 
 def _check(args: argparse.Namespace, result: api.RenderResult) -> None:
@@ -73,4 +95,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                            "--expired` removes the lane after it")
     life.add_argument("--created", metavar="TIME",
                       help="RFC 3339 time the ttl counts from (default: the rendered commit's committer time)")
+    add_lanes(render)
+    render.add_argument("--json-out", type=Path, metavar="FILE",
+                        help="with --lanes-branch: write what was done (flow, action, commit) as JSON to FILE")
     render.set_defaults(handler=cmd_render)

@@ -1,9 +1,9 @@
 """devlane's temporary directories: each names its owner, and none outlives it on any exit path.
 
-A plugin call, the plugin host, a gRPC server, the sandbox probe and a kustomize/Helm build each get a
-directory in `$TMPDIR` named ``devlane-<kind>-<pid>.<start>-<random>``: the owner's pid and its start time
-(clock ticks since boot, from /proc), so a later run can tell a dead owner from a live process that reused
-the pid. Three paths remove them:
+A plugin call, the plugin host, a gRPC server, the sandbox probe, a kustomize/Helm build and a lanes branch's
+checkout each get a directory in `$TMPDIR` named ``devlane-<kind>-<pid>.<start>-<random>``: the owner's pid and its
+start time (clock ticks since boot, from /proc), so a later run can tell a dead owner from a live process that
+reused the pid. Three paths remove them:
 
 - the owner's own `finally` (`removed`), on success and on every error;
 - the exit handler (`remove_all`), for what an unwinding thread did not reach: a daemon thread still
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PREFIX = "devlane-"
-KINDS = ("plugin", "plugins", "grpc", "probe", "build")
+KINDS = ("plugin", "plugins", "grpc", "probe", "build", "lanes", "lanes-index")
 
 _lock = threading.Lock()
 _mine: dict[str, Callable[[], None] | None] = {}  # path -> what to stop before removing it (the probe's process)

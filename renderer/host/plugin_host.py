@@ -57,10 +57,12 @@ class PluginHost:
 
     def __init__(self, repo_root: Path, flag_sources: dict[str, str], config_sources: dict[str, dict],
                  source: Source | None, mode: RunMode = "render", budget: Budget | None = None,
-                 jobs: int | None = None, sandbox: SandboxPolicy | None = None, allowed: tuple[str, ...] = ()):
+                 jobs: int | None = None, sandbox: SandboxPolicy | None = None, allowed: tuple[str, ...] = (),
+                 records: Source | None = None):
         self._scratch = Path(tempdirs.make("plugins"))
         self.resolver = Resolver(repo_root, flag_sources, config_sources, source, self._scratch, allowed=allowed)
         self.source = source
+        self.records = records or source  # where provision records are read: the repository, or the lanes branch
         self.mode: RunMode = mode
         self.budget = budget or Budget()
         self.jobs = jobs or default_jobs()
@@ -83,7 +85,7 @@ class PluginHost:
     # -- choosing and starting ----------------------------------------------------------------------
 
     def choose(self, use: PluginUse, flow_id: str) -> Choice:
-        return choose(self.resolver, use, flow_id, self.mode, self.source)
+        return choose(self.resolver, use, flow_id, self.mode, self.records)
 
     def runtime(self, choice: Choice) -> Runtime:
         with self._lock:

@@ -23,7 +23,9 @@ LOGGER_MAIN = textwrap.dedent("""
 """)
 
 
-def test_delete_unknown_flow(harness, tmp_path):
+def test_deleting_a_flow_that_is_not_there_is_done_and_says_so(harness, tmp_path):
+    """Idempotent, as `kubectl delete --ignore-not-found`: the close job of a PR whose lane is gone (never rendered,
+    deleted already) succeeds, runs no plugin, and names the place it looked (a forgotten --out shows)."""
     plugin = harness.plugin("logger", LOGGER_MAIN, where=tmp_path)
     harness.app("api", "zeta, alpha")
     harness.plugin_definition(
@@ -32,12 +34,12 @@ def test_delete_unknown_flow(harness, tmp_path):
     )
     log = tmp_path / "log"
     env = {"DEVLANE_TEST_LOG": str(log)}
-    out = harness.cli("delete", "--flow", "pr-9", f"--plugin-source=rec={plugin}", env=env)
-    assert out.returncode == 1
-    assert "no rendered flow pr-9" in out.stderr
-    assert "hint: pass --out DIR (the render's output root) or --ref REF" in out.stderr
-    assert "Traceback" not in out.stderr
-    assert not log.exists()
+    for out_dir in ([], ["--out", str(tmp_path / "elsewhere")]):
+        out = harness.cli("delete", "--flow", "pr-9", f"--plugin-source=rec={plugin}", *out_dir, env=env)
+        assert out.returncode == 0, out.stderr
+        place = out_dir[1] if out_dir else harness.root / "rendered"
+        assert out.stderr == f"devlane: flow pr-9: no lane in {place}/flows; nothing to delete\n"
+        assert not log.exists()
     out = harness.cli("delete", "--flow", "Bad_Flow", f"--plugin-source=rec={plugin}", env=env)
     assert out.returncode != 0 and "Traceback" not in out.stderr
     assert not log.exists()

@@ -218,12 +218,16 @@ def test_failing_delete_keeps_the_flow(two_plugins):
 def test_delete_with_out_dir(two_plugins, tmp_path):
     out_dir = tmp_path / "elsewhere"
     assert two_plugins.render("--out", str(out_dir)).returncode == 0
-    out = two_plugins.delete("pr-1")  # the default output root has nothing
-    assert out.returncode == 1 and "no rendered flow pr-1" in out.stderr and "--out DIR" in out.stderr
+    out = two_plugins.delete("pr-1")  # the default output root has nothing: done, and the place it looked is named
+    assert out.returncode == 0 and "flow pr-1: no lane in " in out.stderr and "rendered/flows" in out.stderr
+    assert lines(two_plugins.marker) == []
     out = two_plugins.delete("pr-1", "--out", str(out_dir))
     assert out.returncode == 0, out.stderr
     assert lines(two_plugins.marker) == [stored("alpha", "a-1"), stored("zeta", "z-1")]
     assert not (out_dir / "flows" / "pr-1").exists()
+    again = two_plugins.delete("pr-1", "--out", str(out_dir))  # idempotent: no plugin runs twice
+    assert again.returncode == 0 and f"no lane in {out_dir / 'flows'}" in again.stderr, again.stderr
+    assert len(lines(two_plugins.marker)) == 2
 
 
 def test_delete_reads_state_from_a_git_ref(two_plugins):
