@@ -94,6 +94,11 @@ class UsageError(DevlaneError):
     """The command line or an argument is wrong (exit status 2)."""
 
 
+class NothingToDo(DevlaneError):
+    """What was asked needs no work (a pull request that changes no service is no lane): every command says so in one
+    line and succeeds (exit 0)."""
+
+
 class PluginError(DevlaneError):
     """A plugin call failed: it raised, crashed, answered malformed output or reported an error."""
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from types import ModuleType
 
 from ..core.version import VERSION
-from ..errors import DevlaneError, UsageError
+from ..errors import DevlaneError, NothingToDo, UsageError
 from . import cache, cmp, diff, init, lint, live, plan, plugins, preview, provision, render, stdio
 
 
@@ -120,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         name = signal.Signals(exc.signum).name
         print(f"devlane: stopped by {name}; running plugins were killed", file=sys.stderr)
         return 128 + exc.signum
+    except NothingToDo as exc:
+        for p in exc.problems:
+            print(f"devlane: {p.message}", file=sys.stderr)
+        return 0
     except (DevlaneError, deadline.TimedOut) as exc:
         if isinstance(exc, deadline.TimedOut):  # a deadline no session turned into its error
             exc = exc.error()

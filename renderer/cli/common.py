@@ -211,8 +211,14 @@ def flow_input(args: argparse.Namespace) -> api.FlowInput:
 
 def say_targets(targets: list[Change]) -> None:
     """`--services auto`: each service it targets, and why."""
+    from ..render.plan.targets import COMMITTED, GIVEN, TEMPLATE
+
+    origins = {TEMPLATE: "built by CI", COMMITTED: "committed, not built by CI", GIVEN: "given"}
     for change in targets:
-        say(f"target {change.service}: {change.reason}")
+        if change.target:
+            say(f"target {change.service}: {change.reason} (image {change.image}, {origins[change.origin]})")
+        else:
+            say(f"not a target: {change.service}: {change.reason}")
 
 
 def say(line: str) -> None:

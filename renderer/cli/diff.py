@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import UsageError
+from ..errors import DevlaneError, UsageError
 from .common import add_common, flow_input, options, say_targets
 
 if TYPE_CHECKING:
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 
 def _text(report: diff.Report) -> str:
+    if not report.lane:
+        return "\n".join(report.notes) + "\n"
     counts = report.counts()
     out = [f"flow {report.flow_id}: {counts['added']} added, {counts['changed']} changed, "
            f"{counts['removed']} removed ({report.base} → {report.head})"]
@@ -37,7 +39,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if not args.base:
         raise UsageError("devlane diff needs --base REF (and --head REF, default HEAD)")
     flow = flow_input(args)
-    report = diff.run(options(args), flow, args.base, args.head)
+    try:
+        report = diff.run(options(args), flow, args.base, args.head)
+    except DevlaneError as exc:
+        if args.output != "markdown" or isinstance(exc, UsageError):
+            raise
+        # the comment says the render failed and why (the sticky comment is replaced, never left green); the job fails
+        flow_id = getattr(flow, "id", None) or getattr(getattr(flow, "request", None), "flow_id", None) or "flow"
+        sys.stdout.write(markdown.failure(flow_id, args.base, args.head, exc.problems, args.artifact_url))
+        raise
     say_targets(report.targets)
     if args.json_out:
         args.json_out.write_text(json.dumps(report.as_dict(), indent=2, sort_keys=True) + "\n")

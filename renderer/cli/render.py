@@ -13,13 +13,38 @@ from .common import add_common, add_lanes, flow_input, lanes_ref, options, say, 
 
 if TYPE_CHECKING:
     from .. import api
+    from ..lanes.branch import LanesRef
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from .. import api
+    from ..render.plan.targets import NoServiceChanged
 
     flow = flow_input(args)  # a bad flow is refused before anything is read
     lanes = lanes_ref(args, (args.base,) if args.base else ())
+    try:
+        return _render(args, flow, lanes)
+    except NoServiceChanged as exc:  # no lane: the one an earlier push of the pull request made goes
+        if args.stdout or not exc.flow_id:
+            raise
+        removed = _remove_earlier(args, exc.flow_id, lanes)
+        say(exc.problems[0].message + ("; removed the lane of an earlier push" if removed else ""))
+        _json_out(args, {"flow": exc.flow_id, "lanesBranch": lanes.branch if lanes else None,
+                         "action": "removed" if removed else "absent", "commit": None, "attempts": 0})
+        return 0
+
+
+def _remove_earlier(args: argparse.Namespace, flow_id: str, lanes: LanesRef | None) -> bool:
+    """Delete the flow's lane if an earlier push made one (its plugins' delete_flow first); whether it did."""
+    from .. import api
+
+    if lanes is not None:
+        return not api.delete_from_lanes(options(args), flow_id, lanes, say).gone
+    return not api.delete(options(args), flow_id, args.out).gone
+
+
+def _render(args: argparse.Namespace, flow: api.FlowInput, lanes: LanesRef | None) -> int:
+    from .. import api
+
     if lanes is not None:
         lane = api.render_to_lanes(options(args), flow, lanes, lambda result: _check(args, result), say)
         done = lane.published

@@ -52,3 +52,24 @@ def image_problem(ref: str) -> str | None:
     if tag and not _TAG.fullmatch(tag):
         return f"has an invalid tag {tag[:80]!r} (letters, digits, _ . -, not starting with . or -)"
     return None
+
+
+DOCKER_HUB = "docker.io"
+_HUB_ALIASES = ("index.docker.io", "registry-1.docker.io", "registry.hub.docker.com")
+
+
+def repository(ref: str) -> str:
+    """The repository an image reference names, without tag or digest, as a runtime pulls it: Docker Hub's short
+    names in full (`postgres:17` is `docker.io/library/postgres`), so two spellings of one repository compare equal."""
+    name = ref.partition("@")[0]
+    slash, colon = name.rfind("/"), name.rfind(":")
+    if colon > slash:
+        name = name[:colon]
+    first, sep, rest = name.partition("/")
+    if not sep or ("." not in first and ":" not in first and first != "localhost"):
+        first, rest = DOCKER_HUB, name  # no registry host: Docker Hub
+    elif first in _HUB_ALIASES:
+        first = DOCKER_HUB
+    if first == DOCKER_HUB and "/" not in rest:
+        rest = f"library/{rest}"
+    return f"{first}/{rest}"

@@ -184,22 +184,50 @@ def _head_commit(root: Path) -> str | Literal[False] | None:
     return None
 
 
+def _repository(root: Path, ref: str) -> Any:
+    """The git repository containing `root` (GitPython's Repo, imported lazily: only refs need it)."""
+    import git
+
+    try:
+        return git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise fail(f"{root} is not inside a git repository, so --ref {ref} cannot be read",
+                   hint="run devlane in a git checkout, or drop --ref to render the working tree") from None
+
+
+def _commit(repo: Any, ref: str) -> Any:
+    import git
+
+    try:
+        return repo.commit(ref)
+    except (git.BadName, ValueError, git.GitCommandError):
+        raise fail(f"unknown git ref {ref!r} in {repo.working_dir}", hint="pass a branch, tag or commit that exists "
+                   "(git fetch it first if it is remote)", code="unknown-ref") from None
+
+
+def resolve_commit(root: Path, ref: str) -> str:
+    """The commit `ref` names in the repository containing `root`; an unknown ref is an error naming it."""
+    return _commit(_repository(root, ref), ref).hexsha
+
+
+def merge_base(root: Path, base: str, head: str) -> str:
+    """Where `head` branched from `base` (what a pull request's "Files changed" compares with): a base that moved on
+    after the branch was cut adds nothing to it. No common ancestor (a shallow clone) is an error that says so."""
+    repo = _repository(root, base)
+    found = repo.merge_base(_commit(repo, base), _commit(repo, head))
+    if not found:
+        raise fail(f"no common ancestor of --base {base} and {head}: the history between them is not here",
+                   hint="fetch the whole history (actions/checkout: fetch-depth: 0; git fetch --unshallow)",
+                   code="no-merge-base")
+    return str(found[0].hexsha)
+
+
 class GitRefSource:
     """Files of `ref` in the git repository containing `root`, read as blobs (no checkout)."""
 
     def __init__(self, root: Path, ref: str):
-        import git  # imported lazily: GitPython is only needed for --ref
-
-        try:
-            self.repo = git.Repo(root, search_parent_directories=True)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise fail(f"{root} is not inside a git repository, so --ref {ref} cannot be read",
-                       hint="run devlane in a git checkout, or drop --ref to render the working tree") from None
-        try:
-            self.commit = self.repo.commit(ref)
-        except (git.BadName, ValueError, git.GitCommandError):
-            raise fail(f"unknown git ref {ref!r} in {self.repo.working_dir}",
-                       hint="pass a branch, tag or commit that exists (git fetch it first if it is remote)") from None
+        self.repo = _repository(root, ref)
+        self.commit = _commit(self.repo, ref)
         top = Path(self.repo.working_tree_dir or root).resolve()
         prefix = root.resolve().relative_to(top).as_posix()
         self.prefix = "" if prefix == "." else prefix

@@ -21,9 +21,10 @@ import yaml
 from .. import api
 from ..core.k8s import pod_spec
 from ..core.secrets_mask import mask
+from ..core.source import merge_base, resolve_commit
 from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
-from ..render.plan.targets import Change
+from ..render.plan.targets import GIVEN, Change, NoServiceChanged
 from ..render.settings.isolation import Lane
 from ..session import Options
 
@@ -70,6 +71,8 @@ class Report:
     reach: list[dict] = field(default_factory=list)  # at head: the state outside the lane its dev pods can use
     footprint: dict | None = None  # at head: what the lane reserves and creates (flow.metadata)
     lifecycle: dict | None = None  # at head: created, ttl, expires
+    lane: bool = True  # False: `--services auto` found no service changed, so there is no lane
+    target_images: list[dict] = field(default_factory=list)  # service, image (what its dev copy runs), origin, reason
 
     def counts(self) -> dict[str, int]:
         return {s: sum(1 for c in self.changes if c.status == s) for s in STATUSES}
@@ -79,7 +82,7 @@ class Report:
             "flow": self.flow_id, "base": self.base, "head": self.head, "counts": self.counts(),
             "changed": bool(self.changes), "services": self.services, "plugins": self.plugins,
             "images": self.images, "notes": self.notes, "problems": [p.as_dict() for p in self.problems],
-            "objects": [c.as_dict() for c in self.changes],
+            "objects": [c.as_dict() for c in self.changes], "lane": self.lane, "targets": self.target_images,
             **({"isolation": self.isolation} if self.isolation else {}),
             **({"mesh": {**self.mesh, "byHeader": self.by_header}} if self.mesh else {}),
             **({"reach": self.reach} if self.reach else {}),
@@ -221,7 +224,10 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
 
 
 def run(options: Options, flow: api.FlowInput, base_ref: str, head_ref: str) -> Report:
-    """Render at both refs (each loaded once) and compare; a flow that cannot render at base is reported as all new."""
+    """Render at both refs (each loaded once) and compare; a flow that cannot render at base is reported as all new.
+    An unknown base is an error naming it (a typo must not report every object as added); with `--services auto`
+    the base is rendered where the head branched from it, as the targets are found."""
+    base_commit = resolve_commit(options.repo, base_ref)
     try:
         at_head = api.open_session(replace(options, ref=head_ref))
     except DevlaneError as exc:
@@ -231,15 +237,22 @@ def run(options: Options, flow: api.FlowInput, base_ref: str, head_ref: str) -> 
             at_head.load()
         except DevlaneError as exc:
             raise _at_head(exc, head_ref) from exc
-        flow, targets = api.targeted(at_head, flow)
+        try:
+            flow, targets = api.targeted(at_head, flow)
+        except NoServiceChanged as exc:
+            return Report(exc.flow_id, base_ref, head_ref, [], [], [], notes=[exc.problems[0].message],
+                          targets=exc.changes, lane=False, target_images=_target_rows(exc.changes))
+        if targets:
+            found = merge_base(options.repo, base_ref, head_ref)
+            base_ref, base_commit = f"{base_ref} (merge-base {found[:7]})", found
         try:
             head = api.render_in(at_head, flow)
         except DevlaneError as exc:
             raise _at_head(exc, head_ref) from exc
         try:
-            at_base = api.open_session(replace(options, ref=base_ref), collect=True)
-        except DevlaneError as exc:  # no such ref: nothing to compare with, nor to validate a change against
-            return replace(compare(flow.id, base_ref, head_ref, None, head, exc.problems[0].message), targets=targets)
+            at_base = api.open_session(replace(options, ref=base_commit), collect=True)
+        except DevlaneError as exc:  # no such directory at base: nothing to compare with, nor to validate against
+            return _targeted(compare(flow.id, base_ref, head_ref, None, head, exc.problems[0].message), head, targets)
         with at_base:
             try:
                 base, base_error = api.render_in(at_base, flow), ""
@@ -251,7 +264,32 @@ def run(options: Options, flow: api.FlowInput, base_ref: str, head_ref: str) -> 
                 if base is not None:
                     raise
                 problems = []  # with no model at base there are no old args to validate a change against
-    return replace(compare(flow.id, base_ref, head_ref, base, head, base_error, problems), targets=targets)
+    return _targeted(compare(flow.id, base_ref, head_ref, base, head, base_error, problems), head, targets)
+
+
+def _targeted(report: Report, head: api.RenderResult, targets: list[Change]) -> Report:
+    """The report with each target and the image its dev copy runs, read from the head's render itself."""
+    images = _images_of(head)
+    given = "the flow names it (--service, or its flow file)"
+    rows = _target_rows(targets) if targets else [
+        {"service": name, "image": o.image or "", "origin": GIVEN, "reason": given}
+        for name, o in sorted(head.plan.overrides.items())]
+    return replace(report, targets=targets, target_images=[{**r, "image": images.get(r["service"], r["image"])}
+                                                           for r in rows])
+
+
+def _target_rows(targets: list[Change]) -> list[dict]:
+    return [{"service": c.service, "image": c.image, "origin": c.origin, "reason": c.reason} for c in targets]
+
+
+def _images_of(head: api.RenderResult) -> dict[str, str]:
+    """Per target, the image of its target container in its dev copy, as rendered."""
+    out = {}
+    for name, copy in head.dev.workloads.items():
+        for c in copy.pod_spec.get("containers") or []:
+            if isinstance(c, dict) and c.get("name") == copy.container and isinstance(c.get("image"), str):
+                out[name] = c["image"]
+    return out
 
 
 def _at_head(exc: DevlaneError, head_ref: str) -> DevlaneError:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..errors import Problem
 from ..render.checks import footprint, reach
 from . import mesh_reach
 from .diff import FLOW_ROW, Report
@@ -142,16 +143,62 @@ def _reach_block(records: list[dict]) -> list[str]:
     return out
 
 
+ORIGINS = {"template": "built by CI (--image-template)", "committed": "committed (not built by CI)",
+           "given": "given (--service)", "not-built": "no target (not built by CI)"}
+
+
+def _heading(report: Report) -> str:
+    return f"## devlane flow `{report.flow_id}`: {_shown_ref(report.base)} → {_shown_ref(report.head)}"
+
+
+def _shown_ref(ref: str) -> str:
+    """A ref as the heading shows it: a commit id short, a name (and what follows it) whole."""
+    return ref[:12] if len(ref) == 40 and all(c in "0123456789abcdef" for c in ref) else ref
+
+
+def _targets_table(report: Report) -> list[str]:
+    """Each target and the image its dev copy runs: never cut, it is what a reviewer checks first."""
+    if not report.target_images:
+        return []
+    rows = [f"| {_cell(t['service'])} | {_cell(t['image'] or '—')} | {ORIGINS.get(t['origin'], t['origin'])} | "
+            f"{_cell(t['reason'])} |" for t in report.target_images]
+    return ["", "### Targets", "", "| target | image | from | why |", "|---|---|---|---|", *rows]
+
+
+def no_lane(report: Report) -> str:
+    """The comment of a pull request that changes no service (`--services auto`): no lane, and why."""
+    out = [marker(report.flow_id), _heading(report), "", "**No service changed: no lane.**", ""]
+    out += [f"> {n}" for n in report.notes]
+    return "\n".join([*out, *_targets_table(report)]) + "\n"
+
+
+def failure(flow_id: str, base: str, head: str, problems: list[Problem], artifact: str | None = None,
+            cap: int = MAX_COMMENT) -> str:
+    """The comment when the flow does not render: it replaces the last one (never left green), saying why."""
+    where = f" The full log is in {artifact}." if artifact else ""
+    out = [marker(flow_id), f"## devlane flow `{flow_id}`: ❌ could not render at {_shown_ref(head)}", "",
+           f"Compared with {_shown_ref(base)}. Fix the errors below and push again.{where}", "", "```"]
+    body = "\n".join(p.format() for p in problems) or "(no message)"
+    fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", body)), default=0))
+    out[-1] = fence
+    text = "\n".join(out) + "\n"
+    room = cap - len(text) - len(fence) - 40
+    if len(body) > room:
+        body = body[:max(0, room)] + "\n… truncated"
+    return f"{text}{body}\n{fence}\n"
+
+
 def _tables(report: Report, limit: int | None = None) -> list[str]:
     counts = report.counts()
     out = [
         marker(report.flow_id),
-        f"## devlane flow `{report.flow_id}`: {report.base[:12]} → {report.head[:12]}",
+        _heading(report),
         "",
         f"**{counts['added']} added, {counts['changed']} changed, {counts['removed']} removed** objects.",
         "",
     ]
     out += [f"> {n}" for n in report.notes]
+    out += _targets_table(report)
     lane = report.isolation
     if lane:
         out += ["", "Isolation **namespace**: " + ", ".join(f"`{b}` → `{f}`" for b, f in lane["namespaces"].items())
@@ -211,6 +258,8 @@ def _diffs(report: Report) -> list[str]:
 def render_markdown(report: Report, entries: list[str], edges: list[tuple[str, str]],
                     artifact: str | None = None, cap: int = MAX_COMMENT) -> str:
     """The whole comment, or the tables + picture + a pointer to the artifact when over the cap."""
+    if not report.lane:
+        return no_lane(report)
 
     def picture(nodes: int = MAX_MERMAID_NODES) -> list[str]:
         return ["", "### Flow", "", mermaid(report, entries, edges, nodes)]

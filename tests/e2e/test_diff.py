@@ -153,6 +153,61 @@ def test_a_flow_that_does_not_render_at_head_fails(pr_repo):
     assert usage.returncode == 2 and "--base" in usage.stderr
 
 
+def test_an_unknown_base_is_an_error_naming_it_never_a_lane_all_added(pr_repo):
+    for output in ("json", "text"):
+        out = pr_repo.cli("diff", "--base", "nosuch", *FLOW, "-o", output)
+        assert out.returncode == 1 and out.stdout == "", out.stdout
+        assert "devlane: error: unknown git ref 'nosuch'" in out.stderr
+    out = pr_repo.cli("diff", "--base", "nosuch", *FLOW, "-o", "markdown", "--fail-on", "never")
+    assert out.returncode == 1  # whatever --fail-on: there is no comparison
+    assert out.stdout.startswith("<!-- devlane:flow=pr-7 -->\n## devlane flow `pr-7`: ❌ could not render at HEAD")
+    assert "unknown git ref 'nosuch'" in out.stdout and "unknown git ref 'nosuch'" in out.stderr
+
+
+def test_a_head_that_fails_replaces_the_comment_with_the_failure(pr_repo):
+    """The sticky comment says it failed and why (a secret in the message masked), and the job fails."""
+    out = pr_repo.cli("diff", "--base", "HEAD~1", "--flow", "pr-7", "--service", "nope=x:1", "-o", "markdown",
+                      "--artifact-url", "https://ci.example/run/1")  # fmt: skip
+    assert out.returncode == 1
+    lines = out.stdout.splitlines()
+    assert lines[0] == "<!-- devlane:flow=pr-7 -->" and "❌ could not render at HEAD" in lines[1]
+    assert "The full log is in https://ci.example/run/1." in out.stdout
+    assert "the flow does not render at head HEAD" in out.stdout and "nope" in out.stdout
+    assert out.stdout.count("```") == 2 and "devlane: error: the flow does not render" in out.stderr
+
+
+def test_the_comment_lists_each_target_with_the_image_it_runs(pr_repo):
+    """--services auto: orders is built by CI (the template), orders-db's bumped postgres runs as committed."""
+    _edit(pr_repo.root / "k8s" / "orders-db.yaml", "image: postgres:16", "image: postgres:17")
+    pr_repo.write("src/orders/main.py", "print('orders')\n")
+    head = pr_repo.commit("postgres 17, orders code")
+    out = pr_repo.cli("diff", "--base", "HEAD~1", "--flow", "pr-7", "--services", "auto", "--image-template",
+                      "ghcr.io/acme/bookshop-{service}:{short_sha}", "-o", "json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    rows = {t["service"]: (t["image"], t["origin"]) for t in report["targets"]}
+    assert rows == {"orders": (f"ghcr.io/acme/bookshop-orders:{head[:7]}", "template"),
+                    "orders-db": ("postgres:17", "committed")}
+    assert report["base"].startswith("HEAD~1 (merge-base ") and report["lane"] is True
+    md = pr_repo.cli("diff", "--base", "HEAD~1", "--flow", "pr-7", "--services", "auto", "--image-template",
+                     "ghcr.io/acme/bookshop-{service}:{short_sha}", "-o", "markdown").stdout  # fmt: skip
+    assert f"| orders | ghcr.io/acme/bookshop-orders:{head[:7]} | built by CI (--image-template) |" in md
+    assert "| orders-db | postgres:17 | committed (not built by CI) |" in md
+
+
+def test_a_pull_request_that_changes_no_service_is_no_lane(pr_repo):
+    pr_repo.write("docs/guide.md", "# guide\n")
+    pr_repo.commit("docs")
+    auto = ["--flow", "pr-7", "--services", "auto", "--image-template", "ghcr.io/acme/bookshop-{service}:x"]
+    out = pr_repo.cli("diff", "--base", "HEAD~1", *auto, "-o", "markdown", "--fail-on", "changes")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("<!-- devlane:flow=pr-7 -->\n## devlane flow `pr-7`: HEAD~1 → HEAD\n\n"
+                                 "**No service changed: no lane.**")
+    assert "(1 file changed: docs/guide.md)" in out.stdout
+    report = json.loads(pr_repo.cli("diff", "--base", "HEAD~1", *auto, "-o", "json").stdout)
+    assert report["lane"] is False and report["changed"] is False and report["objects"] == []
+
+
 def test_fail_on(pr_repo):
     assert _diff(pr_repo, "--fail-on", "changes").returncode == 1
     assert _diff(pr_repo, "--fail-on", "never").returncode == 0

@@ -1,12 +1,17 @@
 """`--services auto`: the flow's targets are the services a pull request changed, read from git, each with the
-image `--image-template` names. Resolved before the render, from the repository as the session loaded it: the
-flow comes out as data (`Targeted`), like any other.
+image CI built for it. Resolved before the render, from the repository as the session loaded it: the flow comes out
+as data (`Targeted`), like any other.
 
-A service changed when, between base and head,
+A service changed when, between where the head branched from the base (their merge-base, as a pull request's
+"Files changed" compares) and the head,
 - an object it consists of changed: its Service, or a workload its selector matches (objects are
   compared parsed, so re-formatting a file or editing another object in it does not count), or
 - a file under a directory named after it changed (`services/orders/...`, `src/orders/...`: its code).
-The image of each target comes from `--image-template`, e.g. `ghcr.io/acme/{service}:{short_sha}`.
+
+Which image it runs: `--image-template` (e.g. `ghcr.io/acme/{service}:{short_sha}`) names what CI builds, and only a
+service whose committed image is in that repository is built by CI. Any other (a store, a third-party image bumped by
+Renovate) runs its committed image, and one whose only change is code under its directory is no target (its image
+cannot have changed). A pull request that changes no service is no lane (`NoServiceChanged`), not an error.
 """
 
 from __future__ import annotations
@@ -14,28 +19,41 @@ from __future__ import annotations
 import os
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
 from ...core.cache import Cache
-from ...core.source import GitRefSource
+from ...core.images import repository
+from ...core.k8s import pod_template
+from ...core.source import GitRefSource, merge_base
 from ...core.yamlio import parse_documents
-from ...errors import DevlaneError, Problem, UsageError
+from ...errors import DevlaneError, NothingToDo, Problem, UsageError
 from ..inputs import kustomize_helm, load
 from ..inputs.document import Document
 from ..inputs.load import Loaded
-from ..model.records import Model
+from ..model.records import Model, ServiceNode
 from ..model.topology import build_model
 from .flow_spec import FlowRequest, FlowSpec, resolve
 
 TEMPLATE_FIELDS = ("service", "sha", "short_sha", "pr", "branch")
+TEMPLATE, COMMITTED, GIVEN, NOT_BUILT = "template", "committed", "given", "not-built"  # `Change.origin`
 
 
 @dataclass(frozen=True)
 class Change:
+    """A service the pull request changed: why, and the image its dev copy runs (`origin`: built by CI from
+    `--image-template`, the committed one, given by `--service`, or `not-built`: no target, its image cannot change)."""
+
     service: str
     reason: str
+    image: str = ""
+    origin: str = ""
+    objects: bool = True  # its objects changed (False: only code under its directory)
+
+    @property
+    def target(self) -> bool:
+        return self.origin != NOT_BUILT
 
 
 @dataclass(frozen=True)
@@ -48,6 +66,21 @@ class AutoFlow:
     pr: str | None = None
 
 
+class NoServiceChanged(NothingToDo):
+    """`--services auto` found nothing to target: no lane (a docs-only pull request). Not a failure: each command
+    says it in one line and exits 0; one that writes lanes removes the lane an earlier push made."""
+
+    def __init__(self, flow_id: str, base: str, head: str, files: list[str], changes: list[Change]):
+        self.flow_id, self.base, self.head, self.files, self.changes = flow_id, base, head, files, changes
+        shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        changed = f"{len(files)} file{'s' if len(files) != 1 else ''} changed: {shown}" if files else "no file changed"
+        super().__init__(Problem(f"flow {flow_id}: no service changed between {base} and {head} ({changed}); no lane",
+                                 severity="info", code="no-service-changed"))
+
+    def with_problems(self, problems: list[Problem]) -> NothingToDo:
+        return NothingToDo(problems)
+
+
 class Targeted(NamedTuple):
     """The flow to render, and why each of its targets is one (`--services auto`; empty for a flow as given)."""
 
@@ -58,17 +91,46 @@ class Targeted(NamedTuple):
 def targeted(flow: FlowSpec | AutoFlow, loaded: Loaded, root: Path, ref: str | None, top: Path | None = None,
              cache: Cache | None = None) -> Targeted:
     """The flow as data: as given, or with the services changed between the base and the rendered ref (`ref`,
-    else the work tree's HEAD) of the repository at `root` as loaded, each with its templated image."""
+    else the work tree's HEAD) of the repository at `root` as loaded, each with the image it runs."""
     if isinstance(flow, FlowSpec):
         return Targeted(flow, [])
-    changes = changed_services(loaded, root, ref, flow.base, top, cache)
-    if not changes:
-        raise DevlaneError(Problem(f"--services auto: no service changed between {flow.base} and {ref or 'HEAD'}",
-                                   hint="a flow must change at least one service; pass --service NAME=IMAGE"))
+    head = ref or "HEAD"
+    model = build_model(loaded.documents, loaded.config.namespace)
+    changes, files = changed_services(loaded, root, ref, merge_base(root, flow.base, head), top, cache, model)
     fields = template_fields(root, ref, flow.pr)
-    images = {c.service: image_for(flow.image_template, c.service, fields) for c in changes}
+    chosen = [_image_of(c, model.services[c.service], flow, fields) for c in changes]
+    if not any(c.target for c in chosen) and not flow.request.images:
+        raise NoServiceChanged(flow.request.flow_id or "", flow.base, head, files, chosen)
+    images = {c.service: c.image for c in chosen if c.target}
     return Targeted(resolve(FlowRequest(**{**vars(flow.request), "images": {**images, **flow.request.images}})),
-                    changes)
+                    chosen)
+
+
+def _image_of(change: Change, node: ServiceNode, flow: AutoFlow, fields: dict[str, str]) -> Change:
+    """The image a changed service's dev copy runs, and where it comes from."""
+    given = flow.request.images.get(change.service)
+    if given:
+        return replace(change, image=given, origin=GIVEN)
+    templated = image_for(flow.image_template, change.service, fields)
+    committed = committed_image(node)
+    if committed is None or repository(committed) == repository(templated):
+        return replace(change, image=templated, origin=TEMPLATE)
+    why = f"its image {committed} is not built by CI (--image-template builds {repository(templated)})"
+    if change.objects:
+        return replace(change, reason=f"{change.reason}; {why}: the committed image runs", image=committed,
+                       origin=COMMITTED)
+    return replace(change, reason=f"{change.reason}, but {why}: no target", origin=NOT_BUILT)
+
+
+def committed_image(node: ServiceNode) -> str | None:
+    """The image of the service's target container as committed (None: no workload, or no image there)."""
+    if node.workload is None:
+        return None
+    spec = pod_template(node.workload.doc.obj).get("spec") or {}
+    for c in spec.get("containers") or []:
+        if isinstance(c, dict) and c.get("name", "") == (node.container or "") and isinstance(c.get("image"), str):
+            return str(c["image"])
+    return None
 
 
 def _objects(source: GitRefSource, path: str) -> dict[tuple, dict]:
@@ -87,16 +149,18 @@ def _objects(source: GitRefSource, path: str) -> dict[tuple, dict]:
 
 
 def changed_services(loaded: Loaded, root: Path, ref: str | None, base: str, top: Path | None = None,
-                     cache: Cache | None = None) -> list[Change]:
-    """Services changed between `base` and the rendered ref (the work tree: HEAD), each with the reason."""
+                     cache: Cache | None = None, model: Model | None = None) -> tuple[list[Change], list[str]]:
+    """Services changed between `base` and the rendered ref (the work tree: HEAD), each with the reason; and the
+    files that changed."""
     base_src = GitRefSource(root, base)
     head_src = loaded.source if isinstance(loaded.source, GitRefSource) else GitRefSource(root, ref or "HEAD")
-    model = build_model(loaded.documents, loaded.config.namespace)
+    model = model or build_model(loaded.documents, loaded.config.namespace)
     manifests = {d.file for d in model.documents}
     diff = base_src.commit.diff(head_src.commit)
     prefix = f"{base_src.prefix}/" if base_src.prefix else ""
     paths = sorted({p[len(prefix):] for d in diff for p in (d.a_path, d.b_path) if p and p.startswith(prefix)})
-    found: dict[str, str] = {}
+    found: dict[str, str] = {}  # service -> an object of it changed
+    code: dict[str, str] = {}  # service -> code under its directory changed
     built = any(spec.kind != "path" for spec in loaded.config.inputs or kustomize_helm.detect(head_src))
     if built and paths:  # a base, a patch or a values file changes objects elsewhere: compare what was built
         _built_changes(base_src, head_src, model, found, top, cache)
@@ -112,8 +176,10 @@ def changed_services(loaded: Loaded, root: Path, ref: str | None, base: str, top
         dirs = path.split("/")[:-1]
         for svc in sorted(model.services):
             if svc in dirs and model.services[svc].workload is not None:
-                found.setdefault(svc, f"{path} is under a directory named {svc}")
-    return [Change(s, found[s]) for s in sorted(found)]
+                code.setdefault(svc, f"{path} is under a directory named {svc}")
+    changes = [Change(s, found[s]) if s in found else Change(s, code[s], objects=False)
+               for s in sorted({*found, *code})]
+    return changes, paths
 
 
 def _built_changes(base_src: GitRefSource, head_src: GitRefSource, model: Model, found: dict[str, str],

@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from renderer.core.images import MAX_NAME, MAX_TAG, image_problem
+from renderer.core.images import MAX_NAME, MAX_TAG, image_problem, repository
 
 COMPONENT = st.from_regex(r"[a-z0-9]{1,8}(?:[._-][a-z0-9]{1,8}){0,2}", fullmatch=True)
 DOMAIN = st.from_regex(r"[a-z0-9]{1,10}(?:\.[a-z]{2,5}){0,2}(?::[0-9]{2,5})?", fullmatch=True)
@@ -59,3 +59,22 @@ def test_render_flags_and_flow_files_refuse_a_bad_image(harness):
     out = harness.cli("render", "--flow-file", str(flow), "--stdout")
     assert out.returncode == 1 and out.stdout == ""
     assert "flow.yaml" in out.stderr and "the image of service 'api', 'API:1', has an invalid repository" in out.stderr
+
+
+@pytest.mark.parametrize(("ref", "repo"), [
+    ("postgres", "docker.io/library/postgres"),
+    ("postgres:17", "docker.io/library/postgres"),
+    ("docker.io/postgres:16", "docker.io/library/postgres"),
+    ("index.docker.io/library/postgres@sha256:" + "a" * 64, "docker.io/library/postgres"),
+    ("registry-1.docker.io/bitnami/redis:7", "docker.io/bitnami/redis"),
+    ("prom/statsd-exporter:v0.27.1", "docker.io/prom/statsd-exporter"),
+    ("ghcr.io/acme/bookshop-orders:pr-7", "ghcr.io/acme/bookshop-orders"),
+    ("localhost:5000/x:1", "localhost:5000/x"),
+    ("localhost/x", "localhost/x"),
+    ("registry:5000/a/b:c", "registry:5000/a/b"),
+    ("quay.io/x@sha256:" + "b" * 64, "quay.io/x"),
+])  # fmt: skip
+def test_the_repository_of_an_image_is_the_one_a_runtime_pulls(ref, repo):
+    """`--services auto` tells what CI builds by repository: two spellings of Docker Hub's are one repository, and a
+    tag or digest is no part of it."""
+    assert repository(ref) == repo
