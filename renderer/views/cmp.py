@@ -20,10 +20,13 @@ from pathlib import Path, PurePosixPath
 
 from .. import api
 from ..core.images import image_problem, shown
-from ..core.yamlio import parse_documents
+from ..core.names import flow_labels
+from ..core.source import resolve_commit
+from ..core.yamlio import dump, parse_documents
 from ..errors import DevlaneError, Problem, Where
 from ..host.confine import confinement
 from ..render.plan.flow_spec import FlowRequest
+from ..render.plan.targets import AutoFlow, NoServiceChanged
 
 DEFAULT_EXEC_TIMEOUT = 90.0  # Argo CD's default ARGOCD_EXEC_TIMEOUT
 MARGIN = 5.0  # finish before the cmp-server's SIGTERM (at most a tenth of a short budget)
@@ -65,9 +68,10 @@ def parameters(env: Mapping[str, str]) -> dict[str, object]:
                     out[str(item.get("name"))] = item[key]
         return out
     out = {}
-    flow = env.get(_flat("flow-id"))
-    if flow is not None:
-        out["flow-id"] = flow
+    for name in ("flow-id", "image-template", "services"):
+        value = env.get(_flat(name))
+        if value is not None:
+            out[name] = value
     prefix = _flat("services") + "_"
     indexed = sorted((int(k[len(prefix):]), v) for k, v in env.items() if k.startswith(prefix)
                      and k[len(prefix):].isdigit())
@@ -82,6 +86,10 @@ class Request:
     images: dict[str, str]
     revision: str | None
     timeout: float
+    auto: bool = False  # `services: auto`: the services changed between BASE_REF and the revision
+    image_template: str = ""
+    base: str = ""
+    pr: str | None = None
 
 
 def request(env: Mapping[str, str]) -> Request:
@@ -95,7 +103,11 @@ def request(env: Mapping[str, str]) -> Request:
     if isinstance(services, str):
         services = [s for s in re.split(r"[,\s]+", services) if s]
     if not isinstance(services, list):
-        raise DevlaneError(Problem("parameter services must be an array of NAME=IMAGE"))
+        raise DevlaneError(Problem("parameter services must be an array of NAME=IMAGE, or auto"))
+    budget = go_duration(env["ARGOCD_EXEC_TIMEOUT"]) if env.get("ARGOCD_EXEC_TIMEOUT") else DEFAULT_EXEC_TIMEOUT
+    timeout = budget - min(MARGIN, budget / 10)
+    if services == ["auto"]:
+        return _auto(flow_id, params, env, timeout)
     images = {}
     for item in services:
         name, sep, image = str(item).partition("=")
@@ -107,8 +119,22 @@ def request(env: Mapping[str, str]) -> Request:
                                        hint="in the Application: spec.source.plugin.parameters services, "
                                             "NAME=IMAGE with an image a registry accepts", code="bad-image"))
         images[name] = image
-    budget = go_duration(env["ARGOCD_EXEC_TIMEOUT"]) if env.get("ARGOCD_EXEC_TIMEOUT") else DEFAULT_EXEC_TIMEOUT
-    return Request(flow_id, images, env.get("ARGOCD_APP_REVISION"), budget - min(MARGIN, budget / 10))
+    return Request(flow_id, images, env.get("ARGOCD_APP_REVISION"), timeout)
+
+
+def _auto(flow_id: str, params: dict[str, object], env: Mapping[str, str], timeout: float) -> Request:
+    """`services: auto`, as `render --services auto`: the base branch from the plugin env BASE_REF (the pull request
+    generator's `{{.target_branch}}`), `{pr}` from PR, the image template from the parameter image-template."""
+    template = params.get("image-template")
+    base = env.get("ARGOCD_ENV_BASE_REF", "").strip()
+    if not isinstance(template, str) or not template.strip() or not base:
+        raise DevlaneError(Problem(
+            "parameter services is auto, which needs the plugin env BASE_REF and the parameter image-template",
+            hint="in the ApplicationSet: plugin.env [{name: BASE_REF, value: '{{.target_branch}}'}, {name: PR, "
+                 "value: '{{.number}}'}] and parameters [{name: image-template, string: "
+                 "'ghcr.io/acme/{service}:{short_sha}'}]"))
+    return Request(flow_id, {}, env.get("ARGOCD_APP_REVISION"), timeout, True, template.strip(), base,
+                   env.get("ARGOCD_ENV_PR") or None)
 
 
 def served_api_versions(env: Mapping[str, str]) -> set[str] | None:
@@ -151,15 +177,18 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
     """The manifests for the Application (stdout) and the warnings (stderr). Progress goes to `log`."""
     env = os.environ if env is None else env
     req = request(env)
-    if not req.images:
+    if not req.images and not req.auto:
         raise DevlaneError(Problem("the flow changes no service: the parameter services is empty",
                                    hint="in the Application: spec.source.plugin.parameters: "
-                                        "[{name: services, array: [NAME=IMAGE]}]"))
+                                        "[{name: services, array: [NAME=IMAGE]}], or [{name: services, string: "
+                                        "auto}]"))
     app = env.get("ARGOCD_APP_NAME") or "(no ARGOCD_APP_NAME)"
     revision = req.revision or "(no ARGOCD_APP_REVISION)"
+    targets = f"the services changed since {req.base}" if req.auto else ", ".join(sorted(req.images))
     log(f"cmp: application {app}, revision {revision}, path {env.get('ARGOCD_APP_SOURCE_PATH') or '.'}: "
-        f"flow {req.flow_id}, targets {', '.join(sorted(req.images))}, budget {req.timeout:g}s")
-    spec = api.resolve(FlowRequest(flow_id=req.flow_id, images=req.images))
+        f"flow {req.flow_id}, targets {targets}, budget {req.timeout:g}s")
+    spec: api.FlowInput = api.resolve(FlowRequest(flow_id=req.flow_id, images=req.images)) if not req.auto else \
+        AutoFlow(FlowRequest(flow_id=req.flow_id), _base(app_dir, req.base), req.image_template, req.pr)
 
     try:
         with api.open_session(api.Options(repo=app_dir, timeout=req.timeout, timeout_by="ARGOCD_EXEC_TIMEOUT",
@@ -171,7 +200,11 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
                     "a time without seeing the others", Where(file=".devlane.yaml"),
                     hint="use routing: gateway-api (Istio implements Gateway API for the mesh, and each flow then "
                          "owns its routes), or publish with `devlane render` in CI and point Argo CD at flows/"))
-            result = api.render_in(s, spec)
+            try:
+                result = api.render_in(s, spec)
+            except NoServiceChanged as exc:  # no lane: one object that says so, as an empty stream prunes the app
+                log(f"cmp: {exc.problems[0].message}")
+                return _no_lane(exc, env), []
     finally:  # what confined this render's plugins, in the repo-server's log: nobody runs `plugins describe` there
         log(f"cmp: {confinement().summary()}")
     stream = result.stream()
@@ -193,6 +226,34 @@ def generate(app_dir: Path, env: Mapping[str, str] | None = None,
     return stream, result.messages
 
 
+def _base(app_dir: Path, branch: str) -> str:
+    """The base branch as the repo-server's clone has it (`origin/<branch>`, fetched with every branch), else as a
+    local ref; none there (no `.git` in what the plugin was sent, a shallow fetch) is an error saying how to fix it."""
+    if not any((d / ".git").exists() for d in (app_dir.resolve(), *app_dir.resolve().parents)):
+        raise DevlaneError(Problem(
+            "parameter services is auto, but the plugin was sent no .git: the changed services are read from the "
+            "history", hint="keep .git in what the repo-server sends (ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS / "
+            "reposerver.plugin.tar.exclusions must not drop it), or list the services as NAME=IMAGE"))
+    for ref in (f"origin/{branch}", branch):
+        try:
+            resolve_commit(app_dir, ref)
+            return ref
+        except DevlaneError:
+            continue
+    raise DevlaneError(Problem(f"BASE_REF {branch}: no such branch in the repo-server's clone (origin/{branch})",
+                               hint="set BASE_REF to '{{.target_branch}}' of the pull request generator"))
+
+
+def _no_lane(exc: NoServiceChanged, env: Mapping[str, str]) -> str:
+    """The stream of a pull request that changes no service: one ConfigMap saying so (Argo CD prunes the lane an
+    earlier push made, and shows why there is none)."""
+    meta: dict = {"name": f"devlane-no-lane-{exc.flow_id}", "labels": flow_labels(exc.flow_id)}
+    if env.get("ARGOCD_APP_NAMESPACE"):
+        meta["namespace"] = env["ARGOCD_APP_NAMESPACE"]
+    return "---\n" + dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                            "data": {"reason": exc.problems[0].message}})
+
+
 def announcements(app_dir: Path) -> list[dict]:
     """`parameters.dynamic` output: the flow parameters, with the repository's services and plugins."""
     repo = api.read(api.Options(repo=app_dir))
@@ -201,8 +262,10 @@ def announcements(app_dir: Path) -> list[dict]:
     return [
         {"name": "flow-id", "title": "Flow id (DNS-1123 label, at most 40 characters)", "required": True,
          "collectionType": "string"},
-        {"name": "services", "title": "Services to change, as NAME=IMAGE", "collectionType": "array",
+        {"name": "services", "title": "Services to change, as NAME=IMAGE items, or auto", "collectionType": "array",
          "itemType": "string", "tooltip": "services in this repository: " + ", ".join(services)},
+        {"name": "image-template", "title": "With services auto: the image CI builds, e.g. "
+         "ghcr.io/acme/{service}:{short_sha}", "collectionType": "string"},
         {"name": "repo-services", "title": "Services in this repository (information)", "collectionType": "array",
          "array": services},
         {"name": "repo-plugins", "title": "Plugins this repository uses (information)", "collectionType": "array",

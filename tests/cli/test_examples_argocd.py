@@ -52,7 +52,7 @@ def test_example_manifests_have_what_argocd_needs():
         assert all(isinstance(d, dict) for d in yamlc.safe_load_all(path.read_text())), path
     spec = yamlc.safe_load((ARGOCD / "plugin.yaml").read_text())["spec"]
     assert spec["version"] == "v1" and spec["preserveFileMode"] is False
-    assert {p["name"] for p in spec["parameters"]["static"]} == {"flow-id", "services"}
+    assert {p["name"] for p in spec["parameters"]["static"]} == {"flow-id", "services", "image-template"}
     pod = yamlc.safe_load((ARGOCD / "repo-server-patch.yaml").read_text())["spec"]["template"]["spec"]
     (sidecar,) = pod["containers"]
     assert sidecar["securityContext"]["runAsUser"] == 999
@@ -62,8 +62,13 @@ def test_example_manifests_have_what_argocd_needs():
     assert "emptyDir" in volumes[mounts["/tmp"]]
     for name in APPSETS:
         plugin = yamlc.safe_load((ARGOCD / name).read_text())["spec"]["template"]["spec"]["source"]["plugin"]
-        assert plugin["env"] == [{"name": "FLOW_ID", "value": "pr-{{.number}}"}]
-        assert plugin["parameters"][0]["name"] == "services" and isinstance(plugin["parameters"][0]["array"], list)
+        assert plugin["env"] == [{"name": "FLOW_ID", "value": "pr-{{.number}}"},
+                                 {"name": "BASE_REF", "value": "{{.target_branch}}"},
+                                 {"name": "PR", "value": "{{.number}}"}]
+        # the targets are what the pull request changed, never a service named here whose image CI may not build
+        params = {p["name"]: p for p in plugin["parameters"]}
+        assert params["services"] == {"name": "services", "string": "auto"}
+        assert "{service}" in params["image-template"]["string"] and "array" not in params["services"]
     default_repo = re.search(r"^ARG PLUGIN_REPO=(\S+)", (ARGOCD / "Dockerfile").read_text(), re.M).group(1)
     assert (ROOT / default_repo / ".devlane.yaml").is_file()
 

@@ -130,3 +130,76 @@ def test_generate_in_namespace_isolation_prints_the_namespace_and_the_aliases(ap
     catalog = next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "catalog")
     assert catalog["spec"]["externalName"] == "catalog.bookshop.svc.cluster.local"
     assert "reads Secret stripe-test, which the flow namespace does not have" in out.stderr  # shown in Argo CD's UI
+
+
+# --------------------------------------------------------------------------------------------------
+# services: auto (issue 43, point 3): the same targets as `render --services auto`, from the revisions Argo CD gives
+
+AUTO_TEMPLATE = "ghcr.io/acme/bookshop-{service}:{short_sha}"
+
+
+@pytest.fixture
+def pr_clone(harness, tmp_path):
+    """The repo-server's clone of a pull request: main, a feature branch changing `change`, origin/* fetched and
+    the head checked out (detached), as Argo CD leaves it; returns (clone, head sha, a function that commits more)."""
+    harness.copy(EXAMPLE, "examples/bookshop")
+    harness.commit("base")
+    harness.git("checkout", "-q", "-b", "feature")
+
+    def push(rel: str, text: str) -> tuple:
+        harness.write(rel, text)
+        head = harness.commit(f"change {rel}")
+        clone = tmp_path / f"clone-{head[:7]}"
+        subprocess.run(["git", "clone", "-q", "--no-checkout", str(harness.root), str(clone)], check=True)
+        subprocess.run(["git", "-C", str(clone), "checkout", "-q", "--detach", head], check=True)
+        app = tmp_path / f"app-{head[:7]}"
+        _unpack_like_argocd(clone, app)  # .git included, as the cmp-server gets it by default
+        return app / "examples" / "bookshop", head
+
+    return push
+
+
+def _auto_env(head: str, **extra: str) -> dict:
+    params = [{"name": "services", "string": "auto"}, {"name": "image-template", "string": AUTO_TEMPLATE}]
+    return {"ARGOCD_ENV_FLOW_ID": "pr-7", "ARGOCD_ENV_BASE_REF": "main", "ARGOCD_ENV_PR": "7",
+            "ARGOCD_APP_REVISION": head, "ARGOCD_APP_PARAMETERS": json.dumps(params), **extra}  # fmt: skip
+
+
+def test_services_auto_prints_what_render_services_auto_prints(pr_clone, harness):
+    app, head = pr_clone("examples/bookshop/src/orders/main.py", "print('orders')\n")
+    out = _generate(app, _auto_env(head))
+    assert out.returncode == 0, out.stderr
+    expected = harness.cli("render", str(app), "--flow", "pr-7", "--services", "auto", "--base", "origin/main",
+                           "--image-template", AUTO_TEMPLATE, "--pr", "7", "--stdout")  # fmt: skip
+    assert expected.returncode == 0, expected.stderr
+    assert out.stdout == expected.stdout
+    assert f"image: ghcr.io/acme/bookshop-orders:{head[:7]}" in out.stdout and "name: orders-pr-7" in out.stdout
+    assert "name: catalog-pr-7" not in out.stdout  # only what the pull request changed
+
+
+def test_services_auto_of_a_docs_only_pull_request_is_one_configmap_saying_so(pr_clone):
+    app, head = pr_clone("examples/bookshop/README.md", "# the docs\n")
+    out = _generate(app, _auto_env(head))
+    assert out.returncode == 0, out.stderr
+    objects = _objects(out.stdout)
+    assert [(o["kind"], o["metadata"]["name"], o["metadata"]["namespace"]) for o in objects] == [
+        ("ConfigMap", "devlane-no-lane-pr-7", "shop")]
+    assert objects[0]["metadata"]["labels"]["devlane.dev/flow"] == "pr-7"
+    assert "no service changed between origin/main and HEAD" in objects[0]["data"]["reason"]
+
+
+@pytest.mark.parametrize(("drop", "said"), [
+    ("git", "the plugin was sent no .git"),
+    ("ARGOCD_ENV_BASE_REF", "needs the plugin env BASE_REF and the parameter image-template"),
+])  # fmt: skip
+def test_services_auto_without_the_history_or_the_base_fails_with_nothing_on_stdout(pr_clone, drop, said):
+    app, head = pr_clone("examples/bookshop/src/orders/main.py", "print('orders')\n")
+    env = _auto_env(head)
+    if drop == "git":
+        import shutil
+
+        shutil.rmtree(app.parent.parent / ".git")
+    else:
+        env.pop(drop)
+    out = _generate(app, env)
+    assert out.returncode == 1 and out.stdout == "" and said in out.stderr, out.stderr
