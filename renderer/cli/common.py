@@ -65,16 +65,19 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
     g.add_argument("--jobs", type=int, metavar="N", help="plugin instances run at once (default: CPUs, at most 8)")
 
 
-def add_lanes(p: argparse.ArgumentParser) -> None:
-    """Where the lanes live beyond one job: a branch of the remote (the operator's choice; .devlane.yaml cannot)."""
+def add_lanes(p: argparse.ArgumentParser, push: bool = True) -> None:
+    """Where the lanes live beyond one job: a branch of the remote (the operator's choice; .devlane.yaml cannot).
+    Without `push`, the command only reads the lane there."""
     g = p.add_argument_group("lanes branch")
     g.add_argument("--lanes-branch", metavar="BRANCH",
-                   help="commit to (or remove from) this branch of --remote, which Argo CD or Flux reads, instead of "
-                        "an output directory: flows/<id>/ and the provision records under .devlane/state/<id>/")
+                   help=("commit to (or remove from) this branch of --remote, which Argo CD or Flux reads, instead of "
+                         "an output directory: flows/<id>/ and the provision records under .devlane/state/<id>/"
+                         if push else "read the lane from this branch of --remote instead of an output directory"))
     g.add_argument("--remote", default="origin", metavar="NAME|URL", help="the remote of --lanes-branch (default: "
                    "origin)")
-    g.add_argument("--push-attempts", type=int, default=5, metavar="N",
-                   help="pushes tried when other jobs move the lanes branch meanwhile (default 5, at most 20)")
+    if push:
+        g.add_argument("--push-attempts", type=int, default=5, metavar="N",
+                       help="pushes tried when other jobs move the lanes branch meanwhile (default 5, at most 20)")
 
 
 def lanes_ref(args: argparse.Namespace, refused: tuple[str, ...] = ()) -> LanesRef | None:
@@ -87,7 +90,7 @@ def lanes_ref(args: argparse.Namespace, refused: tuple[str, ...] = ()) -> LanesR
         raise UsageError("--lanes-branch writes to the lanes branch: drop --out / --stdout")
     if getattr(args, "ref", None):
         raise UsageError("--lanes-branch works from a checkout of the pull request's head: drop --ref")
-    ref = LanesRef(Path(args.repo), args.lanes_branch, args.remote, args.push_attempts)
+    ref = LanesRef(Path(args.repo), args.lanes_branch, args.remote, getattr(args, "push_attempts", 5))
     if not Path(args.repo).is_dir():
         raise UsageError(f"repository directory {args.repo} does not exist")
     check(ref, refused)

@@ -5,13 +5,15 @@ else devlane does stays offline."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DevlaneError, Problem, UsageError, Where
-from .common import say, show
+from .common import add_lanes, lanes_ref, say, show
 
 if TYPE_CHECKING:
     from .. import api
@@ -75,6 +77,19 @@ def _add_flow(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", choices=["text", "json"], default="text")
 
 
+@contextlib.contextmanager
+def _lane_dir(args: argparse.Namespace) -> Iterator[Path | None]:
+    """Where the rendered flow is read: `--out`, or the lanes branch's tip fetched into a temporary directory."""
+    lanes = lanes_ref(args)
+    if lanes is None:
+        yield args.out
+        return
+    from ..lanes.branch import Checkout
+
+    with Checkout(lanes) as checkout:
+        yield checkout.tree
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from .. import api
 
@@ -92,7 +107,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             say(f"waiting for {len(pending)} of {len(report.objects)} objects ({report.waited:.0f} s): "
                 f"{pending[0].shown()} {pending[0].state}: {pending[0].message}")
 
-    report = api.status(_options(args), args.flow_id, _kube(args), args.out, args.wait, timeout, on_poll)
+    with _lane_dir(args) as out:
+        report = api.status(_options(args), args.flow_id, _kube(args), out, args.wait, timeout, on_poll)
     if args.output == "json":
         print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
     else:
@@ -118,7 +134,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise UsageError(Problem("verify checks a rendered flow against a live cluster: pass --server (a server-side "
                                  "dry run)", hint="offline checks are `devlane render --validate strict` and "
                                                   "`devlane lint`"))
-    report = api.verify_server(_options(args), args.flow_id, _kube(args), args.out, args.field_manager)
+    with _lane_dir(args) as out:
+        report = api.verify_server(_options(args), args.flow_id, _kube(args), out, args.field_manager)
     show([Problem(f"not checked: {v.message}", Where(file=v.file, object=f"{v.kind}/{v.name}"),
                   severity="warning", code="verify") for v in report.of("unchecked")])
     refused = report.of("refused")
@@ -195,6 +212,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     status.add_argument("--timeout", dest="wait_timeout", metavar="D",
                         help=f"how long --wait waits: 300, 90s, 5m, 1h30m (default: {DEFAULT_WAIT:.0f} s)")
     add_kube(status)
+    add_lanes(status, push=False)
     status.set_defaults(handler=cmd_status)
     verify = sub.add_parser("verify", help="live: a server-side dry run of the rendered flow against the cluster",
                             description="Each object of the rendered flow, sent to the cluster as a server-side "
@@ -206,4 +224,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         help="field manager of the dry-run applies (default: devlane; argocd-controller to see what "
                              "Argo CD would)")
     add_kube(verify)
+    add_lanes(verify, push=False)
     verify.set_defaults(handler=cmd_verify)

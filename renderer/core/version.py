@@ -1,3 +1,3 @@
 """devlane's version: recorded in every `flow.metadata` and in the input hash."""
 
-VERSION = "0.1.0"
+VERSION = "0.2.0"

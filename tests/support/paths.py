@@ -15,6 +15,10 @@ CRDS = SHARED / "crds"
 FIXTURES = ROOT / "tests" / "fixtures"
 STANDINS = FIXTURES / "kardinal-standins"
 EXAMPLE = ROOT / "examples" / "bookshop"
+# devlane's composite GitHub action, and every workflow: the examples users copy, and CI's own
+ACTION_DIR = ROOT / ".github" / "actions" / "devlane"
+WORKFLOWS = tuple(sorted((ROOT / "examples" / "github").glob("*.yml"))
+                  + sorted((ROOT / ".github" / "workflows").glob("*.yml")))
 KUBE_VERSION = "1.31"
 # The built-in catalogue: every plugin directory of plugins/ (shared modules such as _dbseed.py are files).
 BUILTINS = tuple(sorted(p.name for p in (ROOT / "plugins").iterdir() if (p / "main.py").is_file()))
