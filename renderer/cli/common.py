@@ -72,7 +72,8 @@ def add_lanes(p: argparse.ArgumentParser, push: bool = True) -> None:
     g.add_argument("--lanes-branch", metavar="BRANCH",
                    help=("commit to (or remove from) this branch of --remote, which Argo CD or Flux reads, instead of "
                          "an output directory: flows/<id>/ and the provision records under .devlane/state/<id>/"
-                         if push else "read the lane from this branch of --remote instead of an output directory"))
+                         if push else "read the lane and its provision records from this branch of --remote instead "
+                         "of the work tree"))
     g.add_argument("--remote", default="origin", metavar="NAME|URL", help="the remote of --lanes-branch (default: "
                    "origin)")
     if push:

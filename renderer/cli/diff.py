@@ -7,13 +7,16 @@ Exit codes: 0 done (changes or not), 1 the flow does not render at head, a plugi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DevlaneError, UsageError
-from .common import add_common, flow_input, options, say_targets
+from .common import add_common, add_lanes, flow_input, lanes_ref, options, say_targets
 
 if TYPE_CHECKING:
     from ..views import diff
@@ -33,6 +36,20 @@ def _text(report: diff.Report) -> str:
     return "\n".join(out) + "\n" + "".join(c.diff for c in report.changes)
 
 
+@contextlib.contextmanager
+def _records(args: argparse.Namespace) -> Iterator[Path | None]:
+    """Where the provision records are read: the lanes branch's tip (fetched into a temporary directory), else the
+    repository's `.devlane/state/`."""
+    lanes = lanes_ref(args, (args.base,))
+    if lanes is None:
+        yield None
+        return
+    from ..lanes.branch import Checkout
+
+    with Checkout(lanes) as checkout:
+        yield checkout.tree
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     from ..views import diff, markdown
 
@@ -40,7 +57,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise UsageError("devlane diff needs --base REF (and --head REF, default HEAD)")
     flow = flow_input(args)
     try:
-        report = diff.run(options(args), flow, args.base, args.head)
+        with _records(args) as state_root:  # External plugins' provision records: the lanes branch's
+            report = diff.run(replace(options(args), state_root=state_root), flow, args.base, args.head)
     except DevlaneError as exc:
         if args.output != "markdown" or isinstance(exc, UsageError):
             raise
@@ -76,4 +94,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--fail-on", choices=["problems", "changes", "never"], default="problems",
                         help="exit 1 when a plugin refuses a change (default), also on any difference, "
                              "or never (a head that does not render always fails)")
+    add_lanes(parser, push=False)
     parser.set_defaults(handler=cmd_diff)

@@ -18,7 +18,10 @@ from .manifest import Manifest, SideEffects
 from .resolve import PluginSource, Resolver
 from .state import Record, read_record
 
-RunMode = Literal["render", "provision", "delete"]
+# preview: `diff`, the pull request's comment: like render, but an External plugin that was never provisioned for the
+# flow (a fork's pull request; the base) is shown as such instead of failing, and a record made for other inputs
+# (the base's revision) is replayed
+RunMode = Literal["render", "provision", "delete", "preview"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,11 @@ def choose(resolver: Resolver, use: PluginUse, flow_id: str, mode: RunMode, repo
         external = (use.side_effects == "External" and i == 0) or manifest.side_effects == "External"
         reason = "preferred" if i == 0 else f"fallback #{i}"
         record = None
-        if external and mode == "render":
+        if external and mode == "preview":
+            record = read_record(repo, flow_id, use.instance) if repo is not None else None
+            reason += ("; External, replaying the result recorded by devlane provision" if record is not None else
+                       "; External, never provisioned for this flow: its changes are not in this preview")
+        elif external and mode == "render":
             record = read_record(repo, flow_id, use.instance) if repo is not None else None
             if record is None:
                 skipped.append({"name": cand.name, "reason": "External: never runs during render, and "

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..core import tempdirs
+from ..core.k8s import pod_spec
 from ..core.source import Source
 from ..errors import DevlaneError, Problem, Where, fail
 from .budget import Budget, default_jobs
@@ -33,7 +34,7 @@ class Created:
     """A CreateFlow's outcome, how it came about, and the provision record to write (provision mode)."""
 
     outcome: Outcome
-    status: Literal["ok", "replayed", "provisioned"]
+    status: Literal["ok", "replayed", "provisioned", "not provisioned", "replayed (recorded for other inputs)"]
     record: Record | None = None
 
 
@@ -90,7 +91,7 @@ class PluginHost:
     def runtime(self, choice: Choice) -> Runtime:
         with self._lock:
             if choice.name not in self._runtimes:
-                network = choice.external and self.mode != "render"
+                network = choice.external and self.mode in ("provision", "delete")
                 self._runtimes[choice.name] = make_runtime(choice.source, choice.manifest, network, self.sandbox)
             return self._runtimes[choice.name]
 
@@ -122,7 +123,8 @@ class PluginHost:
         try:
             created = self._create(inv, choice)
         except DevlaneError as exc:
-            raise sanitize(exc, secrets, network_allowed=choice.external and self.mode != "render") from None
+            raise sanitize(exc, secrets, network_allowed=choice.external and self.mode in ("provision", "delete")) \
+                from None
         messages = [_scrubbed(p, secrets) for p in created.outcome.messages]
         return replace(created, outcome=replace(created.outcome, messages=messages))
 
@@ -131,6 +133,12 @@ class PluginHost:
         if not choice.external:
             return Created(self.runtime(choice).create_flow(inv, self.timeout(choice, inv.instance)), "ok")
         key = input_hash(choice.name, plugin_digest(choice.source.path), request_document(inv, 0))
+        if self.mode == "preview":  # never run: what provision recorded, or the pods as they are
+            rec = choice.record
+            if rec is None:
+                return Created(Outcome([pod_spec(w) for w in inv.workloads], {}), "not provisioned")
+            return Created(copy.deepcopy(rec.outcome), "replayed" if rec.input_hash == key else
+                           "replayed (recorded for other inputs)")
         if self.mode == "render":
             rec = choice.record
             if rec is None or rec.input_hash != key:

@@ -45,6 +45,8 @@ need to be deleted (`.devlane/state/<id>/`). Argo CD or Flux read `flows/`; `dev
 """
 _IDENTITY = {"GIT_AUTHOR_NAME": "devlane", "GIT_AUTHOR_EMAIL": "devlane@users.noreply.github.com",
              "GIT_COMMITTER_NAME": "devlane", "GIT_COMMITTER_EMAIL": "devlane@users.noreply.github.com"}
+# a remote's words for a ref another push changed while this one was checked (the same race as a non-fast-forward)
+_RACES = ("failed to update ref", "cannot lock ref", "incorrect old value", "failed to lock")
 _HINT = "pass --lanes-branch NAME: a branch only devlane writes (default in the bundled action: devlane-lanes)"
 
 
@@ -256,7 +258,7 @@ class Checkout:
             return True
         out = done.stdout.decode("utf-8", "replace")
         rejected = [line for line in out.splitlines() if line.startswith("!")]
-        if rejected and all("[rejected]" in line for line in rejected):
+        if rejected and all("[rejected]" in line or any(r in line for r in _RACES) for line in rejected):
             return False
         if rejected:
             reason = rejected[0].rsplit("\t", 1)[-1].removeprefix("[remote rejected] (").removesuffix(")")

@@ -229,7 +229,7 @@ def run(options: Options, flow: api.FlowInput, base_ref: str, head_ref: str) -> 
     the base is rendered where the head branched from it, as the targets are found."""
     base_commit = resolve_commit(options.repo, base_ref)
     try:
-        at_head = api.open_session(replace(options, ref=head_ref))
+        at_head = api.open_session(replace(options, ref=head_ref), "preview")
     except DevlaneError as exc:
         raise _at_head(exc, head_ref) from exc
     with at_head:
@@ -250,7 +250,7 @@ def run(options: Options, flow: api.FlowInput, base_ref: str, head_ref: str) -> 
         except DevlaneError as exc:
             raise _at_head(exc, head_ref) from exc
         try:
-            at_base = api.open_session(replace(options, ref=base_commit), collect=True)
+            at_base = api.open_session(replace(options, ref=base_commit), "preview", collect=True)
         except DevlaneError as exc:  # no such directory at base: nothing to compare with, nor to validate against
             return _targeted(compare(flow.id, base_ref, head_ref, None, head, exc.problems[0].message), head, targets)
         with at_base:

@@ -50,7 +50,9 @@ fi
 
 # The flow's targets, as the CLI takes them: auto (what the pull request changed) or NAME=IMAGE lines.
 targets=()
-if [ "${INPUT_SERVICES:-auto}" = auto ]; then
+if [ "$verb" != open ]; then
+    :  # close, gc and comment act on lanes that exist: no targets
+elif [ "${INPUT_SERVICES:-auto}" = auto ]; then
     [ -n "${INPUT_IMAGE_TEMPLATE:-}" ] || die "services auto needs the input image-template (the image CI builds)"
     targets=(--services auto --base "$base" --image-template "$INPUT_IMAGE_TEMPLATE")
     if [ -n "$pr" ]; then targets+=(--pr "$pr"); fi
@@ -94,17 +96,24 @@ output() {  # output NAME VALUE: a step output, when run by the action
 
 open_pr() {
     [ -n "$base" ] || die "no base: set the input base (the pull request's base branch or commit)"
-    local body="$out/comment.md" status=0 diff_args
+    local body="$out/comment.md" status=0 diff_args publishing=false
+    output comment-body-file "$PWD/$body"
+    if [ "${INPUT_FORK:-false}" != true ] && [ -n "$lanes" ]; then publishing=true; fi
+    # External plugins first, for real, their records committed to the lanes branch at once: what they made stays
+    # deletable whatever happens next, and the diff and the render replay them
+    if $publishing && ! devlane provision "$repo" --flow "$flow" "${targets[@]}" "${trusted[@]}" "${lane_args[@]}" \
+        2>"$out/provision.log"; then
+        failed "could not provision the lane" "$out/provision.log"
+    fi
+    if $publishing; then cat "$out/provision.log" >&2; fi
     diff_args=(diff "$repo" --base "$base" --head HEAD --flow "$flow" "${targets[@]}" "${trusted[@]}"
         -o markdown --fail-on never --json-out "$out/diff.json")
+    if $publishing; then diff_args+=("${lane_args[@]}"); fi
     if [ -n "${RUN_URL:-}" ]; then diff_args+=(--artifact-url "$RUN_URL"); fi
     devlane "${diff_args[@]}" >"$body" 2>"$out/diff.log" || status=$?
     cat "$out/diff.log" >&2
-    output comment-body-file "$PWD/$body"
     if [ "$status" -ne 0 ]; then  # the diff printed the failure comment; a usage error printed none
-        if ! head -n 1 "$body" | grep -qF "$(marker)"; then
-            { marker; printf '\n## devlane flow `%s`: ❌ could not render\n\n' "$flow"; fenced "$out/diff.log"; } >"$body"
-        fi
+        if ! head -n 1 "$body" | grep -qF "$(marker)"; then failed "could not render" "$out/diff.log"; fi
         post_comment "$body"
         exit 1
     fi
@@ -114,7 +123,7 @@ open_pr() {
         printf '\n_Not published: a pull request from a fork renders without the repository'"'"'s secrets, and its lane is not deployed._\n' >>"$body"
         echo "$pr" >"$out/pr"
         echo "::notice::devlane: the comment of this fork's pull request is posted by the devlane comment workflow"
-    elif [ -n "$lanes" ]; then
+    elif $publishing; then
         publish "$body"
     fi
     post_comment "$body"
@@ -124,21 +133,21 @@ open_pr() {
     esac
 }
 
-publish() {  # the lane on the lanes branch: the provision records first (what External plugins made stays
-    # deletable), then the rendered flow; a failure replaces the comment with what went wrong
+failed() {  # failed WHAT LOG: the comment says what failed and shows the log's end; the job fails
+    local body="$out/comment.md"
+    { marker; printf '\n## devlane flow `%s`: ❌ %s\n\n' "$flow" "$1"; fenced "$2"; } >"$body"
+    cat "$2" >&2
+    post_comment "$body"
+    exit 1
+}
+
+publish() {  # the rendered flow committed to the lanes branch; the comment says where
     local body=$1 render_args action commit
     render_args=(render "$repo" --flow "$flow" "${targets[@]}" "${trusted[@]}" "${lane_args[@]}"
         --validate "${INPUT_VALIDATE:-strict}" --kube-version "${INPUT_KUBE_VERSION:-1.31}" --json-out "$out/lane.json")
     if [ -n "${INPUT_TTL:-}" ]; then render_args+=(--ttl "$INPUT_TTL"); fi
-    if ! devlane provision "$repo" --flow "$flow" "${targets[@]}" "${trusted[@]}" "${lane_args[@]}" \
-        2>"$out/provision.log" || ! devlane "${render_args[@]}" 2>"$out/render.log"; then
-        cat "$out/provision.log" "$out/render.log" 2>/dev/null >&2 || true
-        cat "$out/provision.log" "$out/render.log" >"$out/publish.log" 2>/dev/null || true
-        { marker; printf '\n## devlane flow `%s`: ❌ could not publish the lane\n\n' "$flow"; fenced "$out/publish.log"; } >"$body"
-        post_comment "$body"
-        exit 1
-    fi
-    cat "$out/provision.log" "$out/render.log" >&2
+    devlane "${render_args[@]}" 2>"$out/render.log" || failed "could not publish the lane" "$out/render.log"
+    cat "$out/render.log" >&2
     action=$(json_field "$out/lane.json" 'd["action"]')
     commit=$(json_field "$out/lane.json" 'd["commit"] or ""')
     output lane-commit "$commit"

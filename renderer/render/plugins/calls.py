@@ -38,7 +38,7 @@ from ..model.records import Model
 from ..plan.planner import Plan, PluginInstance
 from .output_policy import OutputPolicy, emitted
 
-Status = Literal["ok", "replayed", "bypassed", "provisioned"]
+Status = Literal["ok", "replayed", "bypassed", "provisioned", "not provisioned", "replayed (recorded for other inputs)"]
 FILE_ANNOTATION = "devlane.dev/file"  # on the ConfigMap an `extensions` file entry becomes: the file's path
 _CONFIGMAP_KEY = re.compile(r"[-._a-zA-Z0-9]+\Z")
 WorkKey = tuple[str | None, str]
