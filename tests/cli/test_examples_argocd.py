@@ -8,6 +8,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from support import EXAMPLE, ROOT, yamlc
+from support.harness import git
 
 from renderer.render.routing.mesh import MESH_DIR
 
@@ -88,30 +89,38 @@ def _directories(generator: dict, root: Path) -> list[str]:
             and not any(match(r["path"], d) for r in rules if r.get("exclude"))]
 
 
-def test_istio_flows_are_applied_once_each_and_flows_mesh_by_one_application(harness):
-    """Routing istio: the mesh Application owns flows/_mesh, the rendered-flows ApplicationSet yields one Application
-    per flow directory and never _mesh or shared, and both point where `devlane render` writes."""
+def test_istio_lanes_are_applied_once_each_and_flows_mesh_by_one_application(harness, tmp_path):
+    """Routing istio: the mesh Application owns flows/_mesh of the lanes branch, the lanes ApplicationSet yields one
+    Application per lane directory there and never _mesh or shared, and both read what `devlane render
+    --lanes-branch` commits."""
     (app,) = [d for d in yamlc.safe_load_all((ARGOCD / "application-mesh.yaml").read_text()) if d]
-    (appset,) = [d for d in yamlc.safe_load_all((ARGOCD / "applicationset-rendered.yaml").read_text()) if d]
+    (appset,) = [d for d in yamlc.safe_load_all((ARGOCD / "applicationset-lanes.yaml").read_text()) if d]
     assert (app["apiVersion"], app["kind"]) == ("argoproj.io/v1alpha1", "Application")
     assert (appset["apiVersion"], appset["kind"]) == ("argoproj.io/v1alpha1", "ApplicationSet")
     source, template = app["spec"]["source"], appset["spec"]["template"]["spec"]
+    generator = appset["spec"]["generators"][0]["git"]
     assert "plugin" not in source and "plugin" not in template["source"]  # committed plain files: the CMP refuses istio
     assert template["source"]["path"] == "{{.path.path}}" and appset["spec"]["goTemplate"] is True
-    assert source["repoURL"] == template["source"]["repoURL"] == appset["spec"]["generators"][0]["git"]["repoURL"]
+    assert source["repoURL"] == template["source"]["repoURL"] == generator["repoURL"]
+    branch = generator["revision"]
+    assert source["targetRevision"] == template["source"]["targetRevision"] == branch == "devlane-lanes"
     assert app["spec"]["syncPolicy"]["automated"]["prune"] is True
-    flows = source["path"].removesuffix(f"/{MESH_DIR}")
-    excluded = sorted(r["path"] for r in appset["spec"]["generators"][0]["git"]["directories"] if r.get("exclude"))
-    assert excluded == [f"{flows}/{MESH_DIR}", f"{flows}/shared"]
-    assert (ROOT / flows.split("/rendered/")[0] / ".devlane.yaml").is_file()
+    assert appset["spec"]["template"]["metadata"]["finalizers"] == ["resources-finalizer.argocd.argoproj.io"]
+    excluded = sorted(r["path"] for r in generator["directories"] if r.get("exclude"))
+    assert excluded == [f"flows/{MESH_DIR}", "flows/shared"] and source["path"] == f"flows/{MESH_DIR}"
 
-    repo = harness.copy(EXAMPLE, "examples/bookshop")
+    harness.copy(EXAMPLE)
+    harness.commit("the bookshop")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(harness.root), str(remote))
+    harness.git("remote", "add", "origin", str(remote))
     for flow in ("pr-7", "pr-8"):  # catalog has no plugins: nothing runs
-        out = harness.cli("render", str(repo), "--flow", flow, "--service", f"catalog=ghcr.io/acme/catalog:{flow}",
-                          "--routing", "istio")
+        out = harness.cli("render", "--flow", flow, "--service", f"catalog=ghcr.io/acme/catalog:{flow}",
+                          "--routing", "istio", "--lanes-branch", branch)
         assert out.returncode == 0, out.stderr
-    (harness.root / flows / "shared").mkdir()  # as if the repository had shared services
-    assert _directories(appset["spec"]["generators"][0], harness.root) == [f"{flows}/pr-7", f"{flows}/pr-8"]
-    mesh = harness.root / source["path"]
-    (vs,) = [yamlc.safe_load(f.read_text()) for f in sorted(mesh.glob("virtualservice-*.yaml"))]
+    lanes = tmp_path / "lanes"
+    git(tmp_path, "clone", "-q", "--branch", branch, str(remote), str(lanes))
+    (lanes / "flows" / "shared").mkdir()  # as if the repository had shared services
+    assert _directories(appset["spec"]["generators"][0], lanes) == ["flows/pr-7", "flows/pr-8"]
+    (vs,) = [yamlc.safe_load(f.read_text()) for f in sorted((lanes / source["path"]).glob("virtualservice-*.yaml"))]
     assert [r["name"] for r in vs["spec"]["http"]] == ["flow-pr-7", "flow-pr-8", "baseline"]

@@ -1,7 +1,7 @@
-"""examples/flux: every file a user applies is a Flux object of a known version, the Kustomizations never set a
-target namespace and use the declared source, and the ResourceSet stamps the same flow Kustomization per pull
-request; routing istio's flows/_mesh has exactly one Kustomization. That the Kustomizations build what `devlane render`
-writes is in tests/e2e/test_flux_example.py."""
+"""examples/flux: every file a user applies is a Flux object of a known version, the Kustomizations never set a target
+namespace and use the declared source, and the lanes branch's Kustomization applies flows/ of the branch the lanes
+GitRepository follows; routing istio's flows/_mesh has exactly one Kustomization. That the Kustomizations build what
+`devlane render` writes is in tests/e2e/test_flux_example.py."""
 
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ FLUX = ROOT / "examples" / "flux"
 KINDS = {
     "GitRepository": "source.toolkit.fluxcd.io/v1",
     "Kustomization": "kustomize.toolkit.fluxcd.io/v1",
-    "ResourceSetInputProvider": "fluxcd.controlplane.io/v1",
-    "ResourceSet": "fluxcd.controlplane.io/v1",
 }
 
 
@@ -41,28 +39,24 @@ def test_kustomizations_never_set_target_namespace_and_use_the_declared_source()
     objects = _all_objects()
     sources = {o["metadata"]["name"] for o in objects if o["kind"] == "GitRepository"}
     kustomizations = [o for o in objects if o["kind"] == "Kustomization"]
-    assert len(kustomizations) == 4
+    assert len(kustomizations) == 5
     for k in kustomizations:
         assert "targetNamespace" not in k["spec"]
         assert k["spec"]["prune"] is True
         assert k["spec"]["sourceRef"]["kind"] == "GitRepository"
         assert k["spec"]["sourceRef"]["name"] in sources
+        if k["spec"]["sourceRef"]["name"] == "bookshop-lanes":
+            continue  # the lanes branch holds lanes only
         app = k["spec"]["path"].split("/rendered/")[0]
         assert (ROOT / app / ".devlane.yaml").is_file(), f"{k['metadata']['name']}: {app} is not a devlane app"
 
 
-def test_resourceset_stamps_the_same_flow_kustomization_per_pull_request():
-    provider, rset = _docs("resourceset-pull-requests.yaml")
-    assert provider["spec"]["type"] == "GitHubPullRequest"
-    assert rset["spec"]["inputsFrom"] == [{"kind": "ResourceSetInputProvider", "name": provider["metadata"]["name"]}]
-    text = yaml.safe_dump(rset["spec"]["resources"])
-    stamped = yamlc.safe_load(text.replace("<< inputs.id >>", "7").replace("<< inputs.sha >>", "ab" * 20))
-    repo, ks = stamped
-    assert repo["kind"] == "GitRepository" and repo["spec"]["ref"] == {"commit": "ab" * 20}
-    (static,) = _docs("kustomization-pr-7.yaml")
-    assert ks["spec"]["path"] == static["spec"]["path"]
-    assert ks["spec"]["sourceRef"] == {"kind": "GitRepository", "name": repo["metadata"]["name"]}
-    assert "targetNamespace" not in ks["spec"]
+def test_the_lanes_kustomization_applies_flows_of_the_lanes_branch():
+    (repo,) = _docs("gitrepository-lanes.yaml")
+    (lanes,) = _docs("kustomization-lanes.yaml")
+    assert repo["spec"]["ref"] == {"branch": "devlane-lanes"}
+    assert lanes["spec"]["sourceRef"] == {"kind": "GitRepository", "name": repo["metadata"]["name"]}
+    assert lanes["spec"]["path"] == "./flows" and lanes["spec"]["prune"] is True
 
 
 def test_readme_references_exist():
@@ -85,4 +79,4 @@ def test_one_kustomization_applies_flows_mesh_from_the_flows_source():
     assert mesh["spec"]["sourceRef"] == flow["spec"]["sourceRef"]  # the branch every flow is committed to
     assert [o for o in _all_objects() if o["kind"] == "Kustomization" and o["spec"]["path"].endswith(MESH_DIR)] \
         == [mesh]  # fmt: skip
-    assert MESH_DIR not in yaml.safe_dump(_docs("resourceset-pull-requests.yaml"))
+    assert MESH_DIR not in yaml.safe_dump(_docs("kustomization-lanes.yaml"))  # it includes flows/_mesh, once

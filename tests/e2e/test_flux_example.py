@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from support import EXAMPLE, ROOT, kubectl_kustomize, tree, validate_strict, yamlc
+from support.harness import git
 from support.isolation import check_flow, load_flow
 
 RENDER = ["--flow", "pr-7", "--service", "orders=ghcr.io/acme/bookshop-orders:pr-7"]
@@ -109,3 +110,35 @@ def test_the_mesh_kustomization_builds_the_virtual_services_of_every_flow(harnes
     for flow in ("pr-7", "pr-8"):
         objects = kubectl_kustomize(mesh_dir.parent / flow)  # its entry's Gateway-bound VirtualService, no shared one
         assert [o["metadata"]["name"] for o in objects if o["kind"] == "VirtualService"] == [f"shop-{flow}"]
+
+
+def test_the_lanes_kustomization_builds_every_lane_on_the_branch_and_prunes_a_removed_one(harness, tmp_path):
+    """What CI commits with --lanes-branch is what kustomization-lanes.yaml applies: flows/ of the branch, with the
+    kustomization Flux generates for a path that has none (each subdirectory with its own kustomization.yaml)."""
+    (lanes_ks,) = [d for d in yamlc.safe_load_all((ROOT / "examples" / "flux" / "kustomization-lanes.yaml")
+                                                   .read_text()) if d]  # fmt: skip
+    (source,) = [d for d in yamlc.safe_load_all((ROOT / "examples" / "flux" / "gitrepository-lanes.yaml").read_text())
+                 if d]  # fmt: skip
+    branch = source["spec"]["ref"]["branch"]
+    harness.copy(EXAMPLE)
+    harness.commit("the bookshop")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(harness.root), str(remote))
+    harness.git("remote", "add", "origin", str(remote))
+    for flow in ("pr-7", "pr-8"):
+        out = harness.cli("render", "--flow", flow, "--service", f"orders=ghcr.io/acme/bookshop-orders:{flow}",
+                          "--lanes-branch", branch)
+        assert out.returncode == 0, out.stderr
+
+    def applied() -> set[str]:
+        checkout = tmp_path / f"lanes-{git(remote, 'rev-parse', branch)[:7]}"
+        git(tmp_path, "clone", "-q", "--branch", branch, str(remote), str(checkout))
+        path = checkout / lanes_ks["spec"]["path"]
+        lanes = sorted(d.name for d in path.iterdir() if (d / "kustomization.yaml").is_file())
+        (path / "kustomization.yaml").write_text(json.dumps({"resources": lanes}))  # as Flux generates it
+        return {o["metadata"]["labels"]["devlane.dev/flow"] for o in kubectl_kustomize(path)}
+
+    assert applied() == {"pr-7", "pr-8"}
+    out = harness.cli("delete", "--flow", "pr-7", "--lanes-branch", branch)
+    assert out.returncode == 0, out.stderr
+    assert applied() == {"pr-8"}
