@@ -7,7 +7,7 @@ tier adds (the destination namespace, a mesh Gateway, `lifecycle.sleep`, `lifecy
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +62,11 @@ def _example(name: str, work: Path) -> Path:
     return root
 
 
+def baseline_objects(objects: Iterable[dict]) -> list[dict]:
+    """What a GitOps tool deploys of an app's manifests: plugin definitions are pseudo-Services, never deployed."""
+    return [o for o in objects if DEFINITION not in ((o.get("metadata") or {}).get("annotations") or {})]
+
+
 def _plain_example(name: str, targets: tuple[str, ...], add: dict[str, str] | None = None) -> Callable[[Path], Source]:
     """The example's manifests; `add`: files its adopter adds where devlane's warnings say so."""
 
@@ -69,10 +74,7 @@ def _plain_example(name: str, targets: tuple[str, ...], add: dict[str, str] | No
         root = _example(name, work)
         for rel, text in (add or {}).items():
             (root / rel).write_text(text)
-        objects = load_yaml_files(sorted((root / "k8s").glob("*.yaml")))
-        # plugin definitions are pseudo-Services, never deployed
-        baseline = [o for o in objects if DEFINITION not in ((o.get("metadata") or {}).get("annotations") or {})]
-        return Source(root, baseline, targets)
+        return Source(root, baseline_objects(load_yaml_files(sorted((root / "k8s").glob("*.yaml")))), targets)
 
     return make
 
