@@ -159,13 +159,15 @@ def test_gc_ends_every_lane_not_kept_in_one_commit(world):
     assert [f for f in world.files() if "pr-2" in f or "pr-3" in f] == []
 
 
-@pytest.mark.parametrize(("name", "why"), [
-    ("main", "is the checked-out branch"),
-    ("bad..name", "is not a branch name"),
-    ("refs/heads/x", "is not a branch name"),
+@pytest.mark.parametrize(("name", "why", "extra"), [
+    ("main", "is the checked-out branch", ()),
+    ("bad..name", "is not a branch name", ()),
+    ("refs/heads/x", "is not a branch name", ()),
+    (LANES, "--push-attempts 0: expected 1 to 20", ("--push-attempts", "0")),
+    (LANES, "--lanes-branch writes to the lanes branch: drop --out / --stdout", ("--stdout",)),
 ])  # fmt: skip
-def test_a_code_branch_is_never_a_lanes_branch(world, name, why):
-    out = world.cli("render", *FLOW, "--lanes-branch", name)
+def test_a_code_branch_is_never_a_lanes_branch(world, name, why, extra):
+    out = world.cli("render", *FLOW, "--lanes-branch", name, *extra)
     assert out.returncode == 2 and why in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert world.refs() == git(world.remote, "for-each-ref", "--format=%(refname) %(objectname)")
     assert "devlane-lanes" not in world.refs() and world.calls() == []
