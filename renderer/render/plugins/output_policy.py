@@ -733,28 +733,31 @@ class OutputPolicy:
             return f"{kind}/{name}"
         return f"{kinds[0]}/{name}" if kinds and not kind else None
 
-    @cached_property
-    def _baseline_names(self) -> dict[tuple[str | None, str], list[str]]:
+    # each index built once per policy, when a check first needs it; the functions are plain (the mutation test
+    # mutates no decorated function) and wrapped below
+    def _baseline_names_uncached(self) -> dict[tuple[str | None, str], list[str]]:
         names: dict[tuple[str | None, str], list[str]] = {}
         for doc in self.index.documents:
             names.setdefault((doc.namespace or self.model.default_namespace, doc.name), []).append(doc.kind)
         return names
 
-    @cached_property
-    def _baseline_pods(self) -> LabelIndex:
+    def _baseline_pods_uncached(self) -> LabelIndex:
         index = LabelIndex()
         for ns, labels, doc in self.index.pods:
             index.add(ns, labels, (labels, doc))
         return index
 
-    @cached_property
-    def _baseline_services(self) -> LabelIndex:
+    def _baseline_services_uncached(self) -> LabelIndex:
         index = LabelIndex()
         for doc in self.index.documents:
             if doc.kind == "Service" and doc.api_version == "v1":
                 labels = _label_map(doc.labels)
                 index.add(doc.namespace or self.model.default_namespace, labels, (labels, doc))
         return index
+
+    _baseline_names = cached_property(_baseline_names_uncached)
+    _baseline_pods = cached_property(_baseline_pods_uncached)
+    _baseline_services = cached_property(_baseline_services_uncached)
 
     @staticmethod
     def _refused(caller: Caller, finding: Finding, kind: str) -> bool:
