@@ -17,7 +17,7 @@ from support.lane_apps import baseline_objects
 from support.lane_server import Server, meta
 from support.pr_life import LANES, Life
 
-NAMESPACE = "bookshop"
+NAMESPACE = "bookshop-life"  # not the bookshop other tests of the cluster apply
 
 
 @pytest.fixture
@@ -27,6 +27,7 @@ def server(cluster) -> Iterator[Server]:
         yield s
     finally:
         s.close()
+        cluster.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false", check=False)
 
 
 class ArgoLanes:
@@ -75,7 +76,7 @@ def _image(deployment: dict | None, container: str) -> str:
 
 
 def test_the_lanes_branch_drives_the_cluster_as_argo_cd_would(server, harness, tmp_path):
-    life = Life(harness, tmp_path)
+    life = Life(harness, tmp_path, NAMESPACE)
     baseline = baseline_objects(load_yaml_files(sorted((life.work / "k8s").glob("*.yaml"))))
     server.install_crds(baseline)
     keys = server.apply_objects(baseline, None, "gitops-baseline")

@@ -94,12 +94,14 @@ def test_the_plugins_objects_pass_the_cluster_api_gate(app_dir, harness):
 
 def test_generate_on_the_inventory_overlay_prints_what_render_prints(tmp_path, harness):
     """examples/argocd/applicationset-inventory.yaml: the Application's path is a kustomize overlay, whose base
-    lies beside it in the unpacked repository (no .git: Argo CD hands over files only)."""
+    lies beside it in the unpacked repository (here without .git, so the services are given: the image the
+    example's image-template names for api)."""
     appset = yamlc.safe_load((ROOT / "examples" / "argocd" / "applicationset-inventory.yaml").read_text())
     source = appset["spec"]["template"]["spec"]["source"]
     repo = tmp_path / "repo"
     _unpack_like_argocd(ROOT / "examples" / "inventory", repo / "examples" / "inventory")
-    service = source["plugin"]["parameters"][0]["array"][0].replace("{{.head_short_sha_7}}", "pr-7")
+    params = {p["name"]: p for p in source["plugin"]["parameters"]}
+    service = "api=" + params["image-template"]["string"].format(service="api", short_sha="pr-7")
     params = json.dumps([{"name": "services", "array": [service]}])
     out = _generate(repo / source["path"], {"ARGOCD_APP_SOURCE_PATH": source["path"], "ARGOCD_ENV_FLOW_ID": "pr-7",
                                             "ARGOCD_APP_PARAMETERS": params})  # fmt: skip

@@ -69,10 +69,15 @@ class Job:
 class Life:
     """The remote, the pull requests pushed to it, the jobs run on them, and what the fake GitHub holds."""
 
-    def __init__(self, harness: Harness, tmp: Path):
+    def __init__(self, harness: Harness, tmp: Path, namespace: str = "bookshop"):
         self.tmp = tmp
         self.work = harness.root  # the developers' clone: where pull-request branches are made
         harness.copy(EXAMPLE)
+        if namespace != "bookshop":  # the app in a namespace of its own (a cluster other tests use too)
+            for f in (self.work / "k8s").glob("*.yaml"):
+                f.write_text(f.read_text().replace("namespace: bookshop", f"namespace: {namespace}")
+                             .replace("  name: bookshop\n", f"  name: {namespace}\n")
+                             .replace(".bookshop.svc", f".{namespace}.svc"))
         defs = self.work / "k8s" / "plugins.yaml"
         defs.write_text(defs.read_text().replace("        servicename: stripe-test-mode\n",
                                                  "        servicename: stripe-test-mode\n"
