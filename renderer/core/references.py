@@ -667,8 +667,11 @@ _NAME_DIRECTIVES = frozenset({
     "run", "cmd", *_MESSAGES,
 })  # fmt: skip
 _FLOW_PAIR = re.compile(r"""["']?([\w.\-]+)["']?\s*:\s+(.+)""")
-_JSON_PAIR = re.compile(r'"((?:[^"\\\n]|\\.)*)"\s*:\s*(?:"((?:[^"\\\n]|\\.)*)"|\[([^\[\]{}]*)\])')
-_JSON_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+# JSON read as a lexer does, string by string: each quote starts one string, which runs to its closing quote, or to
+# the end of the line when it has none (then it is no key). Possessive, and never started again inside a string: a
+# pattern tried at every quote re-read the rest of an unclosed string once per quote in it (`a\"a\"...`: quadratic).
+_JSON_TOKEN = re.compile(r'"((?:[^"\\\n]|\\.)*+)("?)')
+_JSON_VALUE = re.compile(r'\s*:\s*(?:"((?:[^"\\\n]|\\.)*+)"|\[([^\[\]{}]*+)\])')
 
 
 def find_in_data(key: str, value: str, targets: Targets) -> list[Reference]:
@@ -715,14 +718,19 @@ def _extension(key: str) -> str:
 
 def _scan_json(text: str, base: int, targets: Targets, out: list[Reference]) -> None:
     """`"key": "value"` and `"key": ["value", ...]` anywhere in JSON text, each value read under its key."""
-    for m in _JSON_PAIR.finditer(text):
-        key = m.group(1)
-        if m.group(2) is not None:
-            _scan_value(m.group(2), base + m.start(2), key, targets, out)
-        else:
-            offset = base + m.start(3)
-            for s in _JSON_STRING.finditer(m.group(3)):
-                _scan_value(s.group(1), offset + s.start(1), key, targets, out)
+    pos = 0
+    while (m := _JSON_TOKEN.search(text, pos)) is not None:
+        pos = m.end()
+        value = _JSON_VALUE.match(text, pos) if m.group(2) else None
+        if value is None:
+            continue
+        pos = value.end()
+        if value.group(1) is not None:
+            _scan_value(value.group(1), base + value.start(1), m.group(1), targets, out)
+            continue
+        for s in _JSON_TOKEN.finditer(value.group(2)):
+            if s.group(2):
+                _scan_value(s.group(1), base + value.start(2) + s.start(1), m.group(1), targets, out)
 
 
 def _scan_lines(text: str, base: int, key: str, targets: Targets, out: list[Reference], mode: int) -> None:
