@@ -595,8 +595,9 @@ def gc(options: Options, keep: list[str] | None = None, expired: bool = False, n
         ended = [r.flow_id for r in result.removed]
         if not ended:
             return result
+        paths = {flow_id: _lane_paths(co.tree, flow_id) for flow_id in ended}
         _, published = co.publish(lambda tree: _remove_lanes(tree, ended), f"devlane: gc {', '.join(ended)}")
-        return replace(result, removed=[replace(r, removed=_lane_paths(r.flow_id), published=published)
+        return replace(result, removed=[replace(r, removed=paths[r.flow_id], published=published)
                                         for r in result.removed])
 
 
@@ -641,9 +642,9 @@ def _gc_in(s: Session, output: Output, keep: list[str] | None, expired: bool, mo
 # The lanes branch (`renderer/lanes/`): render, provision, delete and gc where every job finds the lanes
 
 
-def _lane_paths(flow_id: str) -> list[Path]:
-    """Where a lane lives on the lanes branch, as its messages name it."""
-    return [Path("flows") / flow_id, Path(STATE_DIR) / flow_id]
+def _lane_paths(tree: Path, flow_id: str) -> list[Path]:
+    """Where a lane lives in a lanes checkout, as its messages name it: its directory and its records, if there."""
+    return [p for p in (Path("flows") / flow_id, Path(STATE_DIR) / flow_id) if (tree / p).is_dir()]
 
 
 def _remove_lanes(tree: Path, flow_ids: list[str]) -> None:
@@ -665,8 +666,9 @@ def delete_from_lanes(options: Options, flow_id: str, lanes: LanesRef,
             ended = _end_plugins(s, output, build_model(s.loaded.documents, s.config.namespace), flow_id)
         if ended is None:
             return DeleteResult(flow_id, Path("flows") / flow_id, [], [], [], gone=True)
+        paths = _lane_paths(co.tree, flow_id)
         _, published = co.publish(lambda tree: _remove_lanes(tree, [flow_id]), f"devlane: delete lane {flow_id}")
-        return DeleteResult(flow_id, Path("flows") / flow_id, *ended, _lane_paths(flow_id), published=published)
+        return DeleteResult(flow_id, Path("flows") / flow_id, *ended, paths, published=published)
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,9 @@ def test_a_lane_lives_on_the_branch_from_provision_to_delete(world):
     assert not (closing / "rendered").exists() and not (closing / ".devlane").exists()
     out = world.cli("delete", "--flow", "pr-1", "--lanes-branch", LANES, repo=closing)
     assert out.returncode == 0, out.stderr
+    assert [line for line in out.stderr.splitlines() if "removed" in line] == [
+        f"devlane: removed flows/pr-1 from branch {LANES} of origin",
+        f"devlane: removed .devlane/state/pr-1 from branch {LANES} of origin"]
     assert world.calls()[1:] == [{"delete": "db-pr-1", "config_map": {"branch": "dev-db-pr-1"}}]
     assert world.files() == ["README.md"]
     assert git(world.remote, "rev-list", "--parents", "-n1", world.tip()).split()[1:] == [second]
