@@ -187,6 +187,8 @@ def _pairs(text: str, out: list[tuple[int, int]]) -> None:
             continue
         quote = text[start - 1] if start else ""
         quoted = quote in ("'", '"') and text.startswith(quote, j)
+        # a quoted key whose opening quote was cut off (an excerpt's first word): `password": "PW"`
+        quoted = quoted or (not start and text[j:j + 1] in ("'", '"') and text.startswith(":", j + 1))
         j += quoted
         while j < n and text[j] in " \t":
             j += 1
@@ -196,8 +198,15 @@ def _pairs(text: str, out: list[tuple[int, int]]) -> None:
             j += 2 if text.startswith("=>", j) else 1
         elif sep == ":" and (quoted or j + 1 >= n or text[j + 1] in " \t\r\n"):
             j, yaml = j + 1, not quoted  # `key: value`, to the end of the line; JSON's `"key": value`
-        elif not (m.group().startswith("--") and j > m.end() and sep not in ("", "\n", "\r")):
-            continue  # `--key value`: the next word
+        elif m.group().startswith("--") and sep == ",":
+            j += 1  # `["--key", "value"]`, `[--key, value]`: a flag in a list takes the next item, unless it is a flag
+            k = j
+            while k < n and text[k] in " \t\"'":
+                k += 1
+            if k == n or text[k] == "-":
+                continue
+        elif not (m.group().startswith("--") and j > m.end() and sep not in ("", "\n", "\r", "]", ")", "}")):
+            continue  # `--key value`: the next word (a closing bracket ends a list, it is no value)
         while j < n and text[j] in " \t":
             j += 1
         span = ends.value(j, yaml)

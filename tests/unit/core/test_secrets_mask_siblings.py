@@ -299,3 +299,14 @@ def test_edges_of_userinfo(text, expected):
 ])  # fmt: skip
 def test_no_userinfo_no_mask(text):
     assert mask(text) == text and secrets_in(text) == []
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (f'["--password", "{S}"]', '["--password", "***"]'),  # a container's args, as JSON or a YAML flow list
+    (f"['--token', '{S}', '--verbose']", "['--token', '***', '--verbose']"),
+    (f"[--password, {S}]", "[--password, ***"),  # a bare item runs to the end of the word: the bracket goes too
+    ('["--password", "--token"]', '["--password", "--token"]'),  # a list of flag names: no value
+    (f'password": "{S}", "host": "db"', 'password": "***", "host": "db"'),  # an excerpt that cut the key's quote
+])  # fmt: skip
+def test_a_flag_in_a_list_and_a_cut_quoted_key_hide_their_value(text, expected):
+    assert mask(text) == expected and S not in mask(text)
