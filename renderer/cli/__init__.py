@@ -55,6 +55,16 @@ def _interrupt(signum: int) -> None:
     raise Interrupted(signum)
 
 
+# The signals the command received. The handler's exception can be lost (Python ignores one raised in an at-fork hook
+# or a finalizer, where a signal may land), and the command then ends another way; its exit status is still 128+N.
+_received: list[int] = []
+
+
+def _stopped(signum: int) -> int:
+    print(f"devlane: stopped by {signal.Signals(signum).name}; running plugins were killed", file=sys.stderr)
+    return 128 + signum
+
+
 @contextlib.contextmanager
 def _signals(api: ModuleType, deadline: ModuleType) -> Iterator[None]:
     """SIGINT and SIGTERM kill every plugin process group at once, then unwind (after the output's swap into place,
@@ -65,6 +75,7 @@ def _signals(api: ModuleType, deadline: ModuleType) -> Iterator[None]:
         return
 
     def on_signal(signum: int, _frame: object) -> None:
+        _received.append(signum)
         api.stop_plugins()  # at once: the threads waiting on plugins return, and no new plugin starts
         if not deadline.defer(functools.partial(_interrupt, signum)):
             _interrupt(signum)
@@ -111,20 +122,21 @@ def main(argv: list[str] | None = None) -> int:
         api.retain_until_exit()
         process.adopt_orphans()  # nothing it starts outlives the command, not even what escapes a sandbox
 
+    _received.clear()
     try:
         with _signals(api, deadline):
             code = args.handler(args)
             sys.stdout.flush()  # a closed pipe fails here, not at interpreter exit
-            return code
+            return _stopped(_received[0]) if _received else code
     except Interrupted as exc:
-        name = signal.Signals(exc.signum).name
-        print(f"devlane: stopped by {name}; running plugins were killed", file=sys.stderr)
-        return 128 + exc.signum
+        return _stopped(exc.signum)
     except NothingToDo as exc:
         for p in exc.problems:
             print(f"devlane: {p.message}", file=sys.stderr)
         return 0
     except (DevlaneError, deadline.TimedOut) as exc:
+        if _received:  # what failed failed because of the signal (plugins stopped): the signal is the story
+            return _stopped(_received[0])
         if isinstance(exc, deadline.TimedOut):  # a deadline no session turned into its error
             exc = exc.error()
         if debug:
