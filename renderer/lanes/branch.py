@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -141,10 +140,6 @@ class Checkout:
     def __exit__(self, *exc: object) -> None:
         self._drop_tree()
         _git(self.ref.repo, "update-ref", "-d", self._private, check=False)
-
-    @property
-    def exists(self) -> bool:
-        return self.tip is not None
 
     # -- reading ---------------------------------------------------------------------------------------------------
 
@@ -270,8 +265,3 @@ class Checkout:
                        code="lanes-refused")
         raise _git_error(("push",), done)
 
-
-def clear(path: Path) -> None:
-    """Remove a directory of a checkout's tree, if there (a lane, its records)."""
-    if path.is_dir():
-        shutil.rmtree(path)
