@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from ..core import durations
 from ..errors import Problem, UsageError
 
 if TYPE_CHECKING:
@@ -51,8 +52,8 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
                         "(also policy.strict in .devlane.yaml)")
     g.add_argument("--plugin-source", action="append", default=[], metavar="NAME=PATH",
                    help="use the plugin in PATH for plugin NAME")
-    g.add_argument("--plugin-timeout", type=float, metavar="SECONDS",
-                   help="per plugin call; overrides plugin.yaml timeoutSeconds (default 60)")
+    g.add_argument("--plugin-timeout", type=seconds, metavar="DURATION",
+                   help="per plugin call (60, 90s, 2m); overrides plugin.yaml timeoutSeconds (default 60 s)")
     add_weak_sandbox(g)
     g.add_argument("--services", choices=["auto"],
                    help="auto: target the services changed between --base and the rendered ref (git)")
@@ -61,8 +62,20 @@ def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
                    help="image of each auto target, e.g. 'ghcr.io/acme/{service}:{short_sha}' "
                         "(fields: service, sha, short_sha, pr, branch)")
     g.add_argument("--pr", metavar="N", help="pull request number for {pr} (default: $DEVLANE_PR or $GITHUB_REF)")
-    g.add_argument("--timeout", type=float, metavar="SECONDS", help="budget for the whole render (default: none)")
+    g.add_argument("--timeout", type=seconds, metavar="DURATION",
+                   help="budget for the whole render (300, 90s, 5m; default: none)")
     g.add_argument("--jobs", type=int, metavar="N", help="plugin instances run at once (default: CPUs, at most 8)")
+
+
+def seconds(text: str) -> float:
+    """A command-line budget: a Go duration (`90s`, `5m`, `1h30m`) or a bare number of seconds, positive; one
+    grammar with `--ttl` and the CMP's ARGOCD_EXEC_TIMEOUT (core.durations). argparse turns the error into a usage
+    error naming the flag."""
+    try:
+        return durations.parse_positive_seconds(text) / durations.SECOND
+    except durations.DurationError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive duration ({exc}): give seconds (300) or a "
+                                         "duration (90s, 5m, 1h30m)") from None
 
 
 def add_lanes(p: argparse.ArgumentParser, push: bool = True) -> None:

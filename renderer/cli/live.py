@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core import durations
 from ..errors import DevlaneError, Problem, UsageError, Where
 from .common import add_lanes, lanes_ref, say, show
 
@@ -21,26 +21,22 @@ if TYPE_CHECKING:
     from ..live.status import StatusReport
 
 DEFAULT_WAIT = 300.0  # seconds `status --wait` waits without --timeout
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ms|h|m|s)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 MAX_WAIT = 7 * 24 * 3600.0
 
 
 def parse_duration(text: str, flag: str = "--timeout") -> float:
-    """Seconds from a duration as kubectl takes one (Go's form: `90s`, `5m`, `1h30m`, `1.5m`, `500ms`), or a
-    plain number of seconds; at most a week."""
-    value = str(text).strip()
-    if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", value):
-        seconds = float(value)
-    else:
-        parts = list(_DURATION_PART.finditer(value))
-        if not value or "".join(p.group(0) for p in parts) != value:
-            raise UsageError(f"{flag} {text!r} is not a duration: seconds (300), or a number with a unit, as kubectl "
-                             "takes them (90s, 5m, 1h30m)")
-        seconds = sum(float(p.group(1)) * _UNIT_SECONDS[p.group(2)] for p in parts)
-    if seconds > MAX_WAIT:
+    """Seconds from a duration as kubectl takes one (Go's grammar: `90s`, `5m`, `1h30m`, `1.5m`, `500ms`), or a
+    plain number of seconds (core.durations, one grammar with --ttl); at most a week."""
+    try:
+        nanoseconds = durations.parse_seconds(text)
+    except durations.DurationError as exc:
+        raise UsageError(f"{flag} {text!r} is not a duration ({exc}): give seconds (300), or a duration as "
+                         "kubectl takes them (90s, 5m, 1h30m)") from None
+    if nanoseconds < 0:
+        raise UsageError(f"{flag} {text!r} is negative")
+    if nanoseconds > MAX_WAIT * durations.SECOND:
         raise UsageError(f"{flag} {text!r} is longer than a week")
-    return seconds
+    return nanoseconds / durations.SECOND
 
 
 def add_kube(p: argparse.ArgumentParser, namespace: bool = True) -> None:

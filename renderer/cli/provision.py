@@ -17,6 +17,7 @@ from .common import (
     options,
     say,
     say_targets,
+    seconds,
     show,
 )
 from .live import add_kube, gc_cluster
@@ -134,7 +135,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("--flow", dest="flow_id", metavar="ID", required=True, help="the flow to delete")
     delete.add_argument("--out", type=Path, metavar="DIR", help="output root the flow was rendered to")
     add_plugin_source(delete)
-    delete.add_argument("--plugin-timeout", type=float, metavar="SECONDS")
+    delete.add_argument("--plugin-timeout", type=seconds, metavar="DURATION")
     add_weak_sandbox(delete)
     add_lanes(delete)
     delete.set_defaults(handler=cmd_delete)
@@ -150,7 +151,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     gc.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     gc.add_argument("--out", type=Path, metavar="DIR", help="output root (default: the configured output)")
     add_plugin_source(gc)
-    gc.add_argument("--plugin-timeout", type=float, metavar="SECONDS")
+    gc.add_argument("--plugin-timeout", type=seconds, metavar="DURATION")
     add_weak_sandbox(gc)
     gc.add_argument("--cluster", action="store_true",
                     help="live: the lanes in the cluster (by devlane's labels) whose flow is not kept, listed; "

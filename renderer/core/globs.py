@@ -1,9 +1,17 @@
-"""Gitignore-like globs (`**`, `*`, `?`) over posix paths, for `manifests:` and `exclude:`."""
+"""Globs over posix paths: `manifests:` (which files are inputs: `**`, `*`, `?`) and `exclude:` (which are not,
+with `.gitignore`'s own rules).
+
+Why `.gitignore` for `exclude:`: users write exclusions as they write ignore files (`*.draft.yaml` at any depth,
+`scratch/` for a directory anywhere, `/top.yaml` at the root only, `!keep.yaml` to take one back), and pathspec
+implements git's matching, edge cases included, better than a translation of our own would.
+"""
 
 from __future__ import annotations
 
 import re
 from functools import cache
+
+import pathspec
 
 
 @cache
@@ -43,16 +51,18 @@ def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{compile_glob(p).pattern})" for p in patterns))
 
 
-def dir_excluded(rel_dir: str, excludes: list[str]) -> bool:
-    """True when a whole directory is excluded (pattern `dir/**` or `dir/`)."""
-    for pattern in excludes:
-        p = pattern[2:] if pattern.startswith("./") else pattern
-        if p.endswith("/**"):
-            p = p[:-3]
-        elif p.endswith("/"):
-            p = p[:-1]
-        else:
-            continue
-        if compile_glob(p).match(rel_dir):
-            return True
-    return False
+def excluded(path: str, excludes: list[str] | tuple[str, ...]) -> bool:
+    """Whether `exclude:` leaves out the file `path`, as `.gitignore` lines would."""
+    return bool(excludes) and _ignore_spec(tuple(excludes)).match_file(path)
+
+
+def dir_excluded(rel_dir: str, excludes: list[str] | tuple[str, ...]) -> bool:
+    """Whether `exclude:` leaves out the whole directory `rel_dir` (`dir/`, `dir/**`, `dir`, `/dir`...): nothing under
+    it is listed, as git does not descend into an ignored directory."""
+    return bool(excludes) and _ignore_spec(tuple(excludes)).match_file(rel_dir + "/")
+
+
+@cache
+def _ignore_spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    """`.gitignore` lines; `./x` (which devlane took before it read them as git does) is `/x`, rooted."""
+    return pathspec.GitIgnoreSpec.from_lines("/" + p[2:] if p.startswith("./") else p for p in patterns)

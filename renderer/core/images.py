@@ -19,7 +19,7 @@ _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
 _DOMAIN = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:.]+\])"
 _NAME = re.compile(rf"(?:{_DOMAIN}(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*")
-_TAG = re.compile(r"[\w][\w.-]*")
+_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # ASCII only: `\w` would take any script's letters and digits
 _DIGEST = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}")
 
 
@@ -50,7 +50,7 @@ def image_problem(ref: str) -> str | None:
     if tag and len(tag) > MAX_TAG:
         return f"has a tag of {len(tag)} characters; the OCI distribution limit is {MAX_TAG}"
     if tag and not _TAG.fullmatch(tag):
-        return f"has an invalid tag {tag[:80]!r} (letters, digits, _ . -, not starting with . or -)"
+        return f"has an invalid tag {tag[:80]!r} (ASCII letters, digits, _ . -, not starting with . or -)"
     return None
 
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from ..errors import DevlaneError, Where, fail
 from . import files
 from .files import InputLimit, over_limit, read_regular
-from .globs import dir_excluded, matches
+from .globs import dir_excluded, excluded, matches
 
 SKIPPED_DIRS = frozenset({".git", "__pycache__", "node_modules", ".venv"})  # never manifests
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # every file one command reads from the repository
@@ -54,7 +54,7 @@ def listed(rel: str, includes: list[str], excludes: list[str]) -> bool:
     parts = rel.split("/")
     if any(parts[i] in SKIPPED_DIRS or dir_excluded("/".join(parts[: i + 1]), excludes) for i in range(len(parts) - 1)):
         return False
-    return matches(rel, includes) and not matches(rel, excludes)
+    return matches(rel, includes) and not excluded(rel, excludes)
 
 
 class WorktreeSource:
@@ -76,7 +76,7 @@ class WorktreeSource:
                 continue
             for f in filenames:
                 rel = f"{rel_dir}/{f}" if rel_dir else f
-                if matches(rel, includes) and not matches(rel, excludes):
+                if matches(rel, includes) and not excluded(rel, excludes):
                     found.append(rel)
         self._walked.update(found)
         return sorted(found)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .. import api
+from ..core import durations
 from ..core.images import image_problem, shown
 from ..core.names import flow_labels
 from ..core.source import resolve_commit
@@ -30,18 +31,13 @@ from ..render.plan.targets import AutoFlow, NoServiceChanged
 
 DEFAULT_EXEC_TIMEOUT = 90.0  # Argo CD's default ARGOCD_EXEC_TIMEOUT
 MARGIN = 5.0  # finish before the cmp-server's SIGTERM (at most a tenth of a short budget)
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def go_duration(text: str) -> float:
-    """Seconds in a Go duration such as `90s`, `2m`, `1m30s` or `500ms`."""
-    text = text.strip()
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise DevlaneError(Problem(f"ARGOCD_EXEC_TIMEOUT={text!r} is not a duration",
-                                   hint="use a Go duration such as 90s or 2m"))
-    return sum(float(n) * _UNITS[u] for n, u in parts)
+    """Seconds in a Go duration such as `90s`, `2m`, `1m30s` or `500ms` (core.durations: Go's own grammar)."""
+    try:
+        return durations.parse_positive(text) / durations.SECOND
+    except durations.DurationError as exc:
+        raise DevlaneError(Problem(f"ARGOCD_EXEC_TIMEOUT={text!r} is not a duration ({exc})",
+                                   hint="use a positive Go duration such as 90s or 2m")) from None
 
 
 def _flat(name: str) -> str:

@@ -35,7 +35,7 @@ def test_anything_else_is_a_usage_error_never_a_crash(text):
 def test_plain_seconds_and_kubectl_durations():
     assert [parse_duration(t) for t in ("300", "90s", "5m", "1h30m", "1.5m", "500ms", " 2m ")] == \
         [300, 90, 300, 5400, 90, 0.5, 120]
-    for bad in ("", "5 m", "m", "-5s", "5d", "1e3", "8d", "200h"):
+    for bad in ("", "5 m", "m", "-5s", "1e3", "8d", "200h", "1m30", ".s", "5x"):
         with pytest.raises(UsageError):
             parse_duration(bad)
 

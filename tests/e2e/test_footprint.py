@@ -183,6 +183,20 @@ def test_the_sleep_schedule_scales_only_the_lanes_workloads_and_passes_the_polic
     assert strict.returncode == 1 and "set lifecycle.sleep.image to the image pinned by digest" in strict.stderr
 
 
+def test_a_sleep_schedule_or_zone_the_api_server_would_refuse_fails_the_render_naming_each_key(harness, tmp_path):
+    """Minute 61, hour 25 and a time zone outside the IANA database once rendered CronJobs the cluster refused
+    (issue 44); the verdicts are the API server's: tests/cluster/test_schedules.py."""
+    out = shop(harness, tmp_path, {"lifecycle": {"sleep": {"down": "61 20 * * 1-5", "up": "0 25 * * 1-5",
+                                                           "timeZone": "Mars/Olympus"}}})
+    done = harness.cli("render", *FLOW, "--out", out)
+    assert done.returncode == 1, done.stderr
+    for said in ("lifecycle.sleep.down: '61 20 * * 1-5' has '61' in its minute field: 61 is above 59",
+                 "lifecycle.sleep.up: '0 25 * * 1-5' has '25' in its hour field: 25 is above 23",
+                 "lifecycle.sleep.timeZone: 'Mars/Olympus' is not a time zone of the IANA database"):
+        assert ".devlane.yaml" in done.stderr and said in done.stderr, done.stderr
+    assert not Path(out, "flows").exists()
+
+
 def test_a_quota_in_the_lanes_namespace_and_the_namespace_is_part_of_the_flow(harness, tmp_path):
     out = shop(harness, tmp_path, {"isolation": "namespace", "namespace": "shop",
                                    "policy": {"budget": {"cpu": "4", "memory": "8Gi", "storage": "20Gi"}},

@@ -8,27 +8,24 @@ given time or the rendered commit's, so the same input renders the same bytes.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from ...core import quantity
+from ...core import durations, quantity
 from ...errors import DevlaneError, Problem, UsageError, Where
 
-_DURATION = re.compile(r"([1-9][0-9]{0,5})(m|h|d)\Z")  # at most 999999 days: a timedelta holds it
-_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 LAST = datetime.max.replace(tzinfo=UTC, microsecond=0)  # the latest time an expiry can be (RFC 3339 has 4-digit years)
 
 
 def parse_duration(text: str, setting: str = "--ttl") -> timedelta:
-    """`30m`, `72h`, `7d` (minutes, hours, days)."""
-    found = _DURATION.match(str(text).strip())
-    if found is None:
-        raise UsageError(f"{setting} {text!r} is not a duration: a whole number (1 to 999999) of minutes, hours or "
-                         "days (30m, 72h, 7d)")
-    return timedelta(**{_UNITS[found.group(2)]: int(found.group(1))})
+    """A positive duration in Go's grammar plus days (`30m`, `72h`, `1h30m`, `7d`: core.durations)."""
+    try:
+        return durations.as_timedelta(durations.parse_positive(text))
+    except durations.DurationError as exc:
+        raise UsageError(f"{setting} {text!r} is not a duration ({exc}): give a positive duration as Argo CD "
+                         f"and Flux write them ({durations.EXAMPLES})") from None
 
 
 def parse_time(text: str, setting: str) -> datetime:
