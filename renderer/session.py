@@ -93,6 +93,9 @@ def _end_git(source: Source) -> None:
         repo.close()
 
 
+EXPLAINING = frozenset({"skipped-inputs"})  # warnings a failed command still shows: why the repository looks empty
+
+
 class Session:
     """Use as a context manager: `close()` stops every plugin the command started."""
 
@@ -214,5 +217,5 @@ class Session:
         if self.config.warnings_as_errors and any(p.severity == "warning" for p in problems):
             raise DevlaneError(as_errors([p for p in problems if p.severity != "info"]))
         errors = [p for p in problems if p.severity == "error"]
-        if errors:
-            raise DevlaneError(errors)
+        if errors:  # with the warnings that say why objects the errors look for were not read
+            raise DevlaneError([p for p in problems if p.severity == "warning" and p.code in EXPLAINING] + errors)

@@ -422,6 +422,9 @@ def _object_matches(doc: Any, edit: AnnotationEdit) -> str | None:
     """Why `doc` is not the object `edit` names (None: it is)."""
     if not isinstance(doc, dict):
         return f"document {edit.index} of {edit.file} is not a mapping"
+    if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+        return (f"document {edit.index} of {edit.file} is a {doc['kind']}, whose items init does not edit: add the "
+                f"annotations to {edit.kind}/{edit.name} in it by hand")
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     ns = meta.get("namespace")
     found = (str(doc.get("kind", "")), str(meta.get("name", "")), str(ns) if ns else None)

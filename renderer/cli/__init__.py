@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             exc = exc.error()
         if debug:
             traceback.print_exc()
-        for p in exc.problems:
-            print(f"devlane: error: {p.format()}", file=sys.stderr)
+        for p in exc.problems:  # an error may come with a warning that explains it
+            print(f"devlane: {'warning' if p.severity == 'warning' else 'error'}: {p.format()}", file=sys.stderr)
         return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         return 130

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import Problem, Where
 from .conforms import conforms
+from .yamllines import line_of
 
 
 @cache
@@ -18,8 +19,9 @@ def load_schema(name: str) -> dict:
     return json.loads(resources.files("schemas").joinpath(name).read_text())
 
 
-def schema_problems(instance: Any, schema_name: str, file: str) -> list[Problem]:
-    """Validate `instance` and return every violation, each naming its field path."""
+def schema_problems(instance: Any, schema_name: str, file: str, data: bytes | None = None) -> list[Problem]:
+    """Validate `instance` and return every violation, each naming its field path (and its line, given the
+    file's bytes `data`)."""
     if conforms(instance, load_schema(schema_name)):
         return []
     import jsonschema  # only for a document that may be invalid: see `conforms`
@@ -28,7 +30,8 @@ def schema_problems(instance: Any, schema_name: str, file: str) -> list[Problem]
     problems = []
     for err in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
         path = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        problems.append(Problem(f"{path}: {_short(err)}", Where(file=file),
+        where = Where(file=file, line=line_of(data, tuple(err.absolute_path)))
+        problems.append(Problem(f"{path}: {_short(err)}", where,
                                 hint=f"see schemas/{schema_name} for the allowed fields", code="schema"))
     return problems
 

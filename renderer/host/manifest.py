@@ -110,11 +110,12 @@ def load_manifest(path: Path, name: str) -> Manifest:
     if not file.is_file():
         return _synthesize(path, name)
     where = Where(file=str(file), plugin=name)
-    raw = load_one(read_regular(file), str(file))
+    data = read_regular(file)
+    raw = load_one(data, str(file))
     if not isinstance(raw, dict):
         raise DevlaneError(Problem("plugin.yaml must be a mapping (apiVersion, kind, metadata, spec)", where,
                                    "see schemas/plugin.schema.json", code="plugin-manifest"))
-    problems = schema_problems(raw, "plugin.schema.json", str(file))
+    problems = schema_problems(raw, "plugin.schema.json", str(file), data)
     if problems:
         raise DevlaneError([Problem(p.message, where, p.hint, code="plugin-manifest") for p in problems])
     spec = raw.get("spec") or {}

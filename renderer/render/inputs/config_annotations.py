@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from ...core.names import DEVLANE, KARDINAL
-from ...errors import Diagnostics, Where
+from ...errors import Diagnostics
 from ..settings.repo_config import CONFIG_FILE, RepoConfig
 
 PSEUDO_SERVICE = "devlane-config-plugin-definitions"
@@ -34,10 +34,9 @@ def _text(value: object) -> str:
     return ",".join(str(v) for v in value) if isinstance(value, list) else str(value)  # type: ignore[union-attr]
 
 
-def apply(documents: list[Any], config: RepoConfig, diags: Diagnostics,
-          make: Callable[[dict, str, int], Any]) -> list[Any]:
-    """`documents` (`load.Document`s, built by `make(obj, file, index)`) with the config's annotations merged in
-    and its plugin definitions added."""
+def apply(documents: list[Any], config: RepoConfig, diags: Diagnostics, make: Callable[..., Any]) -> list[Any]:
+    """`documents` (`load.Document`s, built by `make(obj, file, index, origins)`) with the config's annotations
+    merged in, each remembering its line of `.devlane.yaml`, and its plugin definitions added."""
     if not config.services and not config.plugin_definitions:
         return documents
     out = list(documents)
@@ -48,7 +47,7 @@ def apply(documents: list[Any], config: RepoConfig, diags: Diagnostics,
             if doc.namespace:
                 by_name.setdefault(f"{doc.namespace}/{doc.name}", []).append(i)
     for key, fields in sorted(config.services.items()):
-        where = Where(file=CONFIG_FILE, object=f"services.{key}")
+        where = config.where("services", key, object=f"services.{key}")
         found = by_name.get(key, [])
         if not found:
             diags.error(f"services.{key} names no Service of the repository's inputs", where,
@@ -64,15 +63,18 @@ def apply(documents: list[Any], config: RepoConfig, diags: Diagnostics,
         obj = copy.deepcopy(doc.obj)
         annotations = obj.setdefault("metadata", {}).setdefault("annotations", {}) or {}
         obj["metadata"]["annotations"] = annotations
+        origins = []
         for field, value in sorted(fields.items()):
             name, text = ANNOTATIONS[field], _text(value)
+            origins.append((name, config.where("services", key, field, object=f"services.{key}.{field}")))
             old = annotations.get(name)
             if old is not None and str(old) != text:
-                diags.warn(f"services.{key}.{field} ({text!r}) overrides {name}: {old!r} of the manifest", where,
+                diags.warn(f"services.{key}.{field} ({text!r}) overrides {name}: {old!r} of the manifest",
+                           config.where("services", key, field, object=f"services.{key}.{field}"),
                            hint=f"keep one of them: remove services.{key}.{field} or the annotation in "
                                 f"{doc.file}", code="annotation-conflict")
             annotations[name] = text
-        out[index] = make(obj, doc.file, doc.index)
+        out[index] = make(obj, doc.file, doc.index, tuple(origins))
     if config.plugin_definitions:
         pseudo = {"apiVersion": "v1", "kind": "Service",
                   "metadata": {"name": PSEUDO_SERVICE, "annotations": {

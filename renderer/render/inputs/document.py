@@ -51,6 +51,9 @@ class Document:
     obj: dict
     file: str
     index: int
+    # annotations `.devlane.yaml` `services:` gave the object, with where each is written there: a problem with one
+    # names that line, not a chart template the user does not own
+    origins: tuple[tuple[str, Where], ...] = ()
 
     def _head(self) -> dict[str, Any]:
         """Every metadata field at once (each is read, so the first read of one sets all seven)."""
@@ -114,7 +117,13 @@ class Document:
     def ref(self) -> str:
         return f"{self.kind}/{self.name}"
 
-    def where(self) -> Where:
+    def where(self, annotation: str | None = None) -> Where:
+        """Where the object is written; for a problem with its `annotation`, where that annotation is (its
+        `.devlane.yaml` line, when the config gave it)."""
+        if annotation is not None and self.origins:
+            for name, where in self.origins:
+                if name == annotation:
+                    return Where(file=where.file, line=where.line, object=f"{where.object} (for {self.ref})")
         return Where(file=self.file, document=self.index, object=self.ref)
 
 

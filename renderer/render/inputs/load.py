@@ -234,6 +234,30 @@ def _add(doc: Any, path: str, index: int, documents: list[Document], diags: Diag
     return document
 
 
+def _is_list(doc: Any) -> bool:
+    """A `kind: List` (or a typed list, `ServiceList`...) with `items`: kubectl, Argo CD and Flux apply its items."""
+    return is_kubernetes_object(doc) and str(doc["kind"]).endswith("List") and isinstance(doc.get("items"), list)
+
+
+def _add_items(doc: dict, path: str, index: int, documents: list[Document], diags: Diagnostics) -> None:
+    """A list's items, each one object of the repository as kubectl reads them: an item without apiVersion or kind
+    takes the list's (`ServiceList` items are Services), a nested list is read the same way. Each item is
+    located at the list's document."""
+    kind = str(doc["kind"])
+    item_kind = kind[: -len("List")] if kind != "List" else None
+    for item in doc["items"]:
+        if isinstance(item, dict) and item_kind is not None:
+            item = {"apiVersion": doc["apiVersion"], "kind": item_kind, **item}
+        if _is_list(item):
+            _add_items(item, path, index, documents, diags)
+        elif not is_kubernetes_object(item):
+            diags.warn(f"an item of this {kind} is not a Kubernetes object (no apiVersion/kind); skipped",
+                       Where(file=path, document=index), code="not-an-object",
+                       hint="give each item of a kind: List its apiVersion and kind, as kubectl needs them")
+        else:
+            _add(item, path, index, documents, diags)
+
+
 class Found(NamedTuple):
     """What loading one plain-YAML input found."""
 
@@ -275,8 +299,11 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
             continue
         if outcome is None:
             continue
-        kept = [_add(doc, path, i, documents, diags, shape)
+        kept = [_add(doc, path, i, documents, diags, shape) if not _is_list(doc) else _add_items(doc, path, i,
+                                                                                                documents, diags)
                 for i, (doc, shape) in enumerate(zip(outcome.docs, outcome.shapes, strict=True))]
+        if any(_is_list(doc) for doc in outcome.docs):
+            heads = None  # a List's items are not documents of the file: the stored model could not find them
         if heads is not None:
             if outcome.exact:
                 heads.append((blobs[path], outcome.docs, outcome.shapes, kept))

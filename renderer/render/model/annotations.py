@@ -31,7 +31,7 @@ def boolean(value: object, key: str, doc: Document, diags: Diagnostics) -> bool 
     text = str(value).strip()
     if text in ("true", "false"):
         return text == "true"
-    diags.error(f'annotation {key} must be "true" or "false", got {value!r}', doc.where(), code="bad-annotation")
+    diags.error(f'annotation {key} must be "true" or "false", got {value!r}', doc.where(key), code="bad-annotation")
     return None
 
 
@@ -44,7 +44,7 @@ def node_annotations(doc: Document, stateful: bool, diags: Diagnostics, plugin_d
     dependencies = parse_dependencies(str(ann[K + "dependencies"]), doc, diags) if K + "dependencies" in ann else []
     plugins = []
     if K + "plugins" in ann:
-        plugins = parse_plugins_ref(ann[K + "plugins"], doc, stateful, doc.where(), diags, plugin_defs)
+        plugins = parse_plugins_ref(ann[K + "plugins"], doc, stateful, doc.where(K + "plugins"), diags, plugin_defs)
     no_rewrite = (frozenset(x.strip() for x in str(ann[D + "no-rewrite"]).split(",") if x.strip())
                   if D + "no-rewrite" in ann else frozenset())
     return stateful, dependencies, plugins, no_rewrite
@@ -89,7 +89,7 @@ def parse_dependencies(value: str, doc: Document, diags: Diagnostics) -> list[tu
             continue
         parsed = parse_dependency_item(item)
         if parsed is None:
-            diags.error(f"bad dependency {item.strip()!r} in {K}dependencies", doc.where(),
+            diags.error(f"bad dependency {item.strip()!r} in {K}dependencies", doc.where(K + "dependencies"),
                         hint='write "service:portName", e.g. "postgres:tcp" (the port name of the target Service)',
                         code="bad-dependency")
         elif parsed not in out:

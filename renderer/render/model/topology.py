@@ -205,7 +205,7 @@ def _workload(doc: Document, namespace: str | None, index: LabelIndex,
         found = [w for w in found if w.doc.name == wanted]
         if not found:
             diags.error(f"devlane.dev/workload names {wanted!r}, which this Service's selector does not match",
-                        doc.where(), code="bad-annotation")
+                        doc.where(D + "workload"), code="bad-annotation")
     if len(found) > 1:
         return None, tuple(found)
     for w in found:
@@ -221,7 +221,7 @@ def _target_container(workload: Workload | None, wanted: object, doc: Document, 
     """`devlane.dev/container` names the target; default: the only container, else the first."""
     if workload is None:
         if wanted:
-            diags.warn("devlane.dev/container is set but no workload matches this Service", doc.where())
+            diags.warn("devlane.dev/container is set but no workload matches this Service", doc.where(D + "container"))
         return None
     names = workload.container_names
     if not names:
@@ -229,7 +229,8 @@ def _target_container(workload: Workload | None, wanted: object, doc: Document, 
         return None
     if wanted:
         if str(wanted) not in names:
-            diags.error(f"devlane.dev/container: {wanted} is not a container of {workload.doc.ref}", doc.where(),
+            diags.error(f"devlane.dev/container: {wanted} is not a container of {workload.doc.ref}",
+                        doc.where(D + "container"),
                         hint=f"containers: {', '.join(names)}", code="bad-annotation")
             return names[0]
         return str(wanted)
@@ -253,20 +254,20 @@ def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str |
                 target_key = anywhere[0] if len(anywhere) == 1 else None
             target = services.get(target_key) if target_key else None
             if target is None:
-                diags.error(f"dependency {dep}:{port} names no Service {dep!r}", node.doc.where(),
+                diags.error(f"dependency {dep}:{port} names no Service {dep!r}", node.doc.where(K + "dependencies"),
                             hint="fix the name in kardinal.dev.service/dependencies (another namespace: "
                             "svc.namespace:port)", code="bad-dependency")
                 continue
             if port not in target.port_names and not _unnamed_port(target, port):
                 ports = [p.get("name") for p in _ports(target)]
                 diags.error(f"dependency {dep}:{port}: Service {target.ref} has no port named {port!r}",
-                            node.doc.where(),
+                            node.doc.where(K + "dependencies"),
                             hint=f"port names of {target.ref}: {', '.join(str(p) for p in ports if p) or '(none)'} "
                             "(an unnamed port: its number)", code="bad-dependency")
             if target.external and target.key not in node.plugins:
                 diags.error(
                     f"{dep} is external, but this Service does not list a plugin for it",
-                    node.doc.where(),
+                    node.doc.where(K + "plugins"),
                     hint=f"add {dep} to kardinal.dev.service/plugins and define a plugin with servicename {dep} "
                     "(an external plugin makes the dev copy safe to call it)",
                     code="external-without-plugin",
@@ -277,7 +278,7 @@ def _resolve_references(services: dict[str, ServiceNode], keys: dict[tuple[str |
             if p not in plugin_defs:
                 diags.error(
                     f"plugin {p!r} is not defined",
-                    node.doc.where(),
+                    node.doc.where(K + "plugins"),
                     hint="add a pseudo-Service with kardinal.dev.service/plugin-definition whose "
                     f"servicename is {p}",
                     code="undefined-plugin",

@@ -139,8 +139,9 @@ def build_flow(
 def load_flow_file(path: Path) -> FlowSpec:
     """Read a `kind: Flow` file (devlane's or Kardinal operator's), validated by its schema."""
     file = str(path)
-    raw = load_one(read_user_file(path), file)
-    problems = schema_problems(raw, "flow.schema.json", file)
+    data = read_user_file(path)
+    raw = load_one(data, file)
+    problems = schema_problems(raw, "flow.schema.json", file, data)
     if problems:
         raise DevlaneError(problems)
     spec = raw["spec"]

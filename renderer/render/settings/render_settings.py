@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import get_args
 
 from ...core import cron
-from ...errors import DevlaneError, Problem, Where, fail
+from ...errors import DevlaneError, Problem, fail
 from .isolation import Lane
 from .lifecycle import LifecycleSettings, budget_of, parse_duration, parse_time, prices_of
-from .repo_config import CONFIG_FILE, Isolation, PipelineStep, PluginAllow, RepoConfig, Routing
+from .repo_config import Isolation, PipelineStep, PluginAllow, RepoConfig, Routing
 
 MODES: tuple[str, ...] = get_args(Routing)
 
@@ -98,7 +98,7 @@ def lifecycle_settings(config: RepoConfig, ttl: str | None = None, created: str 
         parse_duration(ttl, "--ttl" if given else "lifecycle.ttl")
     sleep = config.lifecycle.get("sleep")
     if sleep:
-        _check_sleep(sleep)
+        _check_sleep(sleep, config)
     quota = config.lifecycle.get("quota")
     for trusted in config.trusted_lifecycles:  # a pull request can shorten a lane's life, never lengthen it
         if trusted.get("ttl") and (not ttl or parse_duration(trusted["ttl"]) < parse_duration(ttl)):
@@ -111,10 +111,11 @@ def lifecycle_settings(config: RepoConfig, ttl: str | None = None, created: str 
                              prices_of(config.prices), budget, ttl_given=given)
 
 
-def _check_sleep(sleep: dict) -> None:
+def _check_sleep(sleep: dict, config: RepoConfig) -> None:
     """The sleep CronJobs' schedules and time zone as the API server checks them (core.cron): a mistake fails the
     render, naming the key, instead of a lane whose CronJobs the cluster refuses."""
-    problems = [Problem(f"lifecycle.sleep.{key}: {sleep[key]!r} {why}", Where(file=CONFIG_FILE), hint, code="schema")
+    problems = [Problem(f"lifecycle.sleep.{key}: {sleep[key]!r} {why}", config.where("lifecycle", "sleep", key), hint,
+                        code="schema")
                 for key, check, hint in (
                     ("down", cron.schedule_problem, "a five-field cron schedule, e.g. \"0 20 * * 1-5\""),
                     ("up", cron.schedule_problem, "a five-field cron schedule, e.g. \"0 7 * * 1-5\""),

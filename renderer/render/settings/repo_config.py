@@ -11,6 +11,7 @@ from typing import Literal
 from ...core.schemas import schema_problems
 from ...core.source import Source
 from ...core.yamlio import load_one
+from ...core.yamllines import line_of
 from ...errors import DevlaneError, Problem, Where
 
 CONFIG_FILE = ".devlane.yaml"
@@ -95,6 +96,8 @@ def _set_text(value: object) -> str:
 
 @dataclass(frozen=True)
 class RepoConfig:
+    """`.devlane.yaml`, read (defaults where it is silent or absent)."""
+
     inputs: tuple[InputSpec, ...] = ()  # empty: detected at the root (`render.inputs.kustomize_helm.detect`)
     services: dict[str, dict] = field(default_factory=dict)  # Kardinal's annotations kept in config, by Service
     shared_stores: tuple[str, ...] = ()  # sharedStores: outside stores every lane may use on purpose
@@ -127,6 +130,11 @@ class RepoConfig:
     budget: dict = field(default_factory=dict)  # policy.budget
     trusted_budgets: tuple[dict, ...] = ()  # the trusted sources' policy.budget (`trust.confine`): always applied
     trusted_lifecycles: tuple[dict, ...] = ()  # the trusted sources' lifecycle: the shortest ttl, their quota
+    raw: bytes | None = field(default=None, repr=False, compare=False)  # the file's bytes: lines for its problems
+
+    def where(self, *path: str | int, object: str | None = None) -> Where:
+        """Where a setting is written: `.devlane.yaml`, the line of `path` (or of its nearest ancestor there)."""
+        return Where(file=CONFIG_FILE, line=line_of(self.raw, path), object=object)
 
 
 @dataclass(frozen=True)
@@ -169,7 +177,7 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
     raw = raw or {}
     if not isinstance(raw, dict):
         raise DevlaneError(Problem("the config must be a mapping", Where(file=file), code="schema"))
-    problems = schema_problems(raw, "devlane-config.schema.json", file)
+    problems = schema_problems(raw, "devlane-config.schema.json", file, data)
     if problems:
         raise DevlaneError(problems)
     plugins = raw.get("plugins") or {}
@@ -203,7 +211,7 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       pipeline=_pipeline(raw.get("pipeline") or [], file),
                       lifecycle=dict(raw.get("lifecycle") or {}),
                       prices=(raw.get("footprint") or {}).get("prices"),
-                      budget=dict(policy.get("budget") or {}))
+                      budget=dict(policy.get("budget") or {}), raw=data)
 
 
 def _pipeline(raw: list[dict], file: str) -> list[PipelineStep]:

@@ -304,9 +304,9 @@ CART = "apiVersion: v1\nkind: Service\nmetadata:\n  name: cart\n"
     (CART, edit(0, "cart", namespace="shop"), "in namespace shop"),
     (CART, edit(1, "cart"), "has no document 1"),
     ("---\n- a\n", edit(0, "cart"), "is not a mapping"),
-    # A List's items are objects of their own, which Document never names: the List itself is skipped.
+    # A List's items are objects of the repository (loaded as kubectl reads them), but init edits documents only.
     ("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata: {name: cart}\n",
-     edit(0, "cart"), "is List/"),
+     edit(0, "cart"), "is a List, whose items init does not edit: add the annotations to Service/cart in it by hand"),
     ("base: &m\n  name: cart\napiVersion: v1\nkind: Service\nmetadata: *m\n", edit(0, "cart"), "alias"),
     ("apiVersion: v1\nkind: Service\nmetadata: &m\n  name: cart\nspec:\n  copy: *m\n", edit(0, "cart"), "anchor"),
     ("apiVersion: v1\nkind: Service\nmetadata:\n  <<: {annotations: {a: b}}\n  name: cart\n", edit(0, "cart"),
