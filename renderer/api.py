@@ -205,6 +205,7 @@ def rendering(options: Options, out: Path | None = None) -> Iterator[Rendering]:
     with open_session(options) as s:
         s.load()  # a repository that does not load stops before the output directory is touched
         with _output(s, out) as output:
+            s.flows = frozenset(output.present())  # the output policy keeps their dev copies' names theirs
             yield Rendering(s, output, out)
 
 
@@ -236,7 +237,7 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
         problems += grants.review((inst.servicename, choice) for inst, choice, _ in running.work)
         if not errors(problems):  # the copies are made: the plugins start while the render checks them
             running.start()
-        policy = output_policy.OutputPolicy(model, dev, the_plan.flow_id, grants)
+        policy = output_policy.OutputPolicy(model, dev, the_plan.flow_id, grants, s.flows)
         # rewriting is done: what a plugin returns is final, once the output policy accepts it. The invariants check
         # devlane's own work: after an error in making the copies (its root cause) they would only repeat it
         if not errors(problems):

@@ -103,6 +103,7 @@ class Session:
         self.started = time.monotonic()  # the --timeout budget covers the whole command
         self.options = options
         self.root = Path(options.repo)
+        self.flows: frozenset[str] = frozenset()  # the flows beside this one in the output directory, once it is open
         anchored.reached_in_place(self.root)  # not through a link of the checkout that leads out of it
         # The cyclic garbage collector is paused for the command: a repository's objects are about a million
         # acyclic containers, and each full collection would walk them all (a third of a warm render's time).

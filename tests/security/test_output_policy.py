@@ -78,11 +78,14 @@ def operator_policy(harness: Harness, plugins: dict) -> str:
 
 
 def refused(harness: Harness, payload: dict | None = None, reply: str | None = None, emits: list | None = None,
-            config: dict | None = None) -> str:
-    """Render once with a harmless plugin, then with the hostile one: exit 1, the output as it was. Returns
-    stderr."""
+            config: dict | None = None, beside: str | None = None) -> str:
+    """Render once with a harmless plugin (and flow `beside` too, when given), then with the hostile one: exit 1,
+    the output as it was. Returns stderr."""
     repo(harness, config)
     assert render(harness, hostile(harness, {})).returncode == 0
+    if beside:
+        assert harness.cli("render", "--flow", beside, "--service", "api=api:3", f"--plugin-source=hostile="
+                           f"{hostile(harness, {})}", "--out", harness.tmp / "out").returncode == 0
     before = tree(harness.tmp / "out")
     out = render(harness, hostile(harness, payload, reply, emits))
     assert out.returncode == 1, out.stderr
@@ -191,9 +194,19 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_forbidden_object_is_refused_naming_plugin_object_and_rule(harness, case, sandbox):
     payload, expected = CASES[case]
-    err = refused(harness, payload)
+    err = refused(harness, payload, beside="hotfix-pr-7" if case == "another-flows-copy" else None)
     for text in expected:
         assert text in err, err
+
+
+def test_a_name_is_another_flows_only_while_that_flow_is_rendered_beside_this_one(harness, sandbox):
+    """The other-flow rule refuses names that are really another flow's (issue 44, point 6): without a flow
+    `hotfix-pr-7` in the output directory, `api-hotfix-pr-7` takes nothing from anyone."""
+    repo(harness)
+    payload, _ = CASES["another-flows-copy"]
+    done = render(harness, hostile(harness, payload))
+    assert done.returncode == 0, done.stderr
+    assert (harness.tmp / "out" / "flows" / FLOW / "deployment-api-hotfix-pr-7.yaml").is_file()
 
 
 REPLIES = {

@@ -107,31 +107,36 @@ def _store_env(image: str) -> list[dict]:
     return []
 
 
-def catalogue_app(harness: Harness) -> Path:
-    """Write the app into the harness repository; a flow on `api` uses every built-in."""
-    deps = [f"{svc}:{port_name}" for svc, (_, _, _, port_name) in STORES.items()]
-    deps += [f"{svc}:https" for svc in EXTERNALS]
+def catalogue_app(harness: Harness, rename: dict[str, str] | None = None) -> Path:
+    """Write the app into the harness repository; a flow on `api` uses every built-in. `rename`: other names for
+    plugin instances (an external's instance is also its Service's name), as a user may choose them."""
+    new = rename or {}
+    definitions = {new.get(k, k): v for k, v in DEFINITIONS.items()}
+    stores = {svc: (new.get(i, i), *rest) for svc, (i, *rest) in STORES.items()}
+    externals = {new.get(k, k): v for k, v in EXTERNALS.items()}
+    deps = [f"{svc}:{port_name}" for svc, (_, _, _, port_name) in stores.items()]
+    deps += [f"{svc}:https" for svc in externals]
     objects = [
         _deployment("web", [{"name": "web", "image": "example.com/web:1",
                              "env": [{"name": "API_URL", "value": "http://api:80"}]}]),
         _service("web", 80, "http", {"kardinal.dev.service/dependencies": "api:http"}),
         _deployment("api", [{"name": "api", "image": "example.com/api:1", "env": API_ENV}]),
         _service("api", 80, "http", {"kardinal.dev.service/dependencies": ",".join(deps),
-                                     "kardinal.dev.service/plugins": ",".join(EXTERNALS)}),
+                                     "kardinal.dev.service/plugins": ",".join(externals)}),
     ]
-    for svc, (instance, image, port, port_name) in STORES.items():
+    for svc, (instance, image, port, port_name) in stores.items():
         container = {"name": svc, "image": image, "ports": [{"name": port_name, "containerPort": port}],
                      "env": _store_env(image)}
         objects.append(_deployment(svc, [container], "StatefulSet" if svc == "orders-db" else "Deployment"))
         objects.append(_service(svc, port, port_name, {"kardinal.dev.service/stateful": "true",
                                                        "kardinal.dev.service/plugins": instance}))
-    for svc, host in EXTERNALS.items():
+    for svc, host in externals.items():
         objects.append(_service(svc, 443, "https", {"kardinal.dev.service/external": "true"},
                                 type="ExternalName", externalName=host))
     entry = yamlc.safe_load(entry_ingress("web").rstrip("-\n"))
     entry["metadata"]["namespace"] = NAMESPACE
     harness.write("app.yaml", "".join(yaml_doc(o) for o in [*objects, entry]))
     harness.plugin_definition(*[{"name": builtin, "type": kind, "servicename": instance, "args": args}
-                                for instance, (builtin, kind, args) in DEFINITIONS.items()])
+                                for instance, (builtin, kind, args) in definitions.items()])
     harness.config({"namespace": NAMESPACE})
     return harness.root

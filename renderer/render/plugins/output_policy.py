@@ -69,7 +69,6 @@ from ...host.invoke import malformed
 from ..copies.dev_set import DevSet
 from ..model.records import Model
 from ..model.repo_index import claim_mounts, pod_items
-from ..plan.flow_spec import FLOW_ID, MAX_FLOW_ID
 from ..settings.grants import Grants
 from ..settings.repo_config import CONFIG_FILE, PluginAllow
 from .object_refs import (
@@ -210,21 +209,29 @@ def _other_flow(name: str, flow_id: str) -> str | None:
     return f"flow {found.group(1)}" if found else None
 
 
-def _taken_by_another_flow(name: str, flow_id: str, repository_names: frozenset[str]) -> str | None:
-    """The other flow whose dev copy of a repository object would carry `name` (`app-hotfix-pr-1` is flow
-    `hotfix-pr-1`'s copy of `app`, not a `pr-1` object), or None."""
+def _taken_by_another_flow(name: str, flow_id: str, repository_names: frozenset[str],
+                           flows: frozenset[str]) -> str | None:
+    """The other flow whose dev copy of a repository object carries `name` (`app-hotfix-pr-1` is flow `hotfix-pr-1`'s
+    copy of `app`, not a `pr-1` object), or None. Only a flow that exists beside this one (`flows`: those of the
+    output directory) is another flow: `orders-orders-topic-pr-42` is no copy of `orders` while no flow
+    `orders-topic-pr-42` is rendered, and a name that is also this flow's own copy of a repository object
+    (`orders-db-pr-42` with `orders-db` in the repository) is this flow's, as devlane names its copies so."""
+    if name[: -len(flow_id) - 1] in repository_names:
+        return None
     for i, ch in enumerate(name):
         if ch != "-" or name[:i] not in repository_names:
             continue
         other = name[i + 1:]
-        if other != flow_id and len(other) <= MAX_FLOW_ID and FLOW_ID.fullmatch(other):
+        if other != flow_id and other in flows:
             return other
     return None
 
 
-def name_findings(name: str, flow_id: str, repository_names: frozenset[str] = frozenset()) -> list[Finding]:
+def name_findings(name: str, flow_id: str, repository_names: frozenset[str] = frozenset(),
+                  flows: frozenset[str] = frozenset()) -> list[Finding]:
+    """`flows`: the other flows that exist beside this one (their dev copies' names are taken)."""
     if name.endswith("-" + flow_id) and len(name) > len(flow_id) + 1:
-        other = _taken_by_another_flow(name, flow_id, repository_names)
+        other = _taken_by_another_flow(name, flow_id, repository_names, flows)
         if other is None:
             return []
         return [Finding("other-flow", "name", f"the name {name} is also flow {other}'s copy of "
@@ -478,9 +485,11 @@ class OutputPolicy:
     """The output policy of one flow's render: the flow's namespaces and the baseline it must not touch,
     the repository's exceptions, and which plugin added or last changed each object (`owners`)."""
 
-    def __init__(self, model: Model, dev: DevSet, flow_id: str, exceptions: Grants):
+    def __init__(self, model: Model, dev: DevSet, flow_id: str, exceptions: Grants,
+                 flows: frozenset[str] = frozenset()):
         self.model = model
         self.flow_id = flow_id
+        self.flows = flows - {flow_id}  # the other flows of the output directory: their copies' names are taken
         self.exceptions = exceptions
         found = {dw.namespace for dw in dev.unique_workloads()}
         found |= {s.obj["metadata"].get("namespace") for s in dev.services}
@@ -557,7 +566,7 @@ class OutputPolicy:
         elif meta.get("namespace") and ns not in self.namespaces and ns not in caller.allow.namespaces:
             mine = ", ".join(sorted(self.namespaces)) or "the destination namespace (no namespace set)"
             found.append(Finding("namespace", "namespace", f"namespace {ns} is not the flow's ({mine})", str(ns)))
-        found += name_findings(name, self.flow_id, self.index.names.get(kind, frozenset()))
+        found += name_findings(name, self.flow_id, self.index.names.get(kind, frozenset()), self.flows)
         if not emitted(obj, caller.emits + caller.allow.kinds):
             group = api_group(obj)
             full = f"{group}/{kind}" if group else kind
@@ -695,7 +704,7 @@ class OutputPolicy:
             return refuse(f"{r.named} in namespace {where}, which is not the flow's")
         if baseline is not None:
             return refuse(f"the baseline {baseline}")
-        if name_findings(r.name, self.flow_id, self.index.names.get(r.kind, frozenset())):
+        if name_findings(r.name, self.flow_id, self.index.names.get(r.kind, frozenset()), self.flows):
             return refuse(f"{r.named}, which is not an object of the flow")
         return None
 

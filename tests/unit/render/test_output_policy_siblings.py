@@ -596,19 +596,36 @@ def test_an_object_in_a_namespace_not_the_flows_is_refused_unless_the_trusted_po
     assert added(obj("v1", "ConfigMap", "c-pr-7", meta={"namespace": NS})) == []
 
 
-@pytest.mark.parametrize(("name", "repository", "said"), [
-    ("api-hotfix-pr-7", {"api"}, "the name api-hotfix-pr-7 is also flow hotfix-pr-7's copy of api, so two flows "
-                                 "would write one object"),
-    ("a-b-pr-7", {"a", "a-b"}, "the name a-b-pr-7 is also flow b-pr-7's copy of a, so two flows would write one "
-                               "object"),
+@pytest.mark.parametrize(("name", "repository", "flows", "said"), [
+    ("api-hotfix-pr-7", {"api"}, {"hotfix-pr-7"}, "the name api-hotfix-pr-7 is also flow hotfix-pr-7's copy of api, "
+                                                  "so two flows would write one object"),
+    ("a-b-c-pr-7", {"a", "x"}, {"b-c-pr-7", "pr-8"}, "the name a-b-c-pr-7 is also flow b-c-pr-7's copy of a, so two "
+                                                     "flows would write one object"),
+    ("a-b-c-pr-7", {"a-b"}, {"c-pr-7"}, "the name a-b-c-pr-7 is also flow c-pr-7's copy of a-b"),
 ])  # fmt: skip
-def test_a_name_another_flow_makes_from_a_repository_object_is_not_the_flows(name, repository, said):
-    (found,) = name_findings(name, FLOW, frozenset(repository))
-    assert (found.rule, found.why) == ("other-flow", said)
-    assert name_findings(name, FLOW, frozenset()) == []
-    assert name_findings("api-pr-7", FLOW, frozenset({"api"})) == []
-    long = "x" * 41
-    assert name_findings(f"api-{long}-pr-7", FLOW, frozenset({"api"})) == []  # no flow id is that long
+def test_a_name_another_flow_makes_from_a_repository_object_is_not_the_flows(name, repository, flows, said):
+    (found,) = name_findings(name, FLOW, frozenset(repository), frozenset(flows))
+    assert (found.rule, found.why.split(", so")[0]) == ("other-flow", said.split(", so")[0])
+    assert name_findings(name, FLOW, frozenset(), frozenset(flows)) == []  # no repository object of that name
+    assert name_findings(name, FLOW, frozenset(repository), frozenset()) == []  # no such flow beside this one
+    assert name_findings("api-pr-7", FLOW, frozenset({"api"}), frozenset(flows)) == []
+
+
+def test_a_name_that_is_also_this_flows_own_copy_of_a_repository_object_is_this_flows():
+    """`orders-db-pr-7` with Services `orders` and `orders-db`: flow `db-pr-7`'s copy of `orders` reads the same,
+    but devlane names this flow's copy of `orders-db` so: the name is this flow's, whatever flows exist."""
+    assert name_findings("orders-db-pr-7", FLOW, frozenset({"orders", "orders-db"}), frozenset({"db-pr-7"})) == []
+    (found,) = name_findings("orders-dbx-pr-7", FLOW, frozenset({"orders", "orders-db"}), frozenset({"dbx-pr-7"}))
+    assert found.rule == "other-flow"
+
+
+def test_a_kafka_topic_named_from_a_repository_topic_is_no_other_flows_while_that_flow_does_not_exist():
+    """Issue 44: kafka-topic's instance `orders-topic` emitted KafkaTopic/orders-orders-topic-pr-42, refused as
+    if it were flow orders-topic-pr-42's copy of the repository's topic `orders`."""
+    assert name_findings("orders-orders-topic-pr-42", "pr-42", frozenset({"orders"}), frozenset({"pr-41"})) == []
+    (found,) = name_findings("orders-orders-topic-pr-42", "pr-42", frozenset({"orders"}),
+                             frozenset({"orders-topic-pr-42"}))  # once that flow is rendered beside it, it is taken
+    assert found.rule == "other-flow"
 
 
 def test_an_unmodeled_kind_and_an_undeclared_kind_are_refused_and_the_trusted_kinds_let_both_through():
