@@ -85,7 +85,8 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
     """Every baseline store, registry and outside store the lane's dev pods can reach, with the evidence; those
     marked shared (`kardinal.dev.service/shared` on the Service, `sharedStores` in .devlane.yaml for a host
     outside the repository) in class `shared`. `before_plugins` (`plan`): the plugins bound to a dev service have
-    not run, so the addresses in its pods' own values, which they rewire, are left to `render`. `isolated`: per dev
+    not run, so the variables their definitions name (`env_var: DATABASE_URL`, `host_env: DB_HOST`), which they
+    rewire, are left to `render`; every other address is judged as `render` judges it. `isolated`: per dev
     service, the store kinds a plugin that ran for it gives the lane its own state of (`spec.isolates`: kafka-topic's
     topics on the shared cluster), by plugin: such an address is the lane's on purpose, class `shared`."""
     found: dict[tuple[Class, str], tuple[str, str, set[Evidence]]] = {}
@@ -99,7 +100,7 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
     # invariants name a value a plugin left as it was)
     known = frozenset(dev.dev_names.values()) | _external_hosts(model)
     for pod in pods:
-        pending = before_plugins and bool(model.services[pod.dw.service].plugins)
+        pending = _left_to_plugins(model, pod.dw.service) if before_plugins else frozenset()
         for cls, target, kind, sign, evidence in _reached_by(model, dev, pod, repo, known, pending):
             if cls in ("outside-store", "registry") and _listed(target, shared_stores):
                 cls = "shared"
@@ -194,8 +195,17 @@ def _reads(model: Model, dev: DevSet, dw: DevWorkload, home: str | None) -> Iter
             yield read, doc
 
 
+def _left_to_plugins(model: Model, service: str) -> frozenset[str]:
+    """The variables the plugins bound to `service` will set: every text value of their definitions' args (a
+    plugin names the variable it rewires, `env_var: DATABASE_URL`); an argument that is no variable name matches
+    no variable."""
+    node = model.services[service]
+    return frozenset(str(v) for p in node.plugins if p in model.plugin_defs
+                     for v in model.plugin_defs[p].args.values() if isinstance(v, str))
+
+
 def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, known: frozenset[str],
-                pending: bool = False) -> Iterator[tuple[Class, str, str, str, Evidence]]:
+                pending: frozenset[str] = frozenset()) -> Iterator[tuple[Class, str, str, str, Evidence]]:
     dw = pod.dw
     obj = f"{dw.obj.get('kind')}/{dw.name}"
     targets = repo.at(pod.home)
@@ -206,17 +216,13 @@ def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, known: froz
             if hit is not None:
                 field_ = f"env {slot.label}" if slot.field == "env" else f"{slot.field}[{slot.label}]"
                 yield (*hit, Evidence(obj, slot.container, field_, excerpt(slot.value, ref.start)))
-    # a value devlane or a plugin set is the lane's own (a plugin's dev database URL); an address of the same
-    # kind left beside it is the app's fallback, which the given one overrides (`POSTGRES` over `DB_HOST`)
+    # a value devlane or a plugin set is the lane's own (a plugin's dev database URL); every value left as the
+    # manifest has it is judged on its own: a rewritten variable never vouches for another beside it
     before = {(c, f): v for c, f, _, v in _values(pod_spec(dw.baseline.obj))}
-    kept = [(c, f, k, v) for c, f, k, v in pod.values if before.get((c, f)) == v and not pending]
-    given = {a.kind for c, f, k, v in pod.values if before.get((c, f)) != v
-             for line_key, line in _lines(k, v) for a in find_addresses(line, line_key)}
+    kept = [(c, f, k, v) for c, f, k, v in pod.values if before.get((c, f)) == v and k not in pending]
     for container, field_, key, value in kept:
         for line_key, line in _lines(key, value):
-            for hit in _outside(known, targets, own_kinds, line_key, line, (obj, container, field_)):
-                if not _overridden(hit[2], given):
-                    yield hit
+            yield from _outside(known, targets, own_kinds, line_key, line, (obj, container, field_))
     for read, doc, data in pod.reads:
         source = f"{read.kind}/{read.name}"
         secret = read.kind == "Secret"
@@ -284,13 +290,6 @@ def _listed(target: str, shared: frozenset[str]) -> bool:
 
 
 _SQL = frozenset({"mysql", "postgres", "sqlserver", "oracle", "cockroachdb", "database"})
-
-
-def _overridden(kind: str, given: set[str]) -> bool:
-    """Whether the lane was given its own store of `kind` (`database`: any SQL database)."""
-    if kind in given:
-        return True
-    return kind in _SQL and bool(given & _SQL) and ("database" in given or kind == "database")
 
 
 def _values(spec: dict) -> Iterator[tuple[str, str, str, str]]:

@@ -273,7 +273,9 @@ def test_strict_refuses_the_lane_naming_what_it_reaches(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# A lane given its own database: the app's fallback address of the same kind is not reached
+# A lane given its own database: every other address beside it is still judged on its own (issue 44, point 3).
+# Once, a value the flow set (the lane's own SQL database) hid every SQL address beside it as the app's fallback:
+# `LEGACY_DB=jdbc:mysql://legacy-mysql...` passed render and --strict beside a rewritten DATABASE_URL.
 
 SQL = ["mysql", "postgres", "sqlserver", "oracle", "cockroachdb"]
 SQL_URL = {"mysql": "mysql://{}:3306/x", "postgres": "postgres://{}:5432/x", "sqlserver": "sqlserver://{}:1433",
@@ -290,15 +292,15 @@ def fallback(tmp_path, given: tuple[str, str], kept: tuple[str, str]) -> dict[st
 
 
 @pytest.mark.parametrize("kind", SQL)
-def test_a_lanes_own_sql_database_overrides_a_database_host(tmp_path, kind):
+def test_a_database_host_beside_the_lanes_own_sql_database_is_still_reached(tmp_path, kind):
     got = fallback(tmp_path, ("OWN", SQL_URL[kind].format("lane-db.example.com")), ("DB_HOST", "legacy-db.example.com"))
-    assert "legacy-db.example.com" not in got
+    assert got["legacy-db.example.com"] == ("outside-store", "database")
 
 
 @pytest.mark.parametrize("kind", SQL)
-def test_a_lanes_own_database_overrides_a_sql_address_of_any_kind(tmp_path, kind):
+def test_an_sql_address_of_any_kind_beside_the_lanes_own_database_is_still_reached(tmp_path, kind):
     got = fallback(tmp_path, ("OWN_DB_HOST", "lane-db.example.com"), ("LEGACY", SQL_URL[kind].format("legacy.x")))
-    assert not [t for t in got if t.startswith("legacy.x")]
+    assert [c for t, c in got.items() if t.startswith("legacy.x")] == [("outside-store", kind)]
 
 
 @pytest.mark.parametrize("kind", SQL)
@@ -310,10 +312,11 @@ def test_an_sql_database_of_another_kind_is_still_reached(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", SQL)
-def test_the_lanes_own_store_of_the_same_kind_overrides_it(tmp_path, kind):
+def test_an_address_of_the_same_kind_beside_the_lanes_own_store_is_still_reached(tmp_path, kind):
     got = fallback(tmp_path, ("OWN", SQL_URL[kind].format("lane-db.example.com")),
                    ("LEGACY", SQL_URL[kind].format("legacy.x")))
-    assert not [t for t in got if t.startswith("legacy.x")] and not [t for t in got if t.startswith("lane-db")]
+    assert [c for t, c in got.items() if t.startswith("legacy.x")] == [("outside-store", kind)]
+    assert not [t for t in got if t.startswith("lane-db")]  # the value the flow set is the lane's own
 
 
 def test_a_store_of_another_kind_is_still_reached(tmp_path):
@@ -359,26 +362,30 @@ def test_lint_names_each_undeclared_store_once_per_service(tmp_path):
     ]
 
 
-def test_plan_leaves_a_plugin_bound_services_own_values_to_render(harness):
-    """Before the plugin runs (`plan`), the values it rewires are not the lane's reach yet; `render` reads them."""
+def test_plan_leaves_to_render_only_the_variables_a_bound_plugin_names(harness):
+    """Before the plugin runs (`plan`), the variable its definition names (`env_var: CACHE_URL`) is not the lane's
+    reach yet; `render` reads it. Every other address of the pod plan judges as render does (issue 44: once, a
+    plugin bound to a service hid all its pods' addresses from plan)."""
     harness.builtin("mark", """
-        def create_flow(service_specs, pod_specs, flow_uuid):
+        def create_flow(service_specs, pod_specs, flow_uuid, env_var=""):
             return {"pod_specs": pod_specs, "config_map": {}}
     """)
     docs = [deployment("api", [{"name": "main", "image": "acme/api:1", "env": [
-        {"name": "CACHE_URL", "value": "redis://cache.example.com:6379/0"}]}]),
+        {"name": "CACHE_URL", "value": "redis://cache.example.com:6379/0"},
+        {"name": "LEGACY_DB", "value": "jdbc:mysql://legacy-mysql.example.com:3306/orders"}]}]),
         service("api", plugins="mark"),
         {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "mark", "annotations": {
-            "kardinal.dev.service/plugin-definition": "[{name: mark, type: external, servicename: mark}]"}},
+            "kardinal.dev.service/plugin-definition":
+                "[{name: mark, type: external, servicename: mark, args: {env_var: CACHE_URL}}]"}},
          "spec": {"ports": [{"port": 1}]}},
         deployment("web", [{"name": "main", "image": "acme/web:1", "env": [
             {"name": "CACHE_URL", "value": "redis://web-cache.example.com:6379/0"}]}]), service("web")]
     harness.write("app.yaml", "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs))
     flow = harness.flow(FLOW, {"api": "acme/api:2", "web": "acme/web:2"})
     planned = {r.target for r in api.plan(harness.options(), flow).reach}
-    assert planned == {"web-cache.example.com:6379"}
+    assert planned == {"web-cache.example.com:6379", "legacy-mysql.example.com:3306"}
     rendered = {r.target for r in harness.render(FLOW, {"api": "acme/api:2", "web": "acme/web:2"}).reach}
-    assert rendered == {"cache.example.com:6379", "web-cache.example.com:6379"}
+    assert rendered == {"cache.example.com:6379", "web-cache.example.com:6379", "legacy-mysql.example.com:3306"}
 
 
 # ---------------------------------------------------------------------------------------------------------------
