@@ -90,15 +90,18 @@ CASES = [
              "edges, which devlane then warns are unwired)"),
     Case("eks-workshop-retail-store (kustomize)", "config", 1.0, 1.0),
     Case("retail-store-sample-app (helm)", "config", 1.0, 0.9,
-         dev_only_hand=frozenset({"checkout"}),
+         dev_only_hand=frozenset({"checkout", "checkout-redis"}),
          why="checkout -> orders is missed: upstream values never set checkout's orders endpoint, so without the "
-             "edge checkout is not on the entry path to orders; the hand flow copies it, but its dev copy still "
-             "calls the baseline orders (the isolation test lists that edge as unwired)"),
+             "edge checkout is not on the entry path to orders; the hand flow copies it (and its own store, "
+             "checkout-redis: every dev copy gets its stores), but its dev copy still calls the baseline orders "
+             "(the isolation test lists that edge as unwired)"),
     Case("robot-shop (helm)", "config", 1.0, 0.0,
-         dev_only_hand=frozenset({"catalogue", "mongodb", "payment", "ratings", "redis", "shipping", "user", "web"}),
+         dev_only_hand=frozenset({"catalogue", "mongodb", "mysql", "payment", "rabbitmq", "ratings", "redis",
+                                  "shipping", "user", "web"}),
          why="every robot-shop address is compiled into its images (the only env is INSTANA_AGENT_HOST): init infers "
              "no edge and lists the Services as unwired, suggesting --isolation namespace; the hand flow copies "
-             "the stores and their parents along edges whose addresses no manifest holds"),
+             "the stores and their parents along edges whose addresses no manifest holds, and the stores of the copies "
+             "made for the path (mysql, rabbitmq)"),
 ]  # fmt: skip
 
 

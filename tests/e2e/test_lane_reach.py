@@ -233,7 +233,8 @@ def test_the_pr_comment_and_preview_name_each_store(harness, tmp_path):
     block = out.stdout.split("**Isolation: the lane reaches state outside it**", 1)[1].split("\n\n", 2)[1]
     assert [line.split(" (", 1)[0] for line in block.splitlines()] == [
         "- baseline store ftgo-kafka", "- baseline store ftgo-mysql", "- registry ftgo-zookeeper"]
-    assert "Fix: annotate ftgo-mysql kardinal.dev.service/stateful" in block
+    assert "Fix: add ftgo-mysql (already stateful) to the kardinal.dev.service/dependencies of ftgo-order-service" \
+        in block  # never an annotation that is already there
 
     view = build_view(api.render(api.Options(repo=harness.root), build_flow(FLOW, {"ftgo-order-service": "x"}, [])))
     page = render_html(view)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ...core import deadline
@@ -59,21 +59,37 @@ class Reached:
     kind: str  # mysql, kafka, eureka, volume, database, ...
     sign: str  # why it is a store or a registry
     evidence: tuple[Evidence, ...] = field(default=())
+    # a baseline store's annotations as they are: whether it is stateful, and the dev services that name it without
+    # listing it in their dependencies (the fix never proposes an annotation that is already there)
+    stateful: bool = False
+    undeclared_by: tuple[str, ...] = ()
 
     @property
     def fix(self) -> str:
         if self.cls == "shared":
             return "none: marked shared (an intended shared read)"
         if self.cls == "baseline-store":
-            return (f"annotate {self.target} kardinal.dev.service/stateful: \"true\" and add it to its callers' "
-                    "kardinal.dev.service/dependencies (the lane then gets a dev copy, or a plugin's), or mark it "
-                    "kardinal.dev.service/shared: \"true\" if lanes may use the baseline's on purpose")
+            return self._store_fix()
         if self.cls == "registry":
             return (f"copy the registry into the lane (annotate {self.target} kardinal.dev.service/stateful: "
                     "\"true\" and a dependency of its clients): a dev pod registered with the baseline's registry is "
                     "handed to baseline callers, whatever the isolation mode")
         return (f"declare {self.target} as a kardinal.dev.service/external Service with a plugin that gives the "
                 "lane its own copy, or list it in .devlane.yaml sharedStores if lanes may use it on purpose")
+
+    def _store_fix(self) -> str:
+        shared = ("or mark it kardinal.dev.service/shared: \"true\" if lanes may use the baseline's on purpose")
+        callers = ", ".join(self.undeclared_by)
+        if not self.stateful:
+            add = (f" and add it to the kardinal.dev.service/dependencies of {callers}" if callers else "")
+            return (f"annotate {self.target} kardinal.dev.service/stateful: \"true\"{add} (the lane then gets a dev "
+                    f"copy, or a plugin's), {shared}")
+        if callers:
+            return (f"add {self.target} (already stateful) to the kardinal.dev.service/dependencies of {callers}: "
+                    f"the lane then gives them its dev copy, {shared}")
+        return (f"{self.target} is stateful and a declared dependency, yet the dev pod names the baseline's: a "
+                "value devlane does not rewrite (another namespace's name, an address built at run time) or a "
+                f"plugin that keeps it (a read-through overlay); write the Service's own name, {shared}")
 
     def as_dict(self) -> dict:
         return {"class": self.cls, "target": self.target, "kind": self.kind, "sign": self.sign,
@@ -109,8 +125,23 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
                 cls, sign = "shared", f"{sign}; plugin {by} gives the lane its own {kind} state there"
             entry = found.setdefault((cls, target), (kind, sign, set()))
             entry[2].add(evidence)
-    return [Reached(cls, target, kind, sign, tuple(sorted(evidence)))
+    return [_annotated(model, dev, Reached(cls, target, kind, sign, tuple(sorted(evidence))))
             for (cls, target), (kind, sign, evidence) in sorted(found.items())]
+
+
+def _annotated(model: Model, dev: DevSet, r: Reached) -> Reached:
+    """`r` with what the baseline store's annotations say (stateful; which dev services naming it do not list it)."""
+    if r.cls != "baseline-store":
+        return r
+    keys = [k for k, n in model.services.items() if n.ref == r.target]
+    node = model.services[keys[0]] if keys else None
+    if node is None:
+        return r
+    naming = {e.object for e in r.evidence}
+    by = sorted({model.services[dw.service].ref for dw in dev.unique_workloads()
+                 if f"{dw.obj.get('kind')}/{dw.name}" in naming and dw.service in model.services
+                 and keys[0] not in model.edges(dw.service) and dw.service != keys[0]})
+    return replace(r, stateful=node.stateful, undeclared_by=tuple(by))
 
 
 WHAT = {"baseline-store": "baseline store", "registry": "registry", "outside-store": "store outside the repository",

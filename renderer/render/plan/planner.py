@@ -5,6 +5,7 @@
 3. Parents of non-HTTP stateful services on that path get dev versions.
 4. Services carrying an external plugin reached from a target get dev versions.
 5. Routing `none`: services on a path from an entry point to a dev service get dev versions.
+5b. Every dev copy, whatever made it one, gets its own stores: its stateful dependencies get dev versions.
 6. Shared services use the `shared` version; non-HTTP shared services share their parents.
 7. Jobs and CronJobs whose pods read the address of a service with a dev version (a migration
    against the dev database) get dev versions; so does every other Service on a dev workload.
@@ -180,6 +181,7 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing) -> tuple[Plan, lis
         _routing_paths(model, graph, decisions, mark)
     else:
         _tcp_callers(model, graph, decisions, mark)
+    _own_stores(model, graph, decisions, mark)
     _apply_shared(model, graph, decisions, set(targets))
     _ambiguous_cycles(model, graph, decisions, routing, flow.id, diags)
     _jobs(model, decisions, mark, diags)
@@ -403,6 +405,21 @@ def _tcp_callers(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark
             if parent not in seen:
                 seen.add(parent)
                 queue.append(parent)
+
+
+def _own_stores(model: Model, graph: _Graph, decisions: dict[str, _Draft], mark) -> None:
+    """Every dev copy gets its own stores, whatever made it one (a path from an entry, a cycle, a TCP callee): the
+    stateful services it depends on get dev versions (a copy, or their plugin's), as a target's do; their own
+    stateful dependencies too. Without this a copy made for the path kept reading and writing the baseline's
+    state, and `--strict` could never pass for it."""
+    queue = deque(sorted(n for n in decisions if n in model.services))
+    while queue:
+        name = queue.popleft()
+        for child in graph.out.get(name, []):
+            node = model.services.get(child)
+            if node is not None and node.stateful and child not in decisions:
+                mark(child, f"stateful dependency of dev copy {name}")
+                queue.append(child)
 
 
 def _apply_shared(model: Model, graph: _Graph, decisions: dict[str, _Draft], targets: set[str]) -> None:
