@@ -27,6 +27,7 @@ from ..model.address_reads import ConfigRead, config_reads, data_of, data_refs, 
 from ..model.records import Model
 from ..model.store_signs import store_sign
 from ..plan.planner import service_targets
+from . import dapr
 
 Class = Literal["baseline-store", "registry", "outside-store", "shared"]
 _LOCAL = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
@@ -68,6 +69,12 @@ class Reached:
     def fix(self) -> str:
         if self.cls == "shared":
             return "none: marked shared (an intended shared read)"
+        if self.sign.startswith("Dapr Component"):
+            return ("the dev copy keeps the baseline's app-id, so its Dapr sidecar loads the baseline's Component "
+                    "and uses its store (state under the same keys, messages in the same consumer group); devlane "
+                    "does not yet give a lane Dapr Components of its own: mark the store shared "
+                    "(kardinal.dev.service/shared, or sharedStores) if lanes may use it on purpose, or keep the "
+                    "service out of lanes")
         if self.cls == "baseline-store":
             return self._store_fix()
         if self.cls == "registry":
@@ -125,8 +132,32 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
                 cls, sign = "shared", f"{sign}; plugin {by} gives the lane its own {kind} state there"
             entry = found.setdefault((cls, target), (kind, sign, set()))
             entry[2].add(evidence)
+    for cls, target, kind, sign, where in _dapr_reached(model, dev, workloads):
+        if cls == "outside-store" and _listed(target, shared_stores):
+            cls = "shared"
+        found.setdefault((cls, target), (kind, sign, set()))[2].add(Evidence(*where))
     return [_annotated(model, dev, Reached(cls, target, kind, sign, tuple(sorted(evidence))))
             for (cls, target), (kind, sign, evidence) in sorted(found.items())]
+
+
+def _dapr_reached(model: Model, dev: DevSet, workloads: list[DevWorkload]) -> Iterator[dapr.Hit]:
+    """The stores the baseline's Dapr Components address, for each dev pod whose sidecar loads them
+    (`checks.dapr`); a repository Service by its reference, `shared` when it is marked so."""
+    found = dapr.components(model.documents)
+    if not found:
+        return
+    words = {w for c in found for item in ((c.obj.get("spec") or {}).get("metadata") or [])
+             if isinstance(item, dict) for w in _WORD.findall(str(item.get("value", "")))}
+    repo = Targets(service_targets(model, sorted(k for k, n in model.services.items() if n.name in words)))
+    for dw in workloads:
+        home = _home(model, dw)
+        runs_in = dw.namespace or model.default_namespace
+        for cls, target, kind, sign, where in dapr.reached(dw, runs_in, found, model.default_namespace,
+                                                            repo.at(home)):
+            if cls == "baseline-store":
+                node = model.services[target]
+                cls, target = ("shared" if node.shared else cls), node.ref
+            yield cls, target, kind, sign, where
 
 
 def _annotated(model: Model, dev: DevSet, r: Reached) -> Reached:

@@ -1,0 +1,124 @@
+"""Dapr is a state boundary devlane sees (issue 44, point 1, first half): a dev copy keeps its app-id, so its Dapr
+sidecar loads the baseline's Components (unscoped, or scoped to that app-id) and reaches the stores they address;
+render names each (warning; error under --strict), with the Component and the app-id. On Dapr's own quickstarts
+(dapr/quickstarts, read from a fetched snapshot into a temporary copy: never copied into the project), and on
+scoped Components, computed from the rendered objects and the repository's Components."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from renderer import api
+from renderer.render.plan.flow_spec import FlowRequest
+
+pytestmark = pytest.mark.e2e
+
+MIRROR = Path(os.environ.get("DEVLANE_DAPR_QUICKSTARTS", "/work/.mirror/dapr+quickstarts/repo"))
+
+
+@pytest.fixture(scope="module")
+def quickstarts(tmp_path_factory) -> Path:
+    """The quickstarts' Kubernetes manifests, from the fetched snapshot (a git directory), in a temporary copy."""
+    if not (MIRROR / "HEAD").is_file():
+        pytest.skip(f"no snapshot of dapr/quickstarts at {MIRROR} (set DEVLANE_DAPR_QUICKSTARTS to one)")
+    out = tmp_path_factory.mktemp("quickstarts")
+    for part in ("tutorials/hello-kubernetes/deploy", "tutorials/pub-sub/deploy"):
+        tree = subprocess.run(["git", f"--git-dir={MIRROR}", "ls-tree", "-r", "--name-only", "HEAD", part],
+                              capture_output=True, text=True, check=True).stdout.split()
+        for name in tree:
+            data = subprocess.run(["git", f"--git-dir={MIRROR}", "show", f"HEAD:{name}"], capture_output=True,
+                                  check=True).stdout
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_bytes(data)
+    return out / "tutorials"
+
+
+def render(repo: Path, target: str, strict: bool = False):
+    flow = api.resolve(FlowRequest(flow_id="pr-1", images={target: f"example.com/{target}:2"}))
+    return api.render(api.Options(repo=repo, strict=strict), flow)
+
+
+def loaded_components(repo: Path, app_id: str) -> dict[str, dict]:
+    """Independent eyes: the Components of the repository a sidecar with `app_id` loads (unscoped or scoped to it),
+    read from the manifests with PyYAML."""
+    found = {}
+    for path in repo.rglob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "Component" and (
+                    not doc.get("scopes") or app_id in doc["scopes"]):
+                found[doc["metadata"]["name"]] = doc
+    return found
+
+
+@pytest.mark.parametrize(("app", "target", "app_id"), [("hello-kubernetes/deploy", "pythonapp", "pythonapp"),
+                                                      ("hello-kubernetes/deploy", "nodeapp", "nodeapp"),
+                                                      ("pub-sub/deploy", "node-subscriber", "node-subscriber")])
+def test_a_dev_copy_that_loads_the_baselines_components_reaches_their_stores(quickstarts, app, target, app_id):
+    repo = quickstarts / app
+    result = render(repo, target)
+    objects = [o for f in result.flows for o in f.objects]
+    [dev] = [o for o in objects if o["kind"] == "Deployment"]
+    # the dev pod runs a Dapr sidecar under the baseline's app-id, beside the baseline's Components
+    annotations = dev["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["dapr.io/enabled"] == "true" and annotations["dapr.io/app-id"] == app_id
+    expected = {}
+    for name, c in loaded_components(repo, app_id).items():
+        host = next(m["value"] for m in c["spec"]["metadata"] if m["name"] == "redisHost")
+        expected[host] = name
+    assert expected  # the quickstart's state store or pub/sub
+    reached = {r.target: r for r in result.reach}
+    for host, name in expected.items():
+        r = reached[host]
+        assert r.cls == "outside-store" and r.kind == "redis"
+        assert f"Dapr Component {name}" in r.sign and f"app-id {app_id}" in r.sign
+        assert r.evidence[0].object == f"Component/{name}" and r.evidence[0].field == "metadata redisHost"
+    with pytest.raises(Exception, match="the lane reaches the store outside the repository"):
+        render(repo, target, strict=True)
+
+
+APPS = ("orders", "cart")
+
+
+def _app(tmp_path: Path, scopes: list[str] | None) -> Path:
+    docs = [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {
+        "selector": {"matchLabels": {"app": name}}, "template": {"metadata": {
+            "labels": {"app": name}, "annotations": {"dapr.io/enabled": "true", "dapr.io/app-id": name}},
+            "spec": {"containers": [{"name": "main", "image": f"example.com/{name}:1"}]}}}} for name in APPS]
+    docs += [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+              "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": 80}]}} for name in APPS]
+    docs.append({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "redis"}, "spec": {
+        "serviceName": "redis", "selector": {"matchLabels": {"app": "redis"}}, "template": {
+            "metadata": {"labels": {"app": "redis"}}, "spec": {"containers": [{"name": "r", "image": "redis:7.4"}]}}}})
+    docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "redis"},
+                 "spec": {"selector": {"app": "redis"}, "ports": [{"name": "tcp", "port": 6379}]}})
+    component = {"apiVersion": "dapr.io/v1alpha1", "kind": "Component", "metadata": {"name": "statestore"},
+                 "spec": {"type": "state.redis", "version": "v1",
+                          "metadata": [{"name": "redisHost", "value": "redis:6379"}]}}
+    if scopes is not None:
+        component["scopes"] = scopes
+    docs.append(component)
+    (tmp_path / "app.yaml").write_text("---\n".join(yaml.safe_dump(d) for d in docs))
+    return tmp_path
+
+
+@pytest.mark.parametrize(("scopes", "reached"), [(None, True), (["orders"], True), (["cart"], False), ([], True)])
+def test_scopes_decide_which_dev_copies_load_a_component(tmp_path, scopes, reached):
+    result = render(_app(tmp_path, scopes), "orders")
+    hits = [r for r in result.reach if r.target == "redis" and "Dapr Component statestore" in r.sign]
+    assert bool(hits) == reached, result.reach
+    if reached:  # the repository's Redis is the baseline's store: named by its Service
+        assert hits[0].cls == "baseline-store" and hits[0].evidence[0].value == "redis:6379"
+        assert "keeps the baseline's app-id" in hits[0].fix
+
+
+def test_a_lane_in_its_own_namespace_loads_none_of_the_baselines_components(tmp_path):
+    repo = _app(tmp_path, None)
+    (repo / ".devlane.yaml").write_text("namespace: shop\n")
+    flow = api.resolve(FlowRequest(flow_id="pr-1", images={"orders": "example.com/orders:2"}))
+    result = api.render(api.Options(repo=repo, isolation="namespace"), flow)
+    assert not [r for r in result.reach if "Dapr" in r.sign]
