@@ -113,7 +113,7 @@ def test_scopes_decide_which_dev_copies_load_a_component(tmp_path, scopes, reach
     assert bool(hits) == reached, result.reach
     if reached:  # the repository's Redis is the baseline's store: named by its Service
         assert hits[0].cls == "baseline-store" and hits[0].evidence[0].value == "redis:6379"
-        assert "keeps the baseline's app-id" in hits[0].fix
+        assert "dapr: {isolation: app-id}" in hits[0].fix
 
 
 def test_a_lane_in_its_own_namespace_loads_none_of_the_baselines_components(tmp_path):
@@ -122,3 +122,98 @@ def test_a_lane_in_its_own_namespace_loads_none_of_the_baselines_components(tmp_
     flow = api.resolve(FlowRequest(flow_id="pr-1", images={"orders": "example.com/orders:2"}))
     result = api.render(api.Options(repo=repo, isolation="namespace"), flow)
     assert not [r for r in result.reach if "Dapr" in r.sign]
+
+
+# -- the Dapr way: `dapr: {isolation: app-id}` (issue 44, point 1, second half) ----------------------------------
+
+
+def _isolated(repo: Path, isolation: str = "suffix") -> Path:
+    config = repo / ".devlane.yaml"
+    text = config.read_text() if config.exists() else ""
+    config.write_text(text + "dapr: {isolation: app-id}\n")
+    return repo
+
+
+def _objects(result) -> list[dict]:
+    return [o for f in result.flows for o in f.objects]
+
+
+def test_a_lane_of_its_own_app_id_and_state_store_passes_strict_on_the_quickstart(quickstarts, tmp_path):
+    """hello-kubernetes: pythonapp's dev copy runs as app-id pythonapp-pr-1, and the lane's copy of statestore is
+    scoped to it and keyed by it; the baseline's statestore, unscoped, is keyed by the app-id too (Dapr's default):
+    the lane's keys are its own, so --strict renders. Checked from the rendered objects against Dapr's CRD, and
+    built by kubectl kustomize."""
+    from support import kubectl_kustomize, validate_strict
+
+    repo = tmp_path / "hello"
+    subprocess.run(["cp", "-r", str(quickstarts / "hello-kubernetes" / "deploy"), str(repo)], check=True)
+    result = render(_isolated(repo), "pythonapp", strict=True)
+    objects = _objects(result)
+    [dev] = [o for o in objects if o["kind"] == "Deployment"]
+    assert dev["spec"]["template"]["metadata"]["annotations"]["dapr.io/app-id"] == "pythonapp-pr-1"
+    [component] = [o for o in objects if o["kind"] == "Component"]
+    validate_strict(component)  # against ../shared/crds/dapr
+    assert component["metadata"]["name"] == "statestore-pr-1" and component["scopes"] == ["pythonapp-pr-1"]
+    metadata = {m["name"]: m.get("value") for m in component["spec"]["metadata"]}
+    assert metadata["keyPrefix"] == "appid" and metadata["redisHost"] == "dapr-dev-redis-master:6379"
+    assert all(r.cls == "shared" for r in result.reach if "Dapr" in r.sign)
+    from renderer.cli import main
+
+    assert main(["render", str(repo), "--flow", "pr-1", "--service", "pythonapp=example.com/pythonapp:2", "--strict",
+                 "--out", str(tmp_path / "out")]) == 0
+    assert {"Component", "Deployment"} <= {o["kind"] for o in kubectl_kustomize(tmp_path / "out" / "flows" / "pr-1")}
+
+
+def test_a_baseline_state_store_shared_by_name_stays_reached(tmp_path):
+    """keyPrefix name (every app's keys under the store's name): a lane app-id changes nothing in the baseline's
+    Component, which the dev copy still loads: named; the lane's own copy is keyed by its app-id."""
+    repo = _app(tmp_path, None)
+    text = (repo / "app.yaml").read_text().replace("value: redis:6379", "value: redis:6379\n  - name: keyPrefix\n"
+                                                                       "    value: name")
+    (repo / "app.yaml").write_text(text)
+    result = render(_isolated(repo), "orders")
+    reached = {(r.cls, r.evidence[0].object) for r in result.reach if "Dapr" in r.sign}
+    assert reached == {("baseline-store", "Component/statestore"), ("shared", "Component/statestore-pr-1")}
+
+
+def test_pubsub_gets_the_lanes_consumer_group_and_the_shared_topics_stay_named(quickstarts, tmp_path):
+    repo = tmp_path / "pubsub"
+    subprocess.run(["cp", "-r", str(quickstarts / "pub-sub" / "deploy"), str(repo)], check=True)
+    result = render(_isolated(repo), "node-subscriber")
+    [component] = [o for o in _objects(result) if o["kind"] == "Component"]
+    metadata = {m["name"]: m.get("value") for m in component["spec"]["metadata"]}
+    assert metadata["consumerID"] == "{appID}" and component["scopes"] == ["node-subscriber-pr-1"]
+    signs = [r.sign for r in result.reach if r.cls != "shared"]
+    assert signs and all("what the lane publishes reaches the baseline's topics" in s for s in signs)
+
+
+def test_callers_in_the_lane_invoke_the_lanes_app_ids_and_components(tmp_path):
+    repo = _app(tmp_path, None)
+    text = (repo / "app.yaml").read_text().replace(
+        "image: example.com/cart:1", "image: example.com/cart:1\n        env:\n        - name: ORDERS_APP_ID\n"
+        "          value: orders\n        - name: STATE_STORE\n          value: statestore\n        - name: NOTE\n"
+        "          value: orders are shipped")
+    (repo / "app.yaml").write_text(text)
+    flow = api.resolve(FlowRequest(flow_id="pr-1", images={"orders": "example.com/orders:2",
+                                                          "cart": "example.com/cart:2"}))
+    result = api.render(api.Options(repo=_isolated(repo)), flow)
+    cart = next(o for o in _objects(result) if o["kind"] == "Deployment" and o["metadata"]["name"] == "cart-pr-1")
+    env = {e["name"]: e["value"] for e in cart["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env == {"ORDERS_APP_ID": "orders-pr-1", "STATE_STORE": "statestore-pr-1", "NOTE": "orders are shipped"}
+
+
+def test_in_its_own_namespace_a_lane_gets_the_components_under_their_names(tmp_path):
+    repo = _app(tmp_path, ["orders", "cart"])
+    (repo / ".devlane.yaml").write_text("namespace: shop\n")
+    flow = api.resolve(FlowRequest(flow_id="pr-1", images={"orders": "example.com/orders:2"}))
+    result = api.render(api.Options(repo=_isolated(repo), isolation="namespace"), flow)
+    objects = _objects(result)
+    [dev] = [o for o in objects if o["kind"] == "Deployment"]
+    [component] = [o for o in objects if o["kind"] == "Component"]
+    assert dev["spec"]["template"]["metadata"]["annotations"]["dapr.io/app-id"] == "orders"
+    assert component["metadata"]["name"] == "statestore"
+    assert component["metadata"]["namespace"] == dev["metadata"]["namespace"] != "shop"
+    assert component["scopes"] == ["orders", "cart"]
+    metadata = {m["name"]: m.get("value") for m in component["spec"]["metadata"]}
+    assert metadata["keyPrefix"] == "namespace"
+    assert [r.cls for r in result.reach if "Dapr" in r.sign] == ["shared"]

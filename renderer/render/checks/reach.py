@@ -24,6 +24,7 @@ from ...core.stores import find_addresses, image_kind
 from ...errors import Diagnostics, Problem, Where
 from ..copies.dev_set import DevSet, DevWorkload
 from ..model.address_reads import ConfigRead, config_reads, data_of, data_refs, pod_slots, pod_values
+from ..model.dapr_apps import app_id, components, is_component
 from ..model.records import Model
 from ..model.store_signs import store_sign
 from ..plan.planner import service_targets
@@ -70,11 +71,10 @@ class Reached:
         if self.cls == "shared":
             return "none: marked shared (an intended shared read)"
         if self.sign.startswith("Dapr Component"):
-            return ("the dev copy keeps the baseline's app-id, so its Dapr sidecar loads the baseline's Component "
-                    "and uses its store (state under the same keys, messages in the same consumer group); devlane "
-                    "does not yet give a lane Dapr Components of its own: mark the store shared "
-                    "(kardinal.dev.service/shared, or sharedStores) if lanes may use it on purpose, or keep the "
-                    "service out of lanes")
+            return ("give the lane its own app-ids and Components (.devlane.yaml dapr: {isolation: app-id}: state "
+                    "keyed by the lane's app-id, a consumer group of its own); what it publishes to a topic or sends "
+                    "through a binding still reaches the baseline's: give the broker a plugin, or mark the store "
+                    "shared (kardinal.dev.service/shared, or sharedStores) if lanes may use it on purpose")
         if self.cls == "baseline-store":
             return self._store_fix()
         if self.cls == "registry":
@@ -141,23 +141,18 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
 
 
 def _dapr_reached(model: Model, dev: DevSet, workloads: list[DevWorkload]) -> Iterator[dapr.Hit]:
-    """The stores the baseline's Dapr Components address, for each dev pod whose sidecar loads them
-    (`checks.dapr`); a repository Service by its reference, `shared` when it is marked so."""
-    found = dapr.components(model.documents)
+    """The stores the Dapr Components a dev pod's sidecar loads address (`checks.dapr`): the baseline's
+    Components of its namespace, and the lane's copies (`copies.dapr_lane`)."""
+    found = [(d.obj, False) for d in components(model.documents)]
+    found += [(o.obj, True) for o in dev.objects if is_component(o.obj)]
     if not found:
         return
-    words = {w for c in found for item in ((c.obj.get("spec") or {}).get("metadata") or [])
+    words = {w for c, _ in found for item in ((c.get("spec") or {}).get("metadata") or [])
              if isinstance(item, dict) for w in _WORD.findall(str(item.get("value", "")))}
     repo = Targets(service_targets(model, sorted(k for k, n in model.services.items() if n.name in words)))
     for dw in workloads:
-        home = _home(model, dw)
-        runs_in = dw.namespace or model.default_namespace
-        for cls, target, kind, sign, where in dapr.reached(dw, runs_in, found, model.default_namespace,
-                                                            repo.at(home)):
-            if cls == "baseline-store":
-                node = model.services[target]
-                cls, target = ("shared" if node.shared else cls), node.ref
-            yield cls, target, kind, sign, where
+        yield from dapr.reached(model, dw.obj, app_id(dw.baseline.obj), dw.namespace or model.default_namespace,
+                                found, repo.at(_home(model, dw)))
 
 
 def _annotated(model: Model, dev: DevSet, r: Reached) -> Reached:

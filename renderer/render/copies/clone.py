@@ -48,7 +48,7 @@ from ..plan.flow_spec import ServiceOverride
 from ..plan.planner import Plan
 from ..settings.isolation import Lane
 from ..settings.render_settings import CopySettings
-from . import flow_namespace
+from . import dapr_lane, flow_namespace
 from .dev_set import DevObject, DevService, DevSet, DevWorkload, Rewrite
 
 VOLUME = DEVLANE + "volume"
@@ -100,6 +100,7 @@ def make(model: Model, plan: Plan, settings: CopySettings,
     objects = cloner.objects + _network_policies(model, list(copied.values()), keys, lane)
     dev = DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed, lane, namespaces,
                  by_header, frozenset(cloner.own_addresses))
+    dev = dapr_lane.isolate(model, dev, settings.dapr)
     return flow_namespace.complete(model, dev, diags, strict), diags.problems
 
 

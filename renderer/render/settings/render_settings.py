@@ -24,6 +24,7 @@ class CopySettings:
     lane: Lane
     replicas: int | str  # a number, or "keep" (the baseline's)
     strict: bool  # unwired edges and Secret-held addresses are errors
+    dapr: str = "none"  # `dapr.isolation`: app-id gives a lane's Dapr apps their own app-ids and Components
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def render_settings(config: RepoConfig, routing: Routing | None = None, isolatio
     strict = strict or config.strict
     return RenderSettings(
         config.namespace,
-        CopySettings(lane, config.replicas, strict),
+        CopySettings(lane, config.replicas, strict, config.dapr_isolation),
         RouteSettings(check_mode(routing or config.routing, lane.isolation), config.domain, config.baggage_key,
                       config.mesh_gateway),
         PluginSettings(config.pipeline, config.plugin_policy),

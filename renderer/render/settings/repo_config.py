@@ -130,6 +130,7 @@ class RepoConfig:
     budget: dict = field(default_factory=dict)  # policy.budget
     trusted_budgets: tuple[dict, ...] = ()  # the trusted sources' policy.budget (`trust.confine`): always applied
     trusted_lifecycles: tuple[dict, ...] = ()  # the trusted sources' lifecycle: the shortest ttl, their quota
+    dapr_isolation: str = "none"  # dapr.isolation: none | app-id
     raw: bytes | None = field(default=None, repr=False, compare=False)  # the file's bytes: lines for its problems
 
     def where(self, *path: str | int, object: str | None = None) -> Where:
@@ -211,7 +212,8 @@ def parse_config(data: bytes | None, file: str = CONFIG_FILE) -> RepoConfig:
                       pipeline=_pipeline(raw.get("pipeline") or [], file),
                       lifecycle=dict(raw.get("lifecycle") or {}),
                       prices=(raw.get("footprint") or {}).get("prices"),
-                      budget=dict(policy.get("budget") or {}), raw=data)
+                      budget=dict(policy.get("budget") or {}),
+                      dapr_isolation=str((raw.get("dapr") or {}).get("isolation", "none")), raw=data)
 
 
 def _pipeline(raw: list[dict], file: str) -> list[PipelineStep]:
