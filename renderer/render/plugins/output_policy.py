@@ -47,6 +47,7 @@ only where `BUILTIN_REACH` lists it, each on purpose.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -689,7 +690,8 @@ class OutputPolicy:
         an unmodeled kind (`loose`) only a baseline object of the namespace is refused."""
         where = r.namespace or ns
         baseline = self._baseline_object(r.kind, where, r.name)
-        key = f"ref:{baseline or r.named}" + (f" in namespace {where}" if where != ns else "")
+        # what the reference names, and where, as one key no name can forge: a name is any text a plugin wrote
+        key = "ref:" + json.dumps([str(baseline or r.named), where])
 
         def refuse(what: str) -> Finding:
             return Finding("reference", key, f"{r.path} names {what}: a plugin's objects reference only the flow's "
