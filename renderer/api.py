@@ -41,7 +41,7 @@ from .host.supply.lock import (
 )
 from .host.supply.venvs import Target
 from .lanes.branch import Checkout, LanesRef, Published
-from .render.checks import budget, footprint, invariants, reach, route_proof
+from .render.checks import budget, footprint, invariants, propagation, reach, route_proof
 from .render.checks.mesh_lint import mesh_problems
 from .render.copies import clone, flow_namespace
 from .render.copies.dev_set import DevSet
@@ -252,6 +252,9 @@ def render_in(s: Session, flow: FlowInput) -> RenderResult:
     problems += found
     entries, found = route_entries(model, dev, the_plan.flow_id, settings.routes)
     problems += found
+    if entries.mesh is not None:  # header routing: each hop that must forward the header, without a sign it does
+        entries.mesh["unpropagated"] = propagation.unpropagated(model, dev)
+        problems += propagation.problems(entries.mesh["unpropagated"], settings.strict)
     collected, found = _lifecycle_objects(settings, emit.collect(the_plan, dev, plugins, entries,
                                                                  model.default_namespace), the_plan.flow_id, dev)
     problems += found
@@ -422,6 +425,7 @@ def _proof(settings: RenderSettings, model: Model, the_plan: Plan) -> tuple[dict
     found = [*(o for o in entries.objects if o["kind"] != "Ingress"), *shared]
     proof = route_proof.prove(model, dev, [*(d.obj for d in dev.services), *found], the_plan.flow_id,
                               routes.baggage_key)
+    problems += propagation.problems(propagation.unpropagated(model, dev), settings.copies.strict)
     return {"header": mesh.BAGGAGE, "member": mesh.member(the_plan.flow_id, routes.baggage_key),
             "paths": proof.paths, "violations": proof.violations,
             "routes": sorted(f"{o['kind']}/{o['metadata']['name']}" for o in found)}, problems

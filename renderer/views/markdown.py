@@ -114,6 +114,10 @@ def _mesh_line(report: Report) -> list[str]:
         line += " Reached by header: " + ", ".join(map(code, report.by_header)) + "."
     if record["mode"] == "istio":
         line += f" {mesh_reach.capital(mesh_reach.shared_note(code))}."
+    hops = mesh_reach.unpropagated(record)
+    if hops:  # each service that must forward the header, with no sign that it does
+        return ["", line, "", "**Header propagation: no sign these services forward the header**", "",
+                *(f"- {h}" for h in hops)]
     return ["", line]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..render.checks import propagation
 from ..render.routing.mesh import MESH_DIR
 
 SHARED_DIR = f"flows/{MESH_DIR}/"
@@ -50,3 +51,9 @@ def reach(name: str, version: str, kind: str, by_header: frozenset[str] | set[st
     if version == "baseline" or kind != "service":
         return ""
     return "header" if name in by_header else "rewrite"
+
+
+def unpropagated(record: dict) -> list[str]:
+    """Each service on a header-routed path with no sign that it forwards the header, in words
+    (`checks.propagation`)."""
+    return [propagation.line(r) for r in record.get("unpropagated") or []]

@@ -219,6 +219,8 @@ def print_terminal(view: View, out) -> None:
             shared = node.add(escape(mesh_reach.shared_note()))
             for host in hosts:
                 shared.add(escape(host))
+        for hop in mesh_reach.unpropagated(view.mesh):
+            node.add(f"[yellow]no sign it forwards the header:[/] {escape(hop)}")
 
     def add(node, name: str) -> None:
         """`name` and what it calls under `node`, each path stopping where it would repeat itself (a cycle);
@@ -414,6 +416,10 @@ def _mesh_html(record: dict | None) -> str:
         out += (f"<p>{mesh_reach.capital(mesh_reach.shared_note(code))}; the rendered objects below hold this flow's "
                 "rules alone:</p>"
                 f"<ul class=\"hosts\">{''.join(f'<li>{e(h)}</li>' for h in hosts)}</ul>\n")
+    hops = mesh_reach.unpropagated(record)
+    if hops:
+        out += ("<p class=\"propagation\">No sign these services forward the header:</p>"
+                f"<ul class=\"unpropagated\">{''.join(f'<li>{e(h)}</li>' for h in hops)}</ul>\n")
     return out
 
 

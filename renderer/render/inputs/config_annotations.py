@@ -25,7 +25,7 @@ PSEUDO_SERVICE = "devlane-config-plugin-definitions"
 ANNOTATIONS = {"dependencies": KARDINAL + "dependencies", "stateful": KARDINAL + "stateful",
                "external": KARDINAL + "external", "shared": KARDINAL + "shared", "plugins": KARDINAL + "plugins",
                "volume": DEVLANE + "volume", "container": DEVLANE + "container", "workload": DEVLANE + "workload",
-               "noRewrite": DEVLANE + "no-rewrite"}
+               "noRewrite": DEVLANE + "no-rewrite", "propagates": KARDINAL + "propagates"}
 
 
 def _text(value: object) -> str:

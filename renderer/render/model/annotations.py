@@ -12,13 +12,14 @@ from .records import POD_KINDS
 KNOWN_KARDINAL = {
     "dependencies", "stateful", "external", "shared", "plugin-definition", "plugins",
     "ingress", "gateway", "route", "host",
+    "propagates",  # devlane's: the Service's code forwards the routing header (checks.propagation)
 }
 
 
 KNOWN_DEVLANE = {"container", "workload", "no-rewrite", "flow", "volume"}
 
 
-SERVICE_ONLY = {"dependencies", "stateful", "external", "shared", "plugin-definition", "plugins", "host"}
+SERVICE_ONLY = {"dependencies", "stateful", "external", "shared", "plugin-definition", "plugins", "host", "propagates"}
 
 
 NODE_KEYS = {"dependencies", "stateful", "plugins"}  # also read on a workload that is a node of its own

@@ -123,7 +123,11 @@ def test_a_deep_chain_on_a_mesh_is_proved_hop_by_hop_without_a_deep_stack(harnes
     with _shallow_stack(FRAMES):
         result = harness.render(flow_id, {target: image})  # the routing proof walks all DEEP hops from the entry
     assert result.plan.dev_services() == [target]  # HTTP all the way: the mesh routes the far end by the header
-    assert not result.warnings
+    # and every service before it must forward the header, which nothing in the chain shows (issue 44)
+    [hops] = [w for w in result.warnings if w.code == "header-propagation"]  # one problem for them all
+    assert [w for w in result.warnings if w.code != "header-propagation"] == []
+    assert f"header routing: {chain_services(DEEP).index(target):,} services pass the lane's requests on" in \
+        hops.message
 
 
 @pytest.mark.e2e  # 10,000 services: tens of seconds in-process
@@ -169,7 +173,9 @@ def test_a_10000_long_cycle_on_a_mesh_renders_only_the_target(harness):
     flow_id, target, image = flow_for_chain(n)
     result = harness.render(flow_id, {target: image})
     names = chain_services(n)
-    assert result.plan.dev_services() == [target] and not result.warnings
+    assert result.plan.dev_services() == [target]
+    [hops] = result.warnings  # every member passes the lane's requests on: one problem counts them
+    assert hops.code == "header-propagation" and f"header routing: {n:,} services pass" in hops.message
     [why] = result.plan.decisions[names[0]].reasons
     assert why.startswith(f"in cycle {names[0]} -> {names[1]}") and f"({n:,} services)" in why
     assert why.endswith(f"with dev {target}: stays baseline, the mesh routes its calls to it by the flow header")
