@@ -12,13 +12,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.paths import SHARED
 
 from renderer import api
 from renderer.render.plan.flow_spec import FlowRequest
 
 pytestmark = pytest.mark.e2e
 
-MIRROR = Path(os.environ.get("DEVLANE_DAPR_QUICKSTARTS", "/work/.mirror/dapr+quickstarts/repo"))
+# a fetched snapshot of github.com/dapr/quickstarts (a git directory): $DEVLANE_DAPR_QUICKSTARTS, else where the
+# snapshots of public repositories are kept beside ../shared (`.mirror/<owner>+<name>/repo`)
+MIRROR = Path(os.environ.get("DEVLANE_DAPR_QUICKSTARTS") or SHARED.parent / ".mirror" / "dapr+quickstarts" / "repo")
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,15 @@ def obj(api: str, kind: str, name: str, **rest) -> dict:
     return {"apiVersion": api, "kind": kind, "metadata": {"name": name, **rest.pop("meta", {})}, **rest}
 
 
+def flow_deployment(containers: list[dict] | None = None, annotations: dict | None = None, **pod) -> dict:
+    """A Deployment of the flow (`x-pr-7`, selecting the flow's own labels): its pod spec `pod` with `containers`
+    (one plain container `c` unless given) and pod `annotations`."""
+    meta = {"labels": OWN, **({"annotations": annotations} if annotations else {})}
+    return obj("apps/v1", "Deployment", "x-pr-7", spec={
+        "selector": {"matchLabels": OWN},
+        "template": {"metadata": meta, "spec": {"containers": containers or [{"name": "c"}], **pod}}})
+
+
 BASELINE = [
     obj("v1", "Service", "db", spec={"selector": BASE, "ports": [{"port": 5432}]}),
     obj("apps/v1", "Deployment", "db", spec={"selector": {"matchLabels": BASE}, "template": {

@@ -11,7 +11,7 @@ Each case checks what `references` returns for one object, or the refusal of one
 from __future__ import annotations
 
 import pytest
-from support.policy_lane import OWN, added, obj
+from support.policy_lane import OWN, added, flow_deployment, obj
 
 from renderer.render.plugins.object_refs import PLAIN, Reference, api_group, references
 
@@ -20,15 +20,7 @@ SELECTS = "selects the pods of baseline Deployment/db: a plugin's selectors matc
 
 
 def deployment(pod: dict | None = None) -> dict:
-    return obj(
-        "apps/v1",
-        "Deployment",
-        "x-pr-7",
-        spec={
-            "selector": {"matchLabels": OWN},
-            "template": {"metadata": {"labels": OWN}, "spec": {"containers": [{"name": "c"}], **(pod or {})}},
-        },
-    )
+    return flow_deployment(**(pod or {}))
 
 
 def statefulset(claims: list) -> dict:

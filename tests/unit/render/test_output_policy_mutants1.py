@@ -18,6 +18,7 @@ from support.policy_lane import (
     RBAC,
     added,
     caller,
+    flow_deployment,
     hooked,
     obj,
     problems_of,
@@ -42,16 +43,7 @@ OWN_ACCOUNT = {"kind": "ServiceAccount", "name": "sa-pr-7"}
 
 def deployment(containers: list[dict] | None = None, annotations: dict | None = None, **pod) -> dict:
     """A Deployment of the flow: its pod spec `pod` with `containers` (one plain container `c` unless given)."""
-    meta = {"labels": OWN, **({"annotations": annotations} if annotations else {})}
-    return obj(
-        "apps/v1",
-        "Deployment",
-        "x-pr-7",
-        spec={
-            "selector": {"matchLabels": OWN},
-            "template": {"metadata": meta, "spec": {"containers": containers or [{"name": "c"}], **pod}},
-        },
-    )
+    return flow_deployment(containers, annotations, **pod)
 
 
 def binding(*subjects: dict, ref: dict | None = None) -> dict:
