@@ -8,7 +8,9 @@ Service that selects the workload (of several, the one named like it) or on the 
 
 from __future__ import annotations
 
+import json
 import re
+from collections import defaultdict
 
 from ..core.k8s import all_containers
 from ..core.references import Reference, Targets
@@ -22,6 +24,7 @@ from .infer_facts import Edge, Evidence, SharedConfig, evidence, object_name
 
 SKIPPED_KINDS = ("Job", "CronJob")  # a Job reading a dev service's address gets a dev version by itself (plan)
 MANY = 3  # readers and stores from which a file read whole is the app's shared configuration
+DIRECTORY = 2 * MANY  # Services (stores aside) from which such a file is the app's directory of addresses
 
 
 # -- dependency edges --------------------------------------------------------------------------------------------
@@ -31,7 +34,7 @@ _SCHEME_REACH = 2048  # how far before a host its URL's `scheme://` may be (a lo
 _SCHEME_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 
 
-def _annotated_node(model: Model, node: ServiceNode) -> ServiceNode:
+def edge_owner(model: Model, node: ServiceNode) -> ServiceNode:
     """The one node that carries a workload's edges: of several Services selecting it, the one named like the
     workload, else a ClusterIP one, else the first by name."""
     if node.workload is None:
@@ -101,46 +104,104 @@ def _item(node: ServiceNode, target: ServiceNode, port: str) -> str:
     return f"{target.name}:{port}" if same else f"{target.name}.{target.namespace}:{port}"
 
 
+class _Copies:
+    """The readers of one configuration's content and the objects that hold it."""
+
+    def __init__(self, key: str | None) -> None:
+        self.key = key
+        self.readers: set[str] = set()
+        self.docs: dict[int, Document] = {}
+
+
+def _own_names(model: Model, node: ServiceNode) -> set[str]:
+    """The reader's own names: its workload's and its Services'."""
+    wdoc = node.workload.doc if node.workload is not None else node.doc
+    return {wdoc.name, *(n.name for n in model.nodes_on(wdoc))} - {""}
+
+
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+
+
+def _content(doc: Document, key: str | None, readers: set[str]) -> str:
+    """The content of a whole object (`key` None) or of one entry with the names of every service that reads it
+    blanked: copies of one configuration then compare equal, whether each names its reader (`serviceName: orders`
+    in orders' copy) or all hold the same directory of every service. Linear: one pass over the words."""
+    data = data_of(doc.obj)
+    text = json.dumps(data, sort_keys=True) if key is None else data.get(key, "")
+    return _NAME.sub(lambda m: "\0" if m.group(0) in readers else m.group(0), text)
+
+
 def shared_configs(model: Model) -> list[SharedConfig]:
-    """ConfigMaps and Secrets that at least MANY services read whole and that name at least MANY stores."""
+    """Configurations at least MANY services read whole (a ConfigMap or Secret, or one of its entries, counting
+    every copy that differs at most by its reader's own name) that name at least MANY stores or DIRECTORY
+    Services: the app's one file of addresses, read by each service for the few it uses."""
     services = sorted(k for k, n in model.services.items() if n.is_service)
     everything = Targets(service_targets(model, services))
-    readers: dict[int, tuple[Document, set[str]]] = {}
+    reads: list[tuple[str, Document]] = []  # (reader, object read whole)
+    names: dict[str | None, set[str]] = defaultdict(set)  # part (None: the whole object) -> its readers' names
     for key in sorted(model.services):
         node = model.services[key]
-        if node.workload is None or _annotated_node(model, node).key != key:
+        if node.workload is None or edge_owner(model, node).key != key:
             continue
         home = model.namespace_of(node.workload.doc)
+        own = _own_names(model, node)
         for read in config_reads(node.workload.pod_template.get("spec") or {}):
             doc = model.find(read.kind, home, read.name) if read.keys is None else None
             if doc is not None:
-                readers.setdefault(id(doc), (doc, set()))[1].add(key)
-    out = []
-    for doc, keys in readers.values():
-        if len(keys) < MANY:
+                reads.append((key, doc))
+                for part in (None, *data_of(doc.obj)):
+                    names[part] |= own
+    groups: dict[tuple[str | None, str], _Copies] = {}
+    for key, doc in reads:
+        for part in (None, *sorted(data_of(doc.obj))):
+            copies = groups.setdefault((part, _content(doc, part, names[part])), _Copies(part))
+            copies.readers.add(key)
+            copies.docs.setdefault(id(doc), doc)
+    out: list[SharedConfig] = []
+    covered: set[tuple[int, str | None]] = set()  # (doc, key) already listed
+    # entries first (a file of addresses beside the reader's own settings is the entry, not the object), then whole
+    # objects for what their entries do not say one by one (`DB_URL`, `CACHE`, `BROKERS` keys of one ConfigMap)
+    for copies in sorted(groups.values(), key=lambda c: (c.key is None, -len(c.readers))):
+        docs = list(copies.docs.values())
+        if len(copies.readers) < MANY or all((id(d), copies.key) in covered for d in docs):
             continue
-        refs = data_refs(doc, everything.at(model.namespace_of(doc)), None, frozenset())
-        stores = sorted({r.target.key for found in refs.values() for r in found
-                         if store_sign(model.services[r.target.key]) is not None})
-        if len(stores) >= MANY:
-            out.append(SharedConfig(object_name(doc), tuple(sorted(keys)), tuple(stores),
-                                    evidence(doc, "data", ", ".join(sorted(refs)))))
+        first = min(docs, key=object_name)
+        keys = (copies.key,) if copies.key is not None else \
+            tuple(k for k in sorted(data_of(first.obj)) if (id(first), k) not in covered)
+        if not keys:
+            continue
+        refs = data_refs(first, everything.at(model.namespace_of(first)), keys, frozenset())
+        named = {r.target.key for found in refs.values() for r in found}
+        stores = sorted(k for k in named if store_sign(model.services[k]) is not None)
+        if len(stores) < MANY and len(named) - len(stores) < DIRECTORY:
+            continue
+        covered |= {(id(d), copies.key) for d in docs}
+        suffix = "" if copies.key is None else f"[{copies.key}]"
+        out.append(SharedConfig(object_name(first) + suffix, tuple(sorted(copies.readers)), tuple(stores),
+                                evidence(first, "data" + suffix, ", ".join(sorted(refs))),
+                                tuple(sorted(named - set(stores))),
+                                tuple(sorted(object_name(d) + suffix for d in docs)) if len(docs) > 1 else ()))
     return sorted(out, key=lambda c: c.object)
+
+
+def _shared_parts(shared: list[SharedConfig]) -> frozenset[str]:
+    """Every object (`ConfigMap/name`) and entry (`ConfigMap/name[key]`) a shared configuration stands for."""
+    return frozenset(name for c in shared for name in (c.copies or (c.object,)))
 
 
 def infer_edges(model: Model, shared: list[SharedConfig] = ()) -> list[Edge]:
     """Every reference a workload makes to a Service, as a dependency edge with its evidence; a shared
-    configuration read whole gives no edge to the stores it names (`shared_configs`)."""
+    configuration read whole gives no edge at all (`shared_configs`)."""
     services = sorted(k for k, n in model.services.items() if n.is_service)
     everything = Targets(service_targets(model, services))
-    shared_stores = {c.object: frozenset(c.stores) for c in shared}
+    shared_parts = _shared_parts(shared)
     edges: list[Edge] = []
     seen: set[tuple[str, str]] = set()
     for key in sorted(model.services):
         node = model.services[key]
         if node.workload is None or node.workload.doc.kind in SKIPPED_KINDS:
             continue
-        owner = _annotated_node(model, node)
+        owner = edge_owner(model, node)
         if owner.key != key:
             continue
         wdoc = node.workload.doc
@@ -159,11 +220,14 @@ def infer_edges(model: Model, shared: list[SharedConfig] = ()) -> list[Edge]:
             doc = model.find(read.kind, home, read.name)
             if doc is None:
                 continue
-            skip = shared_stores.get(object_name(doc), frozenset()) if read.keys is None else frozenset()
-            named = _keys_named(spec, read.kind, read.name) if skip else frozenset()
+            name = object_name(doc)
+            named = _keys_named(spec, read.kind, read.name) if read.keys is None else frozenset()
             for dkey, refs in data_refs(doc, targets, read.keys, node.no_rewrite).items():
+                if read.keys is None and dkey not in named and (name in shared_parts
+                                                                or f"{name}[{dkey}]" in shared_parts):
+                    continue  # the app's shared configuration: says nothing of what this reader uses
                 text = _data_value(doc, dkey)
-                extra += [(doc, r, f"data[{dkey}]", text) for r in refs if r.target.key not in skip or dkey in named]
+                extra += [(doc, r, f"data[{dkey}]", text) for r in refs]
         for ref, text, path, value in found:
             _add_edge(model, node, own, ref, text, evidence(wdoc, path, value, ref.start), edges, seen)
         for doc, ref, path, text in extra:

@@ -95,31 +95,52 @@ class EntryPoint:
 
 @dataclass(frozen=True)
 class Unwired:
-    """A Service nothing in the manifests names: its callers' addresses are compiled into their images."""
+    """A dependency the manifests cannot show: a Service nothing names (side "callee": its callers have the address
+    compiled in), or a service that names no other (side "caller": its own calls are compiled in or fetched at
+    run time)."""
 
     service: str
     reason: str
     suggestion: str
     evidence: Evidence
+    side: str = "callee"
 
     def as_dict(self) -> dict:
-        return {"service": self.service, "reason": self.reason, "suggestion": self.suggestion,
+        return {"service": self.service, "side": self.side, "reason": self.reason, "suggestion": self.suggestion,
+                "evidence": self.evidence.as_dict()}
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """A tracing, metrics or log sink (by its image or its port): every lane reports to the baseline's, so the
+    services that name it get no dependency on it."""
+
+    service: str  # node key
+    reason: str
+    evidence: Evidence
+    readers: tuple[str, ...]  # node keys of the services that name it
+
+    def as_dict(self) -> dict:
+        return {"service": self.service, "reason": self.reason, "readers": list(self.readers),
                 "evidence": self.evidence.as_dict()}
 
 
 @dataclass(frozen=True)
 class SharedConfig:
-    """A ConfigMap or Secret that many services read whole and that names many stores: one file for the whole app,
-    not a statement of what each reader uses, so it makes no edge from each reader to each store."""
+    """One configuration many services read whole, naming many stores (or a directory of Services): a ConfigMap or
+    Secret, or one of its entries, with every copy of it that differs at most by its reader's own name. One file
+    for the whole app, not a statement of what each reader uses: it makes no edge from any reader."""
 
-    object: str  # ConfigMap/namespace/name
-    readers: tuple[str, ...]  # node keys of the services that read it whole
+    object: str  # ConfigMap/namespace/name, with [key] for one entry
+    readers: tuple[str, ...]  # node keys of the services that read it (any copy) whole
     stores: tuple[str, ...]  # node keys of the stores it names
     evidence: Evidence
+    services: tuple[str, ...] = ()  # node keys of the other Services it names
+    copies: tuple[str, ...] = ()  # every object holding it (object names), when more than one
 
     def as_dict(self) -> dict:
         return {"object": self.object, "readers": list(self.readers), "stores": list(self.stores),
-                "evidence": self.evidence.as_dict()}
+                "services": list(self.services), "copies": list(self.copies), "evidence": self.evidence.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -131,6 +152,7 @@ class Inference:
     unwired: tuple[Unwired, ...]
     editable: frozenset[str] = frozenset()  # files init may edit in place
     shared_config: tuple[SharedConfig, ...] = ()
+    telemetry: tuple[Telemetry, ...] = ()
 
     def dependencies(self) -> dict[str, list[str]]:
         """node key -> dependencies items, in first-seen order."""
@@ -143,6 +165,7 @@ class Inference:
     def as_dict(self) -> dict:
         return {"edges": [e.as_dict() for e in self.edges], "roles": [r.as_dict() for r in self.roles],
                 "entries": [e.as_dict() for e in self.entries], "unwired": [u.as_dict() for u in self.unwired],
-                "sharedConfig": [c.as_dict() for c in self.shared_config]}
+                "sharedConfig": [c.as_dict() for c in self.shared_config],
+                "telemetry": [t.as_dict() for t in self.telemetry]}
 
 

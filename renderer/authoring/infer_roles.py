@@ -21,6 +21,7 @@ from ..render.model.address_reads import config_reads
 from ..render.model.annotations import ENTRY_KINDS
 from ..render.model.records import Model, ServiceNode
 from ..render.model.store_signs import store_sign, volume_sign
+from .infer_edges import edge_owner
 from .infer_facts import Edge, EntryPoint, Evidence, Role, SharedConfig, Unwired, evidence
 
 # the built-in plugin that fits a store kind (`core.stores`); a kind not here has none yet
@@ -270,11 +271,14 @@ def _suggested_entry(model: Model, edges: list[Edge]) -> EntryPoint | None:
 
 
 def infer_unwired(model: Model, edges: list[Edge], entries: list[EntryPoint], roles: list[Role],
-                  shared: list[SharedConfig] = ()) -> list[Unwired]:
-    """Services with a workload that nothing in the manifests names, entries, entry points and the stores a shared
-    configuration names aside."""
+                  shared: list[SharedConfig] = (), sinks: set[str] = frozenset()) -> list[Unwired]:
+    """What the manifests cannot show: Services with a workload that nothing names (but entries, entry points,
+    telemetry sinks and what a shared configuration names), and services that name no other (but stores, external
+    systems, sinks and the readers of a shared configuration)."""
     called = {e.target for e in edges} | {dep for n in model.services.values() for dep, _ in n.dependencies}
-    called |= {store for c in shared for store in c.stores}
+    called |= {named for c in shared for named in (*c.stores, *c.services)}
+    calling = {e.source for e in edges} | {n.key for n in model.services.values() if n.dependencies}
+    calling |= {r for c in shared for r in c.readers}
     entry = {b for e in model.entries for b in e.backends} | {e.service for e in entries if e.service}
     for e in entries:
         if e.doc is not None:
@@ -284,15 +288,26 @@ def infer_unwired(model: Model, edges: list[Edge], entries: list[EntryPoint], ro
     for key in sorted(model.services):
         node = model.services[key]
         spec = node.doc.obj.get("spec") or {}
-        if (not node.is_service or node.workload is None or key in called or key in entry
-                or spec.get("type") in ("LoadBalancer", "NodePort", "ExternalName")):
+        if node.workload is None or key in sinks:
             continue
         role = kinds.get(key)
-        what = f"a {role.store or 'stateful'} store" if role and role.role == "stateful" else "a service"
-        out.append(Unwired(key, f"{node.ref} is {what} that no workload names in env, args, command or the ConfigMaps "
-                                "it reads: its callers likely have the address compiled into their images",
-                           f"pass {node.name}'s address through env (e.g. {node.name.upper().replace('-', '_')}_HOST="
-                           f"{node.name}) and add the dependency by hand, or render with --isolation namespace "
-                           "(short names then resolve to the dev copies by DNS)",
-                           evidence(node.doc, "metadata.name", node.name)))
+        if (node.is_service and key not in called and key not in entry
+                and spec.get("type") not in ("LoadBalancer", "NodePort", "ExternalName")):
+            what = f"a {role.store or 'stateful'} store" if role and role.role == "stateful" else "a service"
+            out.append(Unwired(key, f"{node.ref} is {what} that no workload names in env, args, command or the "
+                                    "ConfigMaps it reads: its callers likely have the address compiled into their "
+                                    "images",
+                               f"pass {node.name}'s address through env (e.g. {node.name.upper().replace('-', '_')}"
+                               f"_HOST={node.name}) and add the dependency by hand, or render with --isolation "
+                               "namespace (short names then resolve to the dev copies by DNS)",
+                               evidence(node.doc, "metadata.name", node.name)))
+        if (role is None and key not in calling and edge_owner(model, node).key == key
+                and node.workload.doc.kind not in ("Job", "CronJob")):
+            wdoc = node.workload.doc
+            out.append(Unwired(key, f"{wdoc.ref} names no other Service in env, args, command or the ConfigMaps it "
+                                    "reads: if it calls any, their addresses are compiled into its image or fetched "
+                                    "at run time",
+                               f"add what {node.name} calls to its kardinal.dev.service/dependencies by hand, or "
+                               "render with --isolation namespace (short names then resolve to the dev copies by DNS)",
+                               evidence(wdoc, "spec.template.spec", ""), side="caller"))
     return out

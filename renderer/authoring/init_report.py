@@ -44,14 +44,21 @@ def text(result: InitResult) -> str:
         lines.append("nothing inferred: no workload names a Service, and no store, external host or entry was found")
     inf = result.inference
     if inf.unwired:
-        lines += ["", "cannot be inferred (nothing in the manifests names these):"]
+        lines += ["", "cannot be inferred (the manifests do not say these):"]
         lines += [f"  {u.service}: {u.reason}\n    fix: {u.suggestion}" for u in inf.unwired]
+    if inf.telemetry:
+        lines += ["", "telemetry (every lane reports to the baseline's: no dependency written):"]
+        lines += [f"  {t.service}: {t.reason}" + (f"; named by {', '.join(t.readers)}" if t.readers else "")
+                  for t in inf.telemetry]
     if inf.shared_config:
         lines += ["", "shared configuration (read whole by many services, naming many stores: no edge inferred "
                   "from it):"]
-        lines += [f"  {c.object}: read by {', '.join(c.readers)}; names {', '.join(c.stores)}\n    fix: add to each "
-                  "reader's kardinal.dev.service/dependencies the stores it really uses (a lane that gives it a dev "
-                  "version otherwise reaches the baseline's: render and lint name them)" for c in inf.shared_config]
+        for c in inf.shared_config:
+            copies = f" (and {len(c.copies) - 1} copies)" if c.copies else ""
+            lines += [f"  {c.object}{copies}: read by {', '.join(c.readers)}; names "
+                      f"{', '.join((*c.stores, *c.services))}\n    fix: add to each reader's "
+                      "kardinal.dev.service/dependencies the stores and services it really uses (a lane that gives it "
+                      "a dev version otherwise reaches the baseline's stores: render and lint name them)"]
     if result.pending:
         lines += ["", "left for you:"] + [f"  {p}" for p in result.pending]
     if result.disagreements:

@@ -203,3 +203,74 @@ def test_init_suggests_the_builtin_for_each_store_with_the_args_to_fill_in(shop)
     text = (shop.root / ".devlane.yaml").read_text()
     assert "add plugins: [events-kafka-topic] to services.catalog, services.orders-api, services.payments, " \
         "services.shop-ui (the clients of events)" in " ".join(text.split())
+
+
+def _copies_app(harness, own_name_line: bool) -> None:
+    """Three services, each mounting its own copy of one config file naming every store and service (and, with
+    `own_name_line`, its own name as `serviceName:`), plus one entry (`CACHE`) that names only the cache; a Jaeger
+    known only by its agent port, named by each service's env."""
+    stores = {"users-db": ("mongo:7", 27017), "posts-db": ("mongo:7", 27017), "cache": ("redis:7", 6379)}
+    names = ["compose", "timeline", "users"]
+    config = "\n".join(f"{n}: {{addr: {n}, port: 9090}}" for n in names) + "\n" + \
+        "\n".join(f"{s}: {{addr: {s}, port: {p}}}" for s, (_, p) in stores.items())
+    docs = []
+    for name in names:
+        own = f"serviceName: {name}\n" if own_name_line else ""
+        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                     "data": {"service-config.yaml": own + config, "CACHE": "cache:6379"}})
+        d = deployment(name, "acme/social:1", {"JAEGER_AGENT_HOST": "tracing"})
+        d["spec"]["template"]["spec"]["volumes"] = [{"name": "config", "configMap": {"name": name}}]
+        docs += [d, service(name, [{"name": "thrift", "port": 9090}])]
+    docs += [deployment("tracing", "acme/all-in-one:1"), service("tracing", [{"name": "agent", "port": 6831}])]
+    docs += [deployment("gateway", "acme/gateway:1"), service("gateway", [{"name": "http", "port": 80}],
+                                                              type="LoadBalancer")]
+    for store, (image, port) in stores.items():
+        docs += [deployment(store, image), service(store, [{"name": "db", "port": port}])]
+    harness.write("app.yaml", "".join(yaml_doc(d) for d in docs))
+
+
+@pytest.mark.parametrize("own_name_line", [False, True], ids=["identical", "differing-by-own-name"])
+def test_copies_of_one_config_are_one_shared_configuration_and_telemetry_is_no_dependency(harness, own_name_line):
+    """Issue 44, point 4: copies of one config file (identical, or differing only by the reader's own name) are one
+    shared configuration (no edge from any reader to what it names: 3 x 6 would be there otherwise); an entry beside
+    it that names one address is still an edge; a sink known by its port is telemetry, not a dependency; a service
+    that names no other is listed as not inferable."""
+    _copies_app(harness, own_name_line)
+    inf = infer(api.read(harness.options(cache=False)).model)
+    assert {(e.source, e.target) for e in inf.edges} == {(n, "cache") for n in ("compose", "timeline", "users")}
+    [config] = inf.shared_config
+    assert config.object == "ConfigMap/compose[service-config.yaml]"
+    assert config.copies == ("ConfigMap/compose[service-config.yaml]", "ConfigMap/timeline[service-config.yaml]",
+                             "ConfigMap/users[service-config.yaml]")
+    assert (config.readers, config.stores, config.services) == (
+        ("compose", "timeline", "users"), ("cache", "posts-db", "users-db"), ("compose", "timeline", "users"))
+    [sink] = inf.telemetry
+    assert (sink.service, sink.readers) == ("tracing", ("compose", "timeline", "users"))
+    assert "listens on port 6831, a telemetry port" in sink.reason
+    assert "tracing" not in {r.service for r in inf.roles}
+    unwired = {(u.service, u.side) for u in inf.unwired}
+    assert ("gateway", "caller") in unwired and not {s for s, side in unwired if side == "caller"} - {"gateway"}
+    assert not {s for s, _ in unwired} & {"tracing", "users-db", "posts-db"}  # a sink; stores the config names
+    report = harness.cli("init").stdout
+    assert "ConfigMap/compose[service-config.yaml] (and 2 copies): read by compose, timeline, users; names cache, " \
+           "posts-db, users-db, compose, timeline, users" in report
+    assert "telemetry (every lane reports to the baseline's: no dependency written):\n  tracing: Service tracing " \
+           "listens on port 6831, a telemetry port; named by compose, timeline, users" in report
+
+
+def test_a_config_naming_few_addresses_gives_its_edges_even_when_many_read_it(harness):
+    """The other side: a ConfigMap many services read that names one store and two services is what each reads
+    (bank-of-anthos' service-api-config), not the app's directory: its edges stay."""
+    readers = []
+    for name in ("a", "b", "c"):
+        d = deployment(name, "acme/x:1")
+        d["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "api"}}]
+        readers += [d, service(name, [{"name": "http", "port": 80}])]
+    harness.write("app.yaml", "".join(yaml_doc(d) for d in (
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "api"},
+         "data": {"A": "http://a:80", "B": "http://b:80", "DB": "postgres://db:5432/x"}},
+        *readers, deployment("db", "postgres:16"), service("db", [{"name": "pg", "port": 5432}]))))
+    inf = infer(api.read(harness.options(cache=False)).model)
+    assert inf.shared_config == ()
+    assert {(e.source, e.target) for e in inf.edges} == {("a", "b"), ("a", "db"), ("b", "a"), ("b", "db"),
+                                                         ("c", "a"), ("c", "b"), ("c", "db")}

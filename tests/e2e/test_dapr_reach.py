@@ -6,38 +6,26 @@ scoped Components, computed from the rendered objects and the repository's Compo
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from support.paths import SHARED
+from support.mirror import export, snapshot
 
 from renderer import api
 from renderer.render.plan.flow_spec import FlowRequest
 
 pytestmark = pytest.mark.e2e
 
-# a fetched snapshot of github.com/dapr/quickstarts (a git directory): $DEVLANE_DAPR_QUICKSTARTS, else where the
-# snapshots of public repositories are kept beside ../shared (`.mirror/<owner>+<name>/repo`)
-MIRROR = Path(os.environ.get("DEVLANE_DAPR_QUICKSTARTS") or SHARED.parent / ".mirror" / "dapr+quickstarts" / "repo")
-
 
 @pytest.fixture(scope="module")
 def quickstarts(tmp_path_factory) -> Path:
-    """The quickstarts' Kubernetes manifests, from the fetched snapshot (a git directory), in a temporary copy."""
-    if not (MIRROR / "HEAD").is_file():
-        pytest.skip(f"no snapshot of dapr/quickstarts at {MIRROR} (set DEVLANE_DAPR_QUICKSTARTS to one)")
+    """The quickstarts' Kubernetes manifests, from a fetched snapshot of dapr/quickstarts, in a temporary copy."""
+    git_dir = snapshot("dapr+quickstarts", "DEVLANE_DAPR_QUICKSTARTS")
     out = tmp_path_factory.mktemp("quickstarts")
     for part in ("tutorials/hello-kubernetes/deploy", "tutorials/pub-sub/deploy"):
-        tree = subprocess.run(["git", f"--git-dir={MIRROR}", "ls-tree", "-r", "--name-only", "HEAD", part],
-                              capture_output=True, text=True, check=True).stdout.split()
-        for name in tree:
-            data = subprocess.run(["git", f"--git-dir={MIRROR}", "show", f"HEAD:{name}"], capture_output=True,
-                                  check=True).stdout
-            (out / name).parent.mkdir(parents=True, exist_ok=True)
-            (out / name).write_bytes(data)
+        export(git_dir, part, out)
     return out / "tutorials"
 
 
