@@ -113,6 +113,10 @@ def test_a_lane_in_its_own_namespace_loads_none_of_the_baselines_components(tmp_
     flow = api.resolve(FlowRequest(flow_id="pr-1", images={"orders": "example.com/orders:2"}))
     result = api.render(api.Options(repo=repo, isolation="namespace"), flow)
     assert not [r for r in result.reach if "Dapr" in r.sign]
+    # ... so its sidecar finds no Component at all: its state calls would fail, and that is said, with the fix
+    [warning] = [p for p in result.warnings if "Dapr sidecar" in p.message]
+    assert "(app-id orders) that loads Component statestore in shop: Components are namespaced, so the flow " \
+           "namespace has none" in warning.message and "dapr: {isolation: app-id}" in warning.hint
 
 
 # -- the Dapr way: `dapr: {isolation: app-id}` (issue 44, point 1, second half) ----------------------------------
@@ -208,3 +212,22 @@ def test_in_its_own_namespace_a_lane_gets_the_components_under_their_names(tmp_p
     metadata = {m["name"]: m.get("value") for m in component["spec"]["metadata"]}
     assert metadata["keyPrefix"] == "namespace"
     assert [r.cls for r in result.reach if "Dapr" in r.sign] == ["shared"]
+
+
+def test_the_quickstart_in_a_flow_namespace_names_the_components_its_sidecar_cannot_find(quickstarts, tmp_path):
+    """hello-kubernetes under `--isolation namespace` without the lane's own Dapr: nodeapp's dev sidecar in
+    default-pr-1 finds no statestore (Components are namespaced) — a warning, and with `dapr.isolation` the copy
+    is there and the warning gone."""
+    repo = tmp_path / "hello"
+    subprocess.run(["cp", "-r", str(quickstarts / "hello-kubernetes" / "deploy"), str(repo)], check=True)
+    (repo / ".devlane.yaml").write_text("namespace: default\nisolation: namespace\n")
+    flow = api.resolve(FlowRequest(flow_id="pr-1", images={"nodeapp": "example.com/nodeapp:2"}))
+    before = api.render(api.Options(repo=repo), flow)
+    assert not [o for o in _objects(before) if o["kind"] == "Component"]
+    [warning] = [p for p in before.warnings if "Dapr sidecar" in p.message]
+    assert "nodeapp in default-pr-1 runs a Dapr sidecar (app-id nodeapp) that loads Component statestore in " \
+           "default" in warning.message
+    after = api.render(api.Options(repo=_isolated(repo)), flow)
+    assert [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in _objects(after)
+            if o["kind"] == "Component"] == [("default-pr-1", "statestore")]
+    assert not [p for p in after.warnings if "Dapr sidecar" in p.message]

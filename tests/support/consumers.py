@@ -85,16 +85,16 @@ def crd_schema(api_version: str, kind: str) -> dict:
                     continue
                 spec = doc["spec"]
                 for v in spec["versions"]:
-                    _CRD_CACHE[(f"{spec['group']}/{v['name']}", spec["names"]["kind"])] = _root(
+                    _CRD_CACHE[(f"{spec['group']}/{v['name']}", spec["names"]["kind"])] = strict_root(
                         v["schema"]["openAPIV3Schema"])
         for f in sorted(CRDS.rglob("*.json")):
             if _JSON_SCHEMAS.get(f.name) == key:
-                _CRD_CACHE[key] = _root(json.loads(f.read_text()))
+                _CRD_CACHE[key] = strict_root(json.loads(f.read_text()))
     assert key in _CRD_CACHE, f"no CRD for {key}"
     return _CRD_CACHE[key]
 
 
-def _root(schema: dict) -> dict:
+def strict_root(schema: dict) -> dict:
     """The strict schema, with `metadata` checked as ObjectMeta's usual fields (CRDs leave it open) and
     apiVersion/kind required."""
     strict = _strict(schema)

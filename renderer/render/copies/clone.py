@@ -101,6 +101,7 @@ def make(model: Model, plan: Plan, settings: CopySettings,
     dev = DevSet(workloads, services, cloner.rewrites, dev_names, versions, objects, renamed, lane, namespaces,
                  by_header, frozenset(cloner.own_addresses))
     dev = dapr_lane.isolate(model, dev, settings.dapr)
+    dapr_lane.report_unloaded(model, dev, settings.dapr, diags.error if strict else diags.warn)
     return flow_namespace.complete(model, dev, diags, strict), diags.problems
 
 

@@ -22,6 +22,7 @@ baseline's (they are in the app's code), and bindings and other stores address w
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import replace
 
 from ...core.k8s import all_containers, pod_template
@@ -64,6 +65,26 @@ def isolate(model: Model, dev: DevSet, mode: str) -> DevSet:
                               if id(c) in loaders}
     rewrites = [] if by_ns else _rewrite_env(dev, {**renamed, **names})
     return replace(dev, objects=[*dev.objects, *copies], rewrites=[*dev.rewrites, *rewrites])
+
+
+def report_unloaded(model: Model, dev: DevSet, mode: str, warn: Callable[..., None]) -> None:
+    """In a flow namespace without the lane's own Dapr (mode `none`), each dev sidecar finds none of the Components
+    it loads at home (Components are namespaced): its state, pub/sub and binding calls fail. Named, with the fix."""
+    if mode == "app-id" or not dev.lane.by_namespace:
+        return
+    found = components(model.documents)
+    for dw in dev.unique_workloads() if found else []:
+        app = app_id(dw.baseline.obj)
+        home = model.namespace_of(dw.baseline)
+        missing = sorted(c.name for c in found if app is not None and model.namespace_of(c) == home
+                         and loads(c.obj, app))
+        if missing:
+            warn(f"dev workload {dw.name} in {dw.namespace} runs a Dapr sidecar (app-id {app}) that loads Component"
+                 f"{'s' if len(missing) > 1 else ''} {', '.join(missing)} in {home}: Components are namespaced, so "
+                 f"the flow namespace has none and its Dapr calls to them fail", dw.baseline.where(),
+                 hint="set `dapr: {isolation: app-id}` in .devlane.yaml: devlane then copies the Components into the "
+                      "flow namespace, state keyed by namespace and pub/sub in the lane's consumer group",
+                 code="namespace-missing")
 
 
 def _copy(component, dev: DevSet, lane_apps: list[str], version: str, namespace: str | None) -> DevObject:

@@ -6,6 +6,9 @@ cannot have, said loudly.
   a short name resolves by DNS to the dev copy or to the baseline.
 - The ServiceAccount a dev pod runs as, and the Roles and RoleBindings that bind it, copied beside it (a
   ClusterRoleBinding cannot be copied: a warning names it).
+- The OpenTelemetry `Instrumentation` a dev pod's inject annotation names (the Operator looks in the pod's own
+  namespace), copied with `tracecontext` and `baggage` among its propagators, or made where the repository has
+  only the Operator's CRD; without either, a warning: the pod would run uninstrumented and drop the lane's baggage.
 - Secrets are never copied with values: an `ExternalSecret` that makes the Secret (and its namespaced
   `SecretStore`) is copied, as is a cluster-wide `SealedSecret`; with `secrets.mirror`, an empty Secret
   annotated for a replicator (Reflector or kubernetes-replicator) that fills it from the baseline's;
@@ -20,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ...core.k8s import LabelIndex, copy_tree, policy_selects, required_labels, strip_metadata
+from ...core.k8s import LabelIndex, copy_tree, pod_template, policy_selects, required_labels, strip_metadata
 from ...core.names import DEVLANE, KARDINAL, flow_labels
 from ...errors import Diagnostics, Problem
 from ..inputs.document import Document
@@ -42,6 +45,11 @@ REPLICATORS = {
                               ("replicator.v1.mittwald.de/replication-allowed",
                                "replicator.v1.mittwald.de/replication-allowed-namespaces")),
 }
+# OpenTelemetry auto-instrumentation: the pod annotation, the Operator's CRD, what a lane's agents must propagate
+OTEL_INJECT = "instrumentation.opentelemetry.io/inject-"
+OTEL_CRD = "instrumentations.opentelemetry.io"
+LANE_PROPAGATORS = ("tracecontext", "baggage")
+LANE_INSTRUMENTATION = "devlane-lane"  # the one made where the repository has none but the Operator's CRD
 _PER_POD = re.compile(r"\b([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)(?=[.:/\s\"',]|$)")
 
 
@@ -63,6 +71,7 @@ def complete(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = False
     for dw in workloads:
         needs.service_account(dw)
         needs.config_maps(dw)
+        needs.instrumentation(dw)
         _per_pod_names(model, dw, dev, diags, headless.get(model.namespace_of(dw.baseline), set()))
     _gateways(model, dev, diags)
     _blocking_policies(model, dev, diags)
@@ -223,6 +232,58 @@ class _Needs:
                           "the repository, so the flow namespace does not have it", dw.baseline.where(),
                           hint=f"add ConfigMap {read.name} to the repository, or create it in {dw.namespace}",
                           code="namespace-missing")
+
+    def instrumentation(self, dw: DevWorkload) -> None:
+        """The OpenTelemetry `Instrumentation` a dev pod's inject annotation names, provided in its flow namespace
+        with `tracecontext` and `baggage` among its propagators: the Operator looks for it in the pod's own
+        namespace, so without it the dev pod runs uninstrumented and no longer forwards the lane's baggage. The
+        baseline's is copied; with none in the repository but the Operator's CRD there, a lane one is made; an
+        annotation naming another namespace (`ns/name`) needs nothing."""
+        meta = (pod_template(dw.obj) or {}).get("metadata") or {}
+        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        local = {str(v).strip() for k, v in annotations.items() if str(k).startswith(OTEL_INJECT)}
+        local = {v for v in local if v not in ("", "false") and "/" not in v}  # "true": the namespace's one
+        if not local:
+            return
+        home = self.model.namespace_of(dw.baseline)
+        found = {d.name: d for d in self.model.documents if d.kind == "Instrumentation"
+                 and d.api_version.startswith("opentelemetry.io/") and self.model.namespace_of(d) == home}
+        wanted = sorted(local - {"true"}) + ([min(found)] if "true" in local and found else [])
+        for name in wanted:
+            if name in found:
+                self._with_lane_propagators(self._copy(found[name], dw))
+            else:
+                self.warn(f"dev workload {dw.name} in {dw.namespace} names Instrumentation {name}, which is not in "
+                          "the repository, so the flow namespace does not have it: the OpenTelemetry Operator "
+                          "injects no agent and the lane's baggage stops at this pod", dw.baseline.where(),
+                          hint=f"add Instrumentation {name} to the repository (devlane copies it), or name the "
+                               f"baseline's as {home}/{name} in the annotation", code="namespace-missing")
+        if "true" not in local or found or ("Instrumentation", dw.namespace, LANE_INSTRUMENTATION) in self._made:
+            return
+        if not any(d.kind == "CustomResourceDefinition" and d.name == OTEL_CRD for d in self.model.documents):
+            self.warn(f"dev workload {dw.name} in {dw.namespace} asks the OpenTelemetry Operator for an agent, but "
+                      "the repository has no Instrumentation for its namespace (nor the Operator's CRD): the flow "
+                      "namespace has none, so the pod runs uninstrumented and the lane's baggage stops there",
+                      dw.baseline.where(), hint="add the baseline's Instrumentation to the repository (devlane copies "
+                      f"it into the flow namespace), or name it as {home}/NAME in the annotation",
+                      code="namespace-missing")
+            return
+        self._made.add(("Instrumentation", dw.namespace, LANE_INSTRUMENTATION))
+        obj = {"apiVersion": "opentelemetry.io/v1alpha1", "kind": "Instrumentation",
+               "metadata": {"name": LANE_INSTRUMENTATION, "namespace": dw.namespace,
+                            "labels": flow_labels(dw.version)},
+               "spec": {"propagators": list(LANE_PROPAGATORS)}}
+        self.objects.append(DevObject(dw.baseline, obj, dw.version))
+
+    @staticmethod
+    def _with_lane_propagators(obj: dict | None) -> None:
+        """The lane's propagators added to a copied Instrumentation's own (None: copied already)."""
+        if obj is None:
+            return
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            listed = [str(p) for p in spec.get("propagators") or []]
+            spec["propagators"] = listed + [p for p in LANE_PROPAGATORS if p not in listed]
 
     def secrets(self, dw: DevWorkload) -> None:
         home = self.model.namespace_of(dw.baseline)

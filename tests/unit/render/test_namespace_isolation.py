@@ -388,3 +388,60 @@ def test_a_secret_a_plugin_makes_is_not_reported(harness):
     for objects, reported in (([made], 0), ([], 1)):
         _, problems = flow_namespace.provide_secrets(result.model, result.dev, objects)
         assert len([p for p in problems if p.code == "namespace-missing"]) == reported
+
+
+# --- OpenTelemetry auto-instrumentation in the flow namespace (issue 44, point 7) -----------------------------------
+
+OTEL = "opentelemetry.io/v1alpha1"
+CRD = yaml_doc({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "instrumentations.opentelemetry.io"},
+                "spec": {"group": "opentelemetry.io", "scope": "Namespaced", "versions": [],
+                         "names": {"kind": "Instrumentation", "plural": "instrumentations"}}})
+
+
+def instrumented(harness, inject: str, extra: str = "") -> object:
+    """api's pods ask the OpenTelemetry Operator for a Java agent (`inject-java: <inject>`)."""
+    doc = next(d for d in yamlc.safe_load_all(deployment("api")) if d)
+    doc["spec"]["template"]["metadata"]["annotations"] = {"instrumentation.opentelemetry.io/inject-java": inject}
+    harness.write("app.yaml", service("api") + yaml_doc(doc) + extra)
+    harness.config(NS)
+    return harness.render("pr-1", {"api": "api:2"})
+
+
+@pytest.mark.parametrize("inject", ["true", "java"])
+def test_the_instrumentation_a_dev_pod_names_is_copied_with_baggage_among_its_propagators(harness, inject):
+    """The Operator looks for the Instrumentation in the pod's own namespace: the flow namespace gets a copy, with
+    the lane's propagators added to its own (a copy without baggage would drop the routing header)."""
+    spec = {"exporter": {"endpoint": "http://otel-collector.observability:4317"}, "propagators": ["b3"]}
+    result = instrumented(harness, inject, obj("Instrumentation", "java", OTEL, spec=spec)
+                          + obj("Instrumentation", "other", OTEL, spec={}))
+    got = objects(result)
+    copy = got["Instrumentation", "shop-pr-1", "java"]
+    assert copy["spec"] == {"exporter": {"endpoint": "http://otel-collector.observability:4317"},
+                            "propagators": ["b3", "tracecontext", "baggage"]}
+    assert copy["metadata"]["labels"]["devlane.dev/flow"] == "pr-1"
+    assert ("Instrumentation", "shop-pr-1", "other") not in got
+    assert not [p for p in result.warnings if "Instrumentation" in p.message]
+
+
+def test_with_only_the_operators_crd_the_lane_gets_an_instrumentation_of_its_own(harness):
+    result = instrumented(harness, "true", CRD)
+    made = objects(result)["Instrumentation", "shop-pr-1", "devlane-lane"]
+    assert (made["apiVersion"], made["spec"]) == (OTEL, {"propagators": ["tracecontext", "baggage"]})
+
+
+@pytest.mark.parametrize(("inject", "named"), [("true", False), ("java", True)])
+def test_an_instrumentation_the_flow_namespace_cannot_have_is_a_warning(harness, inject, named):
+    result = instrumented(harness, inject)
+    assert not [k for k in objects(result) if k[0] == "Instrumentation"]
+    [warning] = [p for p in result.warnings if p.code == "namespace-missing"]
+    assert ("names Instrumentation java, which is not in the repository" if named else
+            "asks the OpenTelemetry Operator for an agent, but the repository has no Instrumentation") in \
+        warning.message and "baggage stops" in warning.message
+
+
+@pytest.mark.parametrize("inject", ["shop/java", "false"])
+def test_an_instrumentation_in_another_namespace_or_none_needs_nothing(harness, inject):
+    result = instrumented(harness, inject)
+    assert not [k for k in objects(result) if k[0] == "Instrumentation"]
+    assert not [p for p in result.warnings if "Instrumentation" in p.message]
