@@ -54,6 +54,7 @@ from .render.output.emit import RenderedFlow
 from .render.output.write import Output, remove_dir
 from .render.plan import targets
 from .render.plan.flow_spec import FLOW_ID, FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
+from .render.plan.neighbourhood import Neighbour, neighbours
 from .render.plan.planner import Plan, cycle_risks, make_plan
 from .render.plan.targets import AutoFlow, Change, Targeted
 from .render.plugins import calls, output_policy, pipeline_steps
@@ -122,6 +123,7 @@ class PlanReport:
     targets: list[Change] = field(default_factory=list)  # `--services auto`: each target and why
     reach: list[reach.Reached] = field(default_factory=list)  # the state outside the lane, before plugins run
     footprint: dict | None = None  # the dev copies' footprint, before plugins add theirs
+    neighbours: dict[str, Neighbour] = field(default_factory=dict)  # baseline services one hop from the lane
 
     def as_dict(self) -> dict:
         out = self.plan.as_dict()
@@ -131,6 +133,7 @@ class PlanReport:
         return {**out, "pipeline": self.steps, **({"isolation": self.isolation} if self.isolation else {}),
                 "copies": self.copies, **({"proof": self.proof} if self.proof else {}),
                 "reach": [r.as_dict() for r in self.reach],
+                "neighbours": [n.as_dict() for n in self.neighbours.values()],
                 **({"footprint": self.footprint} if self.footprint is not None else {})}
 
 
@@ -403,7 +406,7 @@ def plan(options: Options, flow: FlowInput) -> PlanReport:
         problems += reach.problems(reached)  # listed; `render --strict` refuses them
         return PlanReport(the_plan, choices, pipeline_steps.plan_steps(s.host, settings.plugins.pipeline, flow.id),
                           [p for p in problems if p.severity == "warning"], _lane(settings, model, the_plan), copies,
-                          proof, changes, reached, fp.as_dict())
+                          proof, changes, reached, fp.as_dict(), neighbours(model, the_plan.lane()))
 
 
 def _before_plugins(settings: RenderSettings, model: Model, the_plan: Plan

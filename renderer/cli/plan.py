@@ -11,6 +11,7 @@ from .common import add_common, flow_input, options, say_targets, show
 def cmd_plan(args: argparse.Namespace) -> int:
     from .. import api
     from ..render.checks import footprint, reach
+    from ..views.preview import alias_of
 
     flow = flow_input(args)
     report = api.plan(options(args), flow)
@@ -24,12 +25,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
     others = [f"routing {mode} would need {n}" for mode, n in sorted(report.copies.items()) if mode != the_plan.routing]
     copies = f": {mine} dev copies" + (f"; {'; '.join(others)}" if others else "") if mine is not None else ""
     print(f"flow {the_plan.flow_id} (routing {the_plan.routing}){copies}")
-    rows = [the_plan.decisions[n] for n in sorted(the_plan.decisions)]
+    near = report.neighbours
+    shown = sorted(the_plan.decisions) if args.all else sorted({*the_plan.lane(), *near})
+    rows = [the_plan.decisions[n] for n in shown if n in the_plan.decisions]
     width = max([len(d.name) for d in rows] + [7])
     print(f"  {'SERVICE':<{width}}  {'VERSION':<9}  WHY")
     for d in rows:
         label = d.version + (" (ext)" if d.kind == "external" else "")
-        print(f"  {d.name:<{width}}  {label:<9}  {'; '.join(d.reasons)}")
+        why = near[d.name].why() if d.name in near and d.version == "baseline" else "; ".join(d.reasons)
+        print(f"  {d.name:<{width}}  {label:<9}  {why}")
+    rest = len(the_plan.decisions) - len(rows)
+    if rest:
+        print(f"  ... and {rest} other baseline service{'s' if rest != 1 else ''} the lane does not touch "
+              "(--all lists them)")
     if the_plan.instances:
         print("plugins, in run order:")
         for i, inst in enumerate(the_plan.instances, 1):
@@ -42,9 +50,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     lane = report.isolation
     if lane:
         print("isolation namespace: " + ", ".join(f"{b} -> {f}" for b, f in lane["namespaces"].items()))
-        print(f"  {len(lane['aliases'])} alias(es) to the baseline" + (":" if lane["aliases"] else ""))
-        for alias in lane["aliases"]:
+        aliases = lane["aliases"] if args.all else [a for a in lane["aliases"] if alias_of(a) in near]
+        print(f"  {len(lane['aliases'])} alias(es) to the baseline" + (":" if aliases else ""))
+        for alias in aliases:
             print(f"    {alias}")
+        if len(aliases) < len(lane["aliases"]):
+            print(f"    ... and {len(lane['aliases']) - len(aliases)} more, of services the lane does not touch "
+                  "(--all lists them)")
         if lane["needs"]:
             print("  the lane still needs:")
             for need in lane["needs"]:
@@ -83,4 +95,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     plan = sub.add_parser("plan", help="explain which services get a dev version, and why")
     add_common(plan)
     plan.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    plan.add_argument("--all", action="store_true",
+                      help="list every baseline service (and alias), not only those one hop from the lane")
     plan.set_defaults(handler=cmd_plan)

@@ -16,7 +16,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
     result = api.render(options(args), flow)
     say_targets(result.targets)
     show(result.messages, args.debug)
-    view = build_view(result)
+    view = build_view(result, args.all)
     if args.html is not None:
         write_page(args.html, render_html(view))
         say(f"wrote {args.html}")
@@ -46,4 +46,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("preview", help="show the flow: services, dev vs baseline and why, plugins, entry URLs")
     add_common(parser)
     parser.add_argument("--html", type=Path, metavar="FILE", help="write one self-contained HTML page instead")
+    parser.add_argument("--all", action="store_true",
+                        help="show every baseline service, not only those one hop from the lane")
     parser.set_defaults(handler=cmd_preview)

@@ -18,6 +18,7 @@ from ..api import RenderResult
 from ..render.checks import footprint, reach
 from ..render.model.records import Model
 from ..render.output.emit import RenderedFlow
+from ..render.plan.neighbourhood import neighbours
 from ..render.plugins.calls import InstanceResult
 from ..render.settings.isolation import Lane
 from . import mesh_reach
@@ -40,6 +41,7 @@ class View:
     mesh: dict | None = None  # mesh routing: flow.metadata's record (mode, header, member, match, istio hosts)
     reach: list[dict] = field(default_factory=list)  # flow.metadata's reach: state outside the lane its pods use
     footprint: list[tuple[str, str]] = field(default_factory=list)  # `footprint.summary` of flow.metadata
+    hidden: int = 0  # baseline services left out: more than one hop from the lane (`--all` shows them)
 
     @property
     def urls(self) -> list[str]:
@@ -106,15 +108,22 @@ def _actions(result: InstanceResult, capabilities: tuple) -> list[str]:
     return acts
 
 
-def build_view(result: RenderResult) -> View:
+def build_view(result: RenderResult, everything: bool = False) -> View:
+    """The view of the lane: its services, the baseline services one hop from it (each with why) and the flow's
+    entries; the rest counted in `hidden`, or shown too with `everything`."""
     model, plan, main = result.model, result.plan, result.main
     record = main.metadata.get("mesh")
-    services = [{"name": d.name, "version": d.version, "kind": d.kind, "reasons": list(d.reasons),
+    near = neighbours(model, plan.lane())
+    entries = _entries(model, main, result.dev.lane, record)
+    wanted = {*plan.lane(), *near, *(b for e in entries for b in e["backends"])}
+    services = [{"name": d.name, "version": d.version, "kind": d.kind,
+                 "reasons": [near[n].why()] if n in near and d.version == "baseline" else list(d.reasons),
                  "reach": mesh_reach.reach(n, d.version, d.kind, result.dev.by_header) if record else ""}
-                for n, d in sorted(plan.decisions.items())]
+                for n, d in sorted(plan.decisions.items()) if everything or n in wanted]
     services += [{"name": n, "version": "baseline", "kind": "service", "reasons": ["not in the flow"], "reach": ""}
-                 for n in sorted(set(model.services) - {s["name"] for s in services})]
+                 for n in sorted(set(model.services) - set(plan.decisions)) if everything or n in wanted]
     names = {s["name"] for s in services}
+    hidden = len(set(model.services) | set(plan.decisions)) - len(names)
     edges = sorted({(a, b, t) for a, node in model.services.items() for b, t in node.dependencies if b in names}
                    | {(a, b, "external") for a in model.services for b in model.edges(a)
                       if b in names and b not in model.services})
@@ -133,11 +142,19 @@ def build_view(result: RenderResult) -> View:
     shared = [result.mesh] if result.mesh else []  # istio: flows/_mesh/ with this flow's rules alone
     files = {f"flows/{f.flow_id}/{n}": masked_file(t) for f in [*result.flows, *shared]
              for n, t in sorted(f.files.items())}  # as `diff` shows them: no Secret value, no password of a URL
-    return View(plan.flow_id, plan.routing, services, edges, plugins,
-                _entries(model, main, result.dev.lane, record), files, main.metadata.get("isolation"), record,
+    lane = main.metadata.get("isolation")
+    if lane and not everything:  # the aliases of the services shown; the rest counted
+        shown = [a for a in lane["aliases"] if alias_of(a) in names]
+        lane = {**lane, "aliases": shown, "aliasesHidden": len(lane["aliases"]) - len(shown)}
+    return View(plan.flow_id, plan.routing, services, edges, plugins, entries, files, lane, record,
                 main.metadata.get("reach") or [],
                 footprint.summary(main.metadata["footprint"], main.metadata.get("lifecycle"))
-                if main.metadata.get("footprint") else [])
+                if main.metadata.get("footprint") else [], hidden)
+
+
+def alias_of(line: str) -> str:
+    """The baseline Service an alias line (`ns-pr-1/name -> name.ns.svc...`) stands for, by node name."""
+    return line.split(" -> ", 1)[0].rsplit("/", 1)[-1]
 
 
 def _entry_note(entry: dict) -> str:
@@ -205,6 +222,8 @@ def print_terminal(view: View, out) -> None:
         node = tree.add("namespaces " + escape(", ".join(f"{b} -> {f}" for b, f in lane["namespaces"].items())))
         for alias in lane["aliases"]:
             node.add(f"alias {escape(alias)}")
+        if lane.get("aliasesHidden"):
+            node.add(f"[dim]... and {lane['aliasesHidden']} more aliases, of services the lane does not touch[/]")
         for need in lane["needs"]:
             node.add(f"[yellow]needs[/] {escape(need)}")
     if view.reach:
@@ -222,19 +241,25 @@ def print_terminal(view: View, out) -> None:
         for hop in mesh_reach.unpropagated(view.mesh):
             node.add(f"[yellow]no sign it forwards the header:[/] {escape(hop)}")
 
+    expanded: set[str] = set()  # each service's calls are shown once: the tree never unrolls a shared callee
+
     def add(node, name: str) -> None:
-        """`name` and what it calls under `node`, each path stopping where it would repeat itself (a cycle);
-        an explicit stack, so a dependency chain of any length is fine."""
-        stack = [(node, name, frozenset({name}))]
+        """`name` and what it calls under `node`; a service already shown is a one-line reference (`... above`),
+        so the tree has one line per node and edge however the graph is shaped; an explicit stack, so a
+        dependency chain of any length is fine."""
+        stack = [(node, name)]
         while stack:
-            parent, current, seen = stack.pop()
+            parent, current = stack.pop()
+            if current in expanded:
+                parent.add(f"{escape(current)} [dim](above)[/]")
+                continue
+            expanded.add(current)
             branch = parent.add(label(current))
             for p in plugins_of.get(current, []):
                 leaf = branch.add(f"plugin {escape(p['instance'])}: {escape(p['plugin'])} ({escape(p['runtime'])})")
                 for act in p["actions"]:
                     leaf.add(escape(act))
-            stack.extend((branch, child, seen | {child}) for child in reversed(children.get(current, []))
-                         if child not in seen)
+            stack.extend((branch, child) for child in reversed(children.get(current, [])))
 
     for root in _roots(view):
         if root.startswith(ENTRY):
@@ -245,6 +270,9 @@ def print_terminal(view: View, out) -> None:
                 add(node, child)
         else:
             add(tree, root)
+    if view.hidden:
+        tree.add(f"[dim]... and {view.hidden} other baseline service{'s' if view.hidden != 1 else ''} the lane does "
+                 "not touch (--all shows them)[/]")
     if view.footprint:  # last: the tree above is the flow, this what it costs
         node = tree.add("footprint")
         for what, value in view.footprint:
@@ -376,6 +404,9 @@ def render_html(view: View) -> str:
     rows = "".join(f"<tr><td>{e(s['name'])}</td><td>{e(s['version'])}{' (external)' * (s['kind'] == 'external')}"
                    f"{e(', ' + mesh_reach.REACH[s['reach']]) if s.get('reach') else ''}"
                    f"</td><td>{e('; '.join(s['reasons']))}</td></tr>" for s in view.services)
+    if view.hidden:
+        rows += (f"<tr><td colspan=\"3\">... and {view.hidden} other baseline service{'s' * (view.hidden != 1)} the "
+                 "lane does not touch (<code>devlane preview --all</code> shows them)</td></tr>")
     plugins = "".join(f"<tr><td>{e(p['instance'])}</td><td>{e(p['plugin'])}</td><td>{e(p['runtime'])}</td>"
                       f"<td>{e(', '.join(p['dependents']))}</td><td>{e(p['reason'])}</td>"
                       f"<td>{'<br>'.join(e(a) for a in p['actions'])}</td></tr>" for p in view.plugins)
@@ -447,6 +478,8 @@ def _isolation_html(lane: dict | None) -> str:
     e = html.escape
     rows = "".join(f"<tr><td>{e(b)}</td><td>{e(f)}</td></tr>" for b, f in lane["namespaces"].items())
     aliases = "".join(f"<li><code>{e(a)}</code></li>" for a in lane["aliases"])
+    if lane.get("aliasesHidden"):
+        aliases += f"<li>... and {lane['aliasesHidden']} more, of services the lane does not touch</li>"
     needs = "".join(f"<li>{e(n)}</li>" for n in lane["needs"])
     return (f"<h2>Isolation: namespace</h2><table><tr><th>baseline namespace</th><th>flow namespace</th></tr>{rows}"
             f"</table>\n" + (f"<p>Aliases to the baseline:</p><ul>{aliases}</ul>\n" if aliases else "")

@@ -24,7 +24,7 @@ def test_preview_names_the_mode_and_the_header(harness, monkeypatch, routing):
     assert ("the per-host VirtualServices are in flows/_mesh/ (shared by every flow)" in lines) == (routing == "istio")
     assert any(line.startswith("orders dev, by header (target;") for line in lines)
     assert "orders-db dev, by rewritten references (stateful downstream of orders)" in lines
-    assert "web baseline (not affected by the flow)" in lines
+    assert "web baseline (calls orders)" in lines
 
 
 @pytest.mark.parametrize("routing", MODES)

@@ -42,7 +42,11 @@ def test_plan_shows_the_namespaces_the_aliases_and_what_the_lane_needs(harness):
     out = harness.cli("plan", *FLOW)
     assert out.returncode == 0, out.stderr
     assert "isolation namespace: shop -> shop-pr-1" in out.stdout
-    assert "shop-pr-1/catalog -> catalog.shop.svc.cluster.local" in out.stdout
+    # catalog is two hops from the lane (web, baseline, calls it): its alias is counted, listed with --all
+    assert "shop-pr-1/catalog -> catalog.shop.svc.cluster.local" not in out.stdout
+    assert "shop-pr-1/web -> web.shop.svc.cluster.local" in out.stdout
+    assert "... and 1 more, of services the lane does not touch (--all lists them)" in out.stdout
+    assert "shop-pr-1/catalog -> catalog.shop.svc.cluster.local" in harness.cli("plan", *FLOW, "--all").stdout
     assert "shop-pr-1/web -> web.shop.svc.cluster.local" in out.stdout
     assert "the lane still needs:" in out.stdout and NEED in out.stdout
     data = json.loads(harness.cli("plan", *FLOW, "-o", "json").stdout)
@@ -77,7 +81,10 @@ def test_preview_shows_it_in_the_tree_and_the_page(harness, tmp_path):
     out = harness.cli("preview", *FLOW)
     assert out.returncode == 0, out.stderr
     assert "(routing none, isolation namespace)" in out.stdout and "namespaces shop -> shop-pr-1" in out.stdout
-    assert "alias shop-pr-1/catalog -> catalog.shop.svc.cluster.local" in out.stdout and "needs" in out.stdout
+    assert "alias shop-pr-1/web -> web.shop.svc.cluster.local" in out.stdout and "needs" in out.stdout
+    assert "alias shop-pr-1/catalog" not in out.stdout  # two hops away: counted
+    assert "... and 1 more aliases, of services the lane does not touch" in out.stdout
+    assert "alias shop-pr-1/catalog -> catalog.shop.svc.cluster.local" in harness.cli("preview", *FLOW, "--all").stdout
     page = tmp_path / "preview.html"
     assert harness.cli("preview", *FLOW, "--html", str(page)).returncode == 0
     text = page.read_text()

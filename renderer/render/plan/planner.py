@@ -82,6 +82,10 @@ class Plan:
     def dev_services(self) -> list[str]:
         return sorted(n for n, d in self.decisions.items() if d.kind == "service" and d.version != "baseline")
 
+    def lane(self) -> list[str]:
+        """Every service and external node with a version of the flow (dev or shared): what review surfaces show."""
+        return sorted(n for n, d in self.decisions.items() if d.version != "baseline")
+
     def version_of(self, name: str) -> str:
         d = self.decisions.get(name)
         return d.version if d else "baseline"

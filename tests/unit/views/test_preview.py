@@ -20,8 +20,9 @@ SERVICES = {"web": "dev", "orders": "dev", "orders-db": "dev", "catalog": "basel
 MEMBER = "baggage devlane-flow=pr-7"
 ROUTED = {"gateway-api": "HTTPRoute", "istio": "VirtualService"}  # what the bookshop's Ingress entry becomes
 # on a mesh: only orders (and its stateful database) get dev versions; web stays the baseline and carries the header
+# on a mesh web stays baseline (one hop: it calls orders); catalog, two hops away, is counted, not shown
 MESH_SERVICES = {"web": ("baseline", ""), "orders": ("dev", "header"), "orders-db": ("dev", "rewrite"),
-                 "catalog": ("baseline", ""), "stripe-test-mode": ("dev", "")}  # fmt: skip
+                 "stripe-test-mode": ("dev", "")}  # fmt: skip
 
 
 def bookshop_view(harness, routing: str | None = None) -> View:
@@ -85,7 +86,7 @@ def test_terminal_tree(view, monkeypatch):
     expected = [
         (1, f"entry Ingress/shop {ENTRY_URL}"),
         (2, "web dev (routing: on path from entry Ingress/shop to a dev service)"),
-        (3, "catalog baseline (not affected by the flow)"),
+        (3, "catalog baseline (called by web)"),
         (3, "orders dev (target; parent of TCP stateful orders-db; carries external stripe-test-mode downstream "
             "of orders)"),
         (4, "plugin stripe-test-mode: dummy (kardinal-python)"),
@@ -134,6 +135,7 @@ def test_html_escapes_every_name():
 def test_a_mesh_view_says_which_dev_versions_the_header_reaches(mesh_view):
     assert mesh_view.mesh["mode"] == mesh_view.routing and mesh_view.mesh["member"] == "devlane-flow=pr-7"
     assert {s["name"]: (s["version"], s["reach"]) for s in mesh_view.services} == MESH_SERVICES
+    assert mesh_view.hidden == 1
     (entry,) = mesh_view.entries  # the Ingress became a route on mesh.gateway: its URL is that route's host
     assert entry["urls"] == [ENTRY_URL] and entry["adds"] == MEMBER
     assert entry["as"] == [f"{ROUTED[mesh_view.routing]}/shop-pr-7"]
@@ -154,14 +156,15 @@ def test_mesh_terminal_tree(mesh_view, monkeypatch):
     expected = [
         *(shared if routing == "istio" else []),
         (1, f"entry Ingress/shop {ENTRY_URL} (as {ROUTED[routing]}/shop-pr-7, adds {MEMBER})"),
-        (2, "web baseline (not affected by the flow)"),
-        (3, "catalog baseline (not affected by the flow)"),
+        (2, "web baseline (calls orders)"),
         (3, "orders dev, by header (target; parent of TCP stateful orders-db; carries external stripe-test-mode "
             "downstream of orders)"),
         (4, "orders-db dev, by rewritten references (stateful downstream of orders)"),
         (4, "stripe-test-mode dev, external service (external plugin runs for orders)"),
+        (1, "... and 1 other baseline service the lane does not touch (--all shows them)"),
     ]  # fmt: skip
     assert in_tree_order(found, expected), found
+    assert not [t for _, t in found if t.startswith("catalog")]
 
 
 def test_mesh_html_page(mesh_view):
