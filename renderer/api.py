@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .core import deadline
+from .core import deadline, progress
 from .errors import DevlaneError, Problem, UsageError, Where, fail
 from .host import process
 from .host.choose import Choice, RunMode
@@ -465,9 +465,12 @@ def lint(options: Options) -> list[Problem]:
     """Every problem in the repository at once (errors and warnings), plugin sources that do not
     resolve included; no plugin runs."""
     with open_session(options, collect=True) as s:
-        model = build_model(s.loaded.documents, s.config.namespace)
+        loaded = s.loaded
+        deadline.stage("building the model")
+        model = build_model(loaded.documents, s.config.namespace)
         routing = s.options.routing or s.config.routing
         on_mesh = routing != "none"
+        deadline.stage(f"checking {len(model.services)} services")
         wiring = [] if lane_of(s.config, s.options.isolation).by_namespace else \
             invariants.unwirable_edges(model, on_mesh)
         return (s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model) + wiring
@@ -636,13 +639,15 @@ def _gc_in(s: Session, output: Output, keep: list[str] | None, expired: bool, mo
         return GcResult(doomed, [], kept, {}, True, output.flows, unreadable)
     model = build_model(s.loaded.documents, s.config.namespace)
     removed, failed = [], {}
-    for flow_id in doomed:
-        try:
-            deleted, messages = _end_plugins(s, output, model, flow_id, records) or ([], [])
-            paths = _remove_lane(output, s.state_root, flow_id) if remove else []
-            removed.append(DeleteResult(flow_id, output.flows / flow_id, deleted, messages, paths))
-        except DevlaneError as exc:
-            failed[flow_id] = exc.problems
+    with progress.task("removing flows", len(doomed)) as step:
+        for flow_id in doomed:
+            try:
+                deleted, messages = _end_plugins(s, output, model, flow_id, records) or ([], [])
+                paths = _remove_lane(output, s.state_root, flow_id) if remove else []
+                removed.append(DeleteResult(flow_id, output.flows / flow_id, deleted, messages, paths))
+            except DevlaneError as exc:
+                failed[flow_id] = exc.problems
+            step()
     return GcResult(doomed, removed, [*kept, *failed], failed, False, output.flows, unreadable)
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 
 from .. import api
+from ..core import deadline
 from ..core.names import KARDINAL as K
 from ..core.yamlscalars import SafeDumper
 from ..errors import Problem, UsageError
@@ -108,7 +109,9 @@ def run(options: api.Options, mode: Mode = "dry-run") -> InitResult:
     root = Path(options.repo)
     repo = api.read(options)
     editable = frozenset(f for f in repo.loaded.files if f.endswith((".yaml", ".yml")) and (root / f).is_file())
+    deadline.stage(f"inferring the dependencies of {len(repo.model.services)} services")
     inf = infer(repo.model, editable)
+    deadline.stage("writing the annotations" if mode != "dry-run" else "preparing the diff")
     wants, disagreements = _wanted(inf)
     edits: list[AnnotationEdit] = []
     services: dict[str, dict[str, Any]] = {}

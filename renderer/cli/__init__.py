@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     from .. import api
     from ..core import deadline, tempdirs
     from ..host import process
+    from . import progress_display
 
     tempdirs.reclaim_once()  # what a run killed with SIGKILL left in $TMPDIR, whichever command comes next
     if _process_ends:
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _received.clear()
     try:
-        with _signals(api, deadline):
+        with _signals(api, deadline), progress_display.shown(getattr(args, "command", None) or "run"):
             code = args.handler(args)
             sys.stdout.flush()  # a closed pipe fails here, not at interpreter exit
             return _stopped(_received[0]) if _received else code

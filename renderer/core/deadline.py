@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from ..errors import Problem, RenderTimeout, Where
+from . import progress
 
 TIMEOUT_FLAG = "--timeout"
 
@@ -118,7 +119,9 @@ def check() -> None:
 
 
 def stage(name: str) -> None:
-    """At a stage boundary: name the stage for the message, and stop when the deadline has passed (exactly)."""
+    """At a stage boundary: name the stage for the message (and the progress display), and stop when the deadline
+    has passed (exactly)."""
+    progress.stage(name)
     d = _current.get()
     if d is not None:
         if d.passed or time.monotonic() >= d.at:  # it ran out in the stage before: that one is named

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from ...core import tempdirs
+from ...core import progress, tempdirs
 from ...core.cache import Cache, blob_id
 from ...core.fence import Fence, operator_dirs
 from ...core.files import InputLimit
@@ -277,8 +277,10 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
     read: list[tuple[str, bytes]] = []
     blobs: dict[str, str] = {}  # path -> blob id (with a cache)
     unreadable: dict[str, DevlaneError] = {}
-    for path in paths:
-        _take(source, path, read, files, blobs, unreadable, cache)
+    with progress.task("reading files", len(paths)) as step:
+        for path in paths:
+            _take(source, path, read, files, blobs, unreadable, cache)
+            step()
     keeper = memo[1] if memo is not None and cache is not None and not unreadable else None
     stored = keeper.open(memo[0], includes, excludes, paths) if keeper is not None else None  # type: ignore[index]
     outcomes = _parsed([(p, data) for p, data in read if (stored or {}).get(p) != blobs.get(p)], cache, blobs)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ...core import progress
 from ...core.k8s import with_pod_spec
 from ...core.source import Source
 from ...errors import DevlaneError, Problem, Where, fail
@@ -296,22 +297,25 @@ class Calls:
         if self.failed is not None:
             raise self.failed
         acc = self.acc
-        for n, wave in enumerate(self.waves):
-            calls = self.first if n == 0 and self.first is not None else self._send(wave)
-            for i in sorted(calls):
-                inv, workloads, future = calls[i]
-                inst, choice, behavior = self.work[i]
-                try:
-                    created: Created = future.result()
-                    if policy is not None:
-                        check_outcome(policy, inst, choice, workloads, created.outcome, acc.pod_specs)
-                except DevlaneError as exc:
-                    exc = self.host.budget.explain(exc)
-                    if behavior != "bypass":
-                        raise exc from None
-                    acc.bypass(inst, choice, exc)
-                    continue
-                acc.apply(inst, choice, inv, workloads, created)
+        with progress.task("plugins", len(self.work) or None) as step:
+            for n, wave in enumerate(self.waves):
+                calls = self.first if n == 0 and self.first is not None else self._send(wave)
+                for i in sorted(calls):
+                    inv, workloads, future = calls[i]
+                    inst, choice, behavior = self.work[i]
+                    try:
+                        created: Created = future.result()
+                        if policy is not None:
+                            check_outcome(policy, inst, choice, workloads, created.outcome, acc.pod_specs)
+                    except DevlaneError as exc:
+                        exc = self.host.budget.explain(exc)
+                        if behavior != "bypass":
+                            raise exc from None
+                        acc.bypass(inst, choice, exc)
+                        continue
+                    finally:
+                        step()
+                    acc.apply(inst, choice, inv, workloads, created)
         return acc.results(self.work)
 
 
