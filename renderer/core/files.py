@@ -87,12 +87,21 @@ def over_limit(shown: str, limit: int, what: str = "the file is", kind: type[Dev
                 hint="split it, or exclude it with `exclude:` in .devlane.yaml", kind=kind)
 
 
-def write_atomic(path: Path, text: str) -> Path:
+def write_atomic(path: Path, text: str, mode: int | None = None) -> Path:
     """Write `text` to `path` through a temporary file in the same directory and a rename: a reader sees
-    the old file or the new one, never a half-written one."""
+    the old file or the new one, never a half-written one. The file gets `mode`; by default the mode a plain
+    `open()` gives a new file (0666 less the umask: 0644 for most) or, when it replaces one, that file's mode:
+    a page a reviewer's browser opens and a lock file a teammate's checkout reads are theirs to read (mkstemp's
+    0600 is for secrets, which pass `mode=0o600`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except OSError:
+            mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
         os.replace(tmp, path)
@@ -100,6 +109,20 @@ def write_atomic(path: Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    """The process's umask: from /proc (Linux), else by setting it and restoring it at once (a moment in which
+    another thread's new file would get the wrong mode, so only where /proc cannot say)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 # --------------------------------------------------------------------------------------------------
