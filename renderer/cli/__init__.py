@@ -25,21 +25,23 @@ from types import ModuleType
 
 from ..core.version import VERSION
 from ..errors import DevlaneError, NothingToDo, UsageError
-from . import cache, cmp, diff, init, lint, live, plan, plugins, preview, provision, render, stdio
+from . import cache, cmp, completion, diff, init, lint, live, plan, plugins, preview, provision, render, stdio
+from .usage import DevlaneParser, add_examples
 
 
 @functools.cache
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line, built once per process (parsing never changes it; a process that runs many
     commands, as the tests do, would otherwise build its hundreds of arguments each time)."""
-    parser = argparse.ArgumentParser(
+    parser = DevlaneParser(
         prog="devlane",
         description="Render per-pull-request dev lanes from Kardinal-annotated Kubernetes manifests, offline.",
     )
     parser.add_argument("--version", action="version", version=f"devlane {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (render, plan, lint, provision, live, cmp, diff, preview, init, plugins, cache):
+    for group in (render, plan, lint, provision, live, cmp, diff, preview, init, plugins, cache, completion):
         group.add_parsers(sub)
+    add_examples(parser)
     return parser
 
 
@@ -109,6 +111,10 @@ def run() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     stdio.guard()
+    if argv is None and "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (`devlane completion`)
+        import argcomplete
+
+        argcomplete.autocomplete(build_parser())  # answers and exits
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
     # only now: `--help`, `--version` and usage errors end above without loading the library; the handler
@@ -149,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # a bug in devlane, not a user error
         if stdio.broken(exc):
-            return stdio.gone(debug)
+            return stdio.gone(exc, debug)
         if debug:
             raise
         print(f"devlane: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)",

@@ -7,16 +7,18 @@ nowhere below the CLI.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..core import durations
-from ..errors import Problem, UsageError
+from ..errors import DevlaneError, Problem, UsageError
 
 if TYPE_CHECKING:
     from .. import api
@@ -189,10 +191,33 @@ def parse_template_args(values: list[str]) -> dict[str, str]:
     return out
 
 
+@contextlib.contextmanager
+def as_usage_error() -> Iterator[None]:
+    """A value given on the command line that the library refuses is a usage error (exit 2), not bad input."""
+    try:
+        yield
+    except UsageError:
+        raise
+    except DevlaneError as exc:
+        raise UsageError(exc.problems) from None
+
+
+def repo_path(args: argparse.Namespace) -> Path:
+    """The repository path the command line names; one that does not exist is a usage error (exit 2), unless the
+    command reads it at a git ref (`--ref`, `diff`), where the work tree need not hold it."""
+    repo = Path(args.repo)
+    if getattr(args, "ref", None) is None and getattr(args, "command", None) != "diff" and not repo.exists():
+        raise UsageError(Problem(f"repository directory {args.repo} does not exist",
+                                 hint="pass the path of your manifests repository (default: the current directory)"))
+    return repo
+
+
 def options(args: argparse.Namespace) -> api.Options:
     from .. import api
 
-    return api.Options(repo=Path(args.repo), ref=args.ref, routing=getattr(args, "routing", None),
+    repo = repo_path(args)
+
+    return api.Options(repo=repo, ref=args.ref, routing=getattr(args, "routing", None),
                        isolation=getattr(args, "isolation", None),
                        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
                        plugin_timeout=getattr(args, "plugin_timeout", None), timeout=getattr(args, "timeout", None),
@@ -214,12 +239,16 @@ def flow_input(args: argparse.Namespace) -> api.FlowInput:
     if args.flow_id is None and args.flow_file is None:
         raise UsageError("a flow is required: pass --flow ID --service NAME=IMAGE, or --flow-file FILE")
     if args.flow_id is not None:
-        validate_flow_id(args.flow_id)  # refused before anything is read or written
+        with as_usage_error():
+            validate_flow_id(args.flow_id)  # refused before anything is read or written
     request = FlowRequest(flow_id=args.flow_id, images=parse_service_args(args.service), env=parse_env_args(args.env),
                           flow_file=args.flow_file, template=args.template,
                           template_args=parse_template_args(args.template_arg),
                           template_args_file=args.template_args)
     if getattr(args, "services", None) != "auto":
+        if args.flow_file is None and not request.images:
+            raise UsageError("the flow changes no service: pass --service NAME=IMAGE (or --flow-file FILE, or "
+                             "--services auto)")
         return api.resolve(request)
     if not args.base or not args.image_template:
         raise UsageError("--services auto needs --base REF and --image-template T")

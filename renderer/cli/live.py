@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..core import durations
 from ..errors import DevlaneError, Problem, UsageError, Where
-from .common import add_lanes, lanes_ref, say, show
+from .common import add_lanes, lanes_ref, repo_path, say, show
 
 if TYPE_CHECKING:
     from .. import api
@@ -58,7 +58,7 @@ def _kube(args: argparse.Namespace) -> KubeOptions:
 def _options(args: argparse.Namespace) -> api.Options:
     from .. import api
 
-    return api.Options(repo=Path(args.repo), ref=args.ref, cache=args.cache)
+    return api.Options(repo=repo_path(args), ref=args.ref, cache=args.cache)
 
 
 def _add_flow(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.krm import RUNTIMES
-from .common import Progress, add_common, add_plugin_source, add_weak_sandbox, repeat_pairs, say, show
+from .common import Progress, add_common, add_plugin_source, add_weak_sandbox, repeat_pairs, repo_path, say, show
 
 if TYPE_CHECKING:
     from .. import api
@@ -20,7 +20,7 @@ def _options(args: argparse.Namespace) -> api.Options:
     from .. import api
 
     sources = repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source")
-    return api.Options(repo=Path(args.repo), ref=args.ref, plugin_sources=sources, cache=args.cache,
+    return api.Options(repo=repo_path(args), ref=args.ref, plugin_sources=sources, cache=args.cache,
                        allow_paths=tuple(args.allow_path or ()), policy_file=args.policy, trusted_ref=args.trusted_ref)
 
 

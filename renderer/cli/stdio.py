@@ -1,6 +1,8 @@
-"""Standard output that went away: a closed pipe (`devlane render --stdout | head -0`) or a closed file
-descriptor (`devlane ... >&-`) is one clear line and exit 1, as Unix tools do, never a traceback or
-Python's "Exception ignored" message at exit."""
+"""Standard output that went away, never a traceback or Python's "Exception ignored" message at exit:
+
+- a reader that stopped reading (`devlane plan ... | head -3`) ends the command quietly with exit status 141
+  (128 + SIGPIPE), as git and kubectl end when the pipe breaks: the reader has what it wanted;
+- a closed file descriptor (`devlane ... >&-`) is a mistake of the caller: one clear line and exit 1."""
 
 from __future__ import annotations
 
@@ -43,16 +45,21 @@ def broken(exc: BaseException) -> bool:
         return False
 
 
-def gone(debug: bool = False) -> int:
-    """Say so once on stderr and return exit status 1; stdout is pointed at /dev/null so the interpreter's
-    last flush cannot complain."""
+SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for git or kubectl whose reader went away
+
+
+def gone(exc: BaseException | None = None, debug: bool = False) -> int:
+    """End the command: quietly (141) when the reader went away, with one line on stderr (1) when stdout was
+    closed; stdout is pointed at /dev/null so the interpreter's last flush cannot complain."""
     if debug:
         traceback.print_exc()
-    print("devlane: error: cannot write to standard output: the pipe or file is closed", file=sys.stderr)
+    closed = isinstance(sys.stdout, ClosedStdout) or getattr(exc, "errno", None) == errno.EBADF
+    if closed:
+        print("devlane: error: cannot write to standard output: the pipe or file is closed", file=sys.stderr)
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     except (AttributeError, OSError, ValueError):  # no real file behind stdout (tests, an embedding program)
         pass
-    return 1
+    return 1 if closed else SIGPIPE_STATUS

@@ -67,9 +67,10 @@ def test_failed_render_leaves_previous_output_untouched(harness, bookshop):
 
 @pytest.mark.parametrize("flow_id", ["../../etc", "PR-1", "a" * 41, "pr_1", "-pr", "shared", "", "pr-7\n"])
 def test_bad_flow_ids_are_refused_before_reading(harness, flow_id):
+    """A flow id given on the command line is a usage error (exit 2), found before the repository is read."""
     missing = harness.tmp / "does-not-exist"
     out = harness.cli("render", missing, f"--flow={flow_id}", "--service", "a=b", "--out", harness.tmp / "o")
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "flow id" in out.stderr and "does not exist" not in out.stderr
     assert "Traceback" not in out.stderr
     assert not (harness.tmp / "o").exists()
