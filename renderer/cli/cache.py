@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
+
+from .output import add_output, machine
 
 
 def _size(n: float) -> str:
@@ -26,8 +27,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     cache = Cache(default_root())
     found = cache.stats()
-    if args.output == "json":
-        print(json.dumps(found, indent=2, sort_keys=True))
+    if machine(args, "CacheStats", found):
         return 0
     print(f"cache directory: {found['directory']}")
     print(f"entries: {found['entries']:,} ({_size(found['bytes'])}) of a {_size(found['limit'])} bound "
@@ -54,7 +54,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("cache", help="show or empty the parse and build cache ($DEVLANE_CACHE)")
     cmds = parser.add_subparsers(dest="cache_command", required=True, metavar="SUBCOMMAND")
     stats = cmds.add_parser("stats", help="where the cache is, its entries and size")
-    stats.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    add_output(stats)
     stats.add_argument("--debug", action="store_true", help="show tracebacks")
     stats.set_defaults(handler=cmd_stats)
     clear = cmds.add_parser("clear", help="delete every entry (safe while renders run: they re-parse)")

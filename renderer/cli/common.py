@@ -246,7 +246,7 @@ def flow_input(args: argparse.Namespace) -> api.FlowInput:
                           template_args=parse_template_args(args.template_arg),
                           template_args_file=args.template_args)
     if getattr(args, "services", None) != "auto":
-        if args.flow_file is None and not request.images:
+        if args.flow_file is None and not request.images and not request.env:
             raise UsageError("the flow changes no service: pass --service NAME=IMAGE (or --flow-file FILE, or "
                              "--services auto)")
         return api.resolve(request)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
@@ -17,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import DevlaneError, UsageError
 from .common import add_common, add_lanes, flow_input, lanes_ref, options, say_targets
+from .output import add_output, dumps, machine
+from .output import report as machine_report
 
 if TYPE_CHECKING:
     from ..views import diff
@@ -68,9 +69,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         raise
     say_targets(report.targets)
     if args.json_out:
-        args.json_out.write_text(json.dumps(report.as_dict(), indent=2, sort_keys=True) + "\n")
-    if args.output == "json":
-        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+        args.json_out.write_text(dumps(machine_report("DiffReport", report.as_dict()), "json"))
+    if machine(args, "DiffReport", report.as_dict()):
+        pass
     elif args.output == "markdown":
         sys.stdout.write(markdown.render_markdown(report, report.entries, report.edges, args.artifact_url))
     else:
@@ -88,7 +89,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("diff", help="render a flow at base and head (no checkout) and compare the objects")
     add_common(parser)
     parser.add_argument("--head", default="HEAD", metavar="REF", help="the pull request's head (default HEAD)")
-    parser.add_argument("-o", "--output", choices=["text", "json", "markdown"], default="text")
+    add_output(parser, "markdown")
     parser.add_argument("--json-out", type=Path, metavar="FILE", help="also write the JSON report to FILE")
     parser.add_argument("--artifact-url", metavar="URL", help="where the full report is, for an over-long comment")
     parser.add_argument("--fail-on", choices=["problems", "changes", "never"], default="problems",

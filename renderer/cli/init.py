@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from .common import add_common, options
+from .output import add_output, machine
 
 
 def cmd_init(args: argparse.Namespace) -> int:
     from ..authoring import init, init_report
 
     result = init.run(options(args), args.mode)
-    if args.output == "json":
-        print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
-    else:
+    if not machine(args, "InitReport", result.as_dict()):
         print(init_report.text(result), end="")
     return 1 if any(p.severity == "error" for p in result.lint) else 0  # as `devlane lint`: a render would fail
 
@@ -29,5 +27,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                       help="annotate the manifests where the objects live (built objects: in .devlane.yaml)")
     mode.add_argument("--config", dest="mode", action="store_const", const="config",
                       help="write everything into .devlane.yaml (services:, plugins:), leaving the inputs untouched")
-    p.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    add_output(p)
     p.set_defaults(handler=cmd_init, mode="dry-run")

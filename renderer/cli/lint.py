@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..errors import tally
+from . import output
 from .common import add_common, add_modes, options
+from .output import machine
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -14,9 +15,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     problems = api.lint(options(args))
     errors = [p for p in problems if p.severity == "error"]
-    if args.output == "json":
-        print(json.dumps([p.as_dict() for p in problems], indent=2, sort_keys=True))
-    else:
+    if not machine(args, "LintReport", output.problems(problems)):
         for p in problems:
             print(f"{p.severity}: {p.format()}")
         print(tally(problems))
@@ -27,5 +26,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     lint = sub.add_parser("lint", help="report every problem in the repository at once")
     add_common(lint, flow=False)
     add_modes(lint)
-    lint.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    output.add_output(lint)
     lint.set_defaults(handler=cmd_lint)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..core import durations
 from ..errors import DevlaneError, Problem, UsageError, Where
 from .common import add_lanes, lanes_ref, repo_path, say, show
+from .output import add_output, machine
 
 if TYPE_CHECKING:
     from .. import api
@@ -70,7 +70,7 @@ def _add_flow(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ref", help="read the rendered flow from this git ref (a lanes branch) instead of the work tree")
     p.add_argument("--no-cache", dest="cache", action="store_false", help=argparse.SUPPRESS)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    p.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    add_output(p)
 
 
 @contextlib.contextmanager
@@ -105,9 +105,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     with _lane_dir(args) as out:
         report = api.status(_options(args), args.flow_id, _kube(args), out, args.wait, timeout, on_poll)
-    if args.output == "json":
-        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
-    else:
+    if not machine(args, "StatusReport", report.as_dict()):
         print(report.summary())
         for o in report.objects:
             print(f"  {o.line()}")
@@ -135,9 +133,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     show([Problem(f"not checked: {v.message}", Where(file=v.file, object=f"{v.kind}/{v.name}"),
                   severity="warning", code="verify") for v in report.of("unchecked")])
     refused = report.of("refused")
-    if args.output == "json":
-        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
-    else:
+    if not machine(args, "VerifyReport", report.as_dict()):
         for v in refused:
             print(v.line())
         print(report.summary())
@@ -162,6 +158,7 @@ def gc_cluster(args: argparse.Namespace, keep: list[str] | None) -> int:
     if args.yes and args.dry_run:
         raise UsageError("--yes deletes and --dry-run does not: pass one (gc --cluster lists without --yes)")
     report = api.gc_cluster(_kube(args), keep, args.yes)
+    machine(args, "ClusterGcReport", report.as_dict())
     show(report.warnings, args.debug)
     for items in report.doomed.values():
         for item in items:

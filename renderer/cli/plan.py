@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from .common import add_common, flow_input, options, say_targets, show
+from .output import add_output, machine
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -17,8 +17,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     report = api.plan(options(args), flow)
     say_targets(report.targets)
     show(report.warnings, args.debug)
-    if args.output == "json":
-        print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
+    if machine(args, "PlanReport", report.as_dict()):
         return 0
     the_plan, choices = report.plan, report.choices
     mine = report.copies.get(the_plan.routing)
@@ -32,7 +31,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"  {'SERVICE':<{width}}  {'VERSION':<9}  WHY")
     for d in rows:
         label = d.version + (" (ext)" if d.kind == "external" else "")
-        why = near[d.name].why() if d.name in near and d.version == "baseline" else "; ".join(d.reasons)
+        why = near[d.name].why(d.reasons) if d.name in near and d.version == "baseline" else "; ".join(d.reasons)
         print(f"  {d.name:<{width}}  {label:<9}  {why}")
     rest = len(the_plan.decisions) - len(rows)
     if rest:
@@ -94,7 +93,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     plan = sub.add_parser("plan", help="explain which services get a dev version, and why")
     add_common(plan)
-    plan.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    add_output(plan)
     plan.add_argument("--all", action="store_true",
                       help="list every baseline service (and alias), not only those one hop from the lane")
     plan.set_defaults(handler=cmd_plan)

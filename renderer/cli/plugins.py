@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.krm import RUNTIMES
 from .common import Progress, add_common, add_plugin_source, add_weak_sandbox, repeat_pairs, repo_path, say, show
+from .output import add_output, machine
 
 if TYPE_CHECKING:
     from .. import api
@@ -24,8 +24,9 @@ def _options(args: argparse.Namespace) -> api.Options:
                        allow_paths=tuple(args.allow_path or ()), policy_file=args.policy, trusted_ref=args.trusted_ref)
 
 
-def _show(data: Any, output: str, as_text: Callable[[Any], str]) -> int:
-    print(json.dumps(data, indent=2, sort_keys=True) if output == "json" else as_text(data).rstrip("\n"))
+def _show(args: argparse.Namespace, kind: str, data: Any, as_text: Callable[[Any], str]) -> int:
+    if not machine(args, kind, data if isinstance(data, dict) else {"plugins": data}):
+        print(as_text(data).rstrip("\n"))
     return 0
 
 
@@ -33,14 +34,14 @@ def cmd_list(args: argparse.Namespace) -> int:
     from ..views.inspect import catalogue, catalogue_text, collect, list_text
 
     if args.builtin:
-        return _show(catalogue(), args.output, catalogue_text)
-    return _show([i.summary() for i in collect(_options(args)).plugins], args.output, list_text)
+        return _show(args, "PluginCatalogue", catalogue(), catalogue_text)
+    return _show(args, "PluginList", [i.summary() for i in collect(_options(args)).plugins], list_text)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
     from ..views.inspect import collect, describe_dict, describe_text, find
 
-    return _show(describe_dict(find(collect(_options(args), builtin=args.name), args.name)), args.output,
+    return _show(args, "PluginDescription", describe_dict(find(collect(_options(args), builtin=args.name), args.name)),
                  describe_text)
 
 
@@ -149,7 +150,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     described = _repo_command(sub, "describe", cmd_describe,
                               "everything about one plugin: manifest, args schema, uses, sandbox", plugin_arg=True)
     for parser in (shown, described):
-        parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
+        add_output(parser)
         add_plugin_source(parser, "resolve plugin NAME to PATH, as render would")
     shown.add_argument("--builtin", action="store_true",
                        help="list devlane's built-in plugins (usable by name in any repository) instead; REPO is "

@@ -6,17 +6,20 @@ import argparse
 from pathlib import Path
 
 from .common import add_common, flow_input, options, say, say_targets, show
+from .output import add_output, machine
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
     from .. import api
-    from ..views.preview import build_view, console, print_terminal, render_html
+    from ..views.preview import build_view, console, print_terminal, render_html, view_dict
 
     flow = flow_input(args)
     result = api.render(options(args), flow)
     say_targets(result.targets)
     show(result.messages, args.debug)
     view = build_view(result, args.all)
+    if machine(args, "PreviewReport", view_dict(view)):
+        return 0
     if args.html is not None:
         write_page(args.html, render_html(view))
         say(f"wrote {args.html}")
@@ -46,6 +49,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("preview", help="show the flow: services, dev vs baseline and why, plugins, entry URLs")
     add_common(parser)
     parser.add_argument("--html", type=Path, metavar="FILE", help="write one self-contained HTML page instead")
+    add_output(parser)
     parser.add_argument("--all", action="store_true",
                         help="show every baseline service, not only those one hop from the lane")
     parser.set_defaults(handler=cmd_preview)

@@ -21,6 +21,7 @@ from .common import (
     show,
 )
 from .live import add_kube, gc_cluster
+from .output import add_output, machine, problems
 
 
 def cmd_provision(args: argparse.Namespace) -> int:
@@ -40,6 +41,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
         say(f"recorded {path}{where}")
     if not paths:
         say(f"flow {result.plan.flow_id} uses no External plugin; nothing to provision")
+    machine(args, "ProvisionReport", {"flow": result.plan.flow_id, "recorded": [str(p) for p in paths],
+                                      **problems(result.messages)})
     return 0
 
 
@@ -55,6 +58,8 @@ def cmd_delete(args: argparse.Namespace) -> int:
     else:
         result = api.delete_from_lanes(options(args), args.flow_id, lanes, say)
         where = lanes.where
+    machine(args, "DeleteReport", {"flow": args.flow_id, "gone": result.gone, "deleted": list(result.deleted),
+                                   "removed": [str(p) for p in result.removed], **problems(result.messages)})
     if result.gone:
         say(f"flow {args.flow_id}: no lane in {where}; nothing to delete")
         return 0
@@ -81,6 +86,9 @@ def cmd_gc(args: argparse.Namespace) -> int:
     now = parse_time(args.now, "--now") if args.now else None
     lanes = lanes_ref(args)
     result = api.gc(options(args), keep, args.expired, now, args.out, args.dry_run, lanes, say)
+    machine(args, "GcReport", {"dryRun": result.dry_run, "doomed": dict(result.doomed),
+                               "removed": [d.flow_id for d in result.removed], "kept": list(result.kept),
+                               "failed": {f: [p.as_dict() for p in ps] for f, ps in result.failed.items()}})
     for flow_id, why in result.doomed.items():
         if result.dry_run:
             say(f"would remove flow {flow_id}: {why}")
@@ -129,9 +137,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     provision = sub.add_parser("provision", help="run External plugins for real and record their results (CI)")
     add_common(provision)
     add_lanes(provision)
+    add_output(provision)
     provision.set_defaults(handler=cmd_provision)
     delete = sub.add_parser("delete", help="call each plugin's delete_flow, then remove the rendered flow")
     add_common(delete, flow=False)
+    add_output(delete)
     delete.add_argument("--flow", dest="flow_id", metavar="ID", required=True, help="the flow to delete")
     delete.add_argument("--out", type=Path, metavar="DIR", help="output root the flow was rendered to")
     add_plugin_source(delete)
@@ -142,6 +152,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     gc = sub.add_parser("gc", help="remove every rendered flow not kept, or past its expiry (plugins' delete_flow, "
                                    "then the files)")
     add_common(gc, flow=False)
+    add_output(gc)
     gc.add_argument("--keep", nargs="+", action="extend", metavar="FLOW",
                     help="flows to keep (the open pull requests'); every other rendered flow is removed")
     gc.add_argument("--keep-file", type=Path, metavar="FILE", help="flows to keep, one id a line (# comments)")

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import DevlaneError, Problem
+from ..errors import DevlaneError, Problem, UsageError
 from ..views.validate import DEFAULT_KUBE_VERSION
 from .common import add_common, add_lanes, flow_input, lanes_ref, options, say, say_targets, show
+from .output import add_output, machine, problems
 
 if TYPE_CHECKING:
     from .. import api
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 def cmd_render(args: argparse.Namespace) -> int:
     from ..render.plan.targets import NoServiceChanged
 
+    if args.stdout and args.output != "text":
+        raise UsageError("--stdout prints the rendered objects and -o prints the render's report: pass one")
     flow = flow_input(args)  # a bad flow is refused before anything is read
     lanes = lanes_ref(args, (args.base,) if args.base else ())
     try:
@@ -72,6 +75,11 @@ def _render(args: argparse.Namespace, flow: api.FlowInput, lanes: LanesRef | Non
         say(f"rendered flow {rendered.flow_id}: {len(rendered.files)} objects in {path}")
     for path in paths[len(result.flows):]:
         say(f"rebuilt {path}: the VirtualServices of every flow in the output directory")
+    machine(args, "RenderReport", {
+        "flow": result.plan.flow_id,
+        "written": [{"flow": f.flow_id, "objects": len(f.files), "path": str(p)}
+                    for f, p in zip(result.flows, paths, strict=False)],
+        **problems(result.messages)})
     return 0
 
 
@@ -108,6 +116,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     out = render.add_mutually_exclusive_group()
     out.add_argument("--out", type=Path, metavar="DIR", help="output root (default: <repo>/rendered)")
     out.add_argument("--stdout", action="store_true", help="print the objects as one YAML stream")
+    add_output(render)
     render.add_argument("--validate", choices=["none", "strict"], default="none",
                         help="strict: validate every rendered object offline before writing (default: none)")
     render.add_argument("--kube-version", default=DEFAULT_KUBE_VERSION, metavar="X.Y",

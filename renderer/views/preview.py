@@ -42,6 +42,7 @@ class View:
     reach: list[dict] = field(default_factory=list)  # flow.metadata's reach: state outside the lane its pods use
     footprint: list[tuple[str, str]] = field(default_factory=list)  # `footprint.summary` of flow.metadata
     hidden: int = 0  # baseline services left out: more than one hop from the lane (`--all` shows them)
+    footprint_record: dict | None = None  # flow.metadata's footprint, as `plan -o json` gives it
 
     @property
     def urls(self) -> list[str]:
@@ -117,7 +118,7 @@ def build_view(result: RenderResult, everything: bool = False) -> View:
     entries = _entries(model, main, result.dev.lane, record)
     wanted = {*plan.lane(), *near, *(b for e in entries for b in e["backends"])}
     services = [{"name": d.name, "version": d.version, "kind": d.kind,
-                 "reasons": [near[n].why()] if n in near and d.version == "baseline" else list(d.reasons),
+                 "reasons": [near[n].why(d.reasons)] if n in near and d.version == "baseline" else list(d.reasons),
                  "reach": mesh_reach.reach(n, d.version, d.kind, result.dev.by_header) if record else ""}
                 for n, d in sorted(plan.decisions.items()) if everything or n in wanted]
     services += [{"name": n, "version": "baseline", "kind": "service", "reasons": ["not in the flow"], "reach": ""}
@@ -149,7 +150,16 @@ def build_view(result: RenderResult, everything: bool = False) -> View:
     return View(plan.flow_id, plan.routing, services, edges, plugins, entries, files, lane, record,
                 main.metadata.get("reach") or [],
                 footprint.summary(main.metadata["footprint"], main.metadata.get("lifecycle"))
-                if main.metadata.get("footprint") else [], hidden)
+                if main.metadata.get("footprint") else [], hidden, main.metadata.get("footprint"))
+
+
+def view_dict(view: View) -> dict:
+    """The view as data (`preview -o json|yaml`): the lane, its neighbours, edges, plugins, entries, what it reaches
+    and costs, and the rendered files by name (their text is `render`'s output)."""
+    return {"flow": view.flow_id, "routing": view.routing, "services": view.services,
+            "edges": [{"from": a, "to": b, "kind": k} for a, b, k in view.edges], "plugins": view.plugins,
+            "entries": view.entries, "files": sorted(view.files), "isolation": view.isolation, "mesh": view.mesh,
+            "reach": view.reach, "footprint": view.footprint_record, "hiddenServices": view.hidden}
 
 
 def alias_of(line: str) -> str:

@@ -51,7 +51,8 @@ def test_golden_cases_pass(harness, plugin):
 
 
 def test_plugins_list_builtin_shows_every_builtin(harness):
-    data = {e["name"]: e for e in json.loads(harness.cli("plugins", "list", "--builtin", "-o", "json").stdout)}
+    listed = json.loads(harness.cli("plugins", "list", "--builtin", "-o", "json").stdout)["plugins"]
+    data = {e["name"]: e for e in listed}
     assert tuple(sorted(data)) == BUILTINS
     for name, entry in data.items():
         spec = manifest(name)

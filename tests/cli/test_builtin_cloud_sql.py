@@ -109,7 +109,8 @@ def test_bad_args_fail_the_render_with_the_field(harness):
 
 
 def test_plugins_list_builtin_shows_them(harness):
-    data = {e["name"]: e for e in json.loads(harness.cli("plugins", "list", "--builtin", "-o", "json").stdout)}
+    listed = json.loads(harness.cli("plugins", "list", "--builtin", "-o", "json").stdout)["plugins"]
+    data = {e["name"]: e for e in listed}
     assert data["cloud-sql"]["capabilities"] == data["azure-sql"]["capabilities"] == [
         "CreateFlow", "DeleteFlow", "ValidateArgs"]
     assert data["azure-sql"]["path"] == "plugins/azure-sql" and data["cloud-sql"]["manifest"] == "plugin.yaml"

@@ -160,6 +160,7 @@ def test_kardinal_neon_demo_with_only_the_name_changed_and_an_image(harness):
 
 
 def test_plugins_list_builtin_shows_them(harness):
-    data = {e["name"]: e for e in json.loads(harness.cli("plugins", "list", "--builtin", "-o", "json").stdout)}
+    listed = json.loads(harness.cli("plugins", "list", "--builtin", "-o", "json").stdout)["plugins"]
+    data = {e["name"]: e for e in listed}
     assert data["neon-branch"]["capabilities"] == ["CreateFlow", "DeleteFlow", "ValidateArgs"]
     assert data["stripe"]["path"] == "plugins/stripe" and data["stripe"]["manifest"] == "plugin.yaml"

@@ -142,6 +142,7 @@ def test_plugins_list_builtin_shows_the_catalogue(harness):
     rows = {line.split()[0]: line.split() for line in text.stdout.splitlines()[1:-1]}
     assert {"dummy", "postgres-seed", "mysql-seed"} <= set(rows)
     assert rows["postgres-seed"][1:4] == ["0.1.0", "None", "ConfigMap"]
-    data = {e["name"]: e for e in json.loads(harness.cli("plugins", "list", "--builtin", "-o", "json").stdout)}
+    listed = json.loads(harness.cli("plugins", "list", "--builtin", "-o", "json").stdout)["plugins"]
+    data = {e["name"]: e for e in listed}
     assert data["mysql-seed"]["capabilities"] == ["CreateFlow", "DeleteFlow", "ValidateArgs"]
     assert data["mysql-seed"]["path"] == "plugins/mysql-seed" and data["mysql-seed"]["manifest"] == "plugin.yaml"

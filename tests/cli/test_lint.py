@@ -63,7 +63,7 @@ def test_lint_reports_every_problem_at_once(harness):
     harness.write("app.yaml", BROKEN)
     out = harness.cli("lint", "-o", "json")
     assert out.returncode == 1
-    problems = json.loads(out.stdout)
+    problems = json.loads(out.stdout)["problems"]
     codes = sorted(p["code"] for p in problems if p["severity"] == "error")
     assert codes == sorted(
         ["unknown-key", "bad-dependency", "bad-dependency", "undefined-plugin", "duplicate-servicename",
@@ -98,7 +98,7 @@ def test_clean_repo_lints_clean(harness):
     harness.app("api")
     out = harness.cli("lint")
     assert out.returncode == 0 and "0 error(s), 0 warning(s)" in out.stdout
-    assert json.loads(harness.cli("lint", "-o", "json").stdout) == []
+    assert json.loads(harness.cli("lint", "-o", "json").stdout)["problems"] == []
 
 
 def test_lint_reports_broken_config_and_every_broken_file(harness):
@@ -110,7 +110,7 @@ def test_lint_reports_broken_config_and_every_broken_file(harness):
     c.write_text(c.read_text().replace("annotations: {}", "annotations: {kardinal.dev.service/x: '1'}"))
     out = harness.cli("lint", "-o", "json")
     assert out.returncode == 1
-    found = sorted((p["where"].get("file"), p["code"]) for p in json.loads(out.stdout))
+    found = sorted((p["where"].get("file"), p["code"]) for p in json.loads(out.stdout)["problems"])
     assert found == [(".devlane.yaml", "schema"), (".devlane.yaml", "schema"), ("a.yaml", "yaml"),
                      ("b.yaml", "yaml"), ("c.yaml", "unknown-key")]  # fmt: skip
     render = harness.cli("render", "--flow", "pr-1", "--service", "c=x:1")
@@ -127,7 +127,7 @@ def mesh_problems(harness, *args: str) -> dict[str, list[dict]]:
     """`devlane lint -o json` on the harness repository: the mesh problems by code."""
     out = harness.cli("lint", "-o", "json", *args)
     found: dict[str, list[dict]] = {}
-    for p in json.loads(out.stdout):
+    for p in json.loads(out.stdout)["problems"]:
         if p["code"].startswith("mesh-") or p["code"] == "routing":
             found.setdefault(p["code"], []).append(p)
     return found

@@ -34,7 +34,7 @@ def test_list_bookshop_text_is_an_aligned_table(harness):
 def test_list_bookshop_json_is_stable_and_complete(harness):
     out = _ok(harness.cli("plugins", "list", EXAMPLE, "-o", "json"))
     assert _ok(harness.cli("plugins", "list", EXAMPLE, "-o", "json")) == out
-    data = json.loads(out)
+    data = json.loads(out)["plugins"]
     assert [p["name"] for p in data] == ["./plugins/stripe-test-mode", "postgres-seed"]
     for p in data:
         assert p["runtime"] == "kardinal-python"
@@ -83,7 +83,7 @@ def exec_repo(harness):
 def test_list_repo_with_exec_plugin(harness, exec_repo):
     harness.append(".devlane.yaml", "pipeline:\n  - {name: stamp, plugin: ./plugins/flags, stage: per-flow, "
                                     "args: {mode: ci}}\n")  # fmt: skip
-    data = {p["name"]: p for p in json.loads(_ok(harness.cli("plugins", "list", exec_repo, "-o", "json")))}
+    data = {p["name"]: p for p in json.loads(_ok(harness.cli("plugins", "list", exec_repo, "-o", "json")))["plugins"]}
     assert list(data) == sorted(data) == ["./plugins/flags", "./plugins/missing", "./plugins/notify"]
     flags = data["./plugins/flags"]
     assert flags["usedBy"] == ["flags-app", "stamp (pipeline per-flow)"]

@@ -310,7 +310,7 @@ def _commit(root: Path, message: str) -> None:
 
 def _auto_targets(harness: Harness, directory: Path) -> str:
     out = harness.cli("plan", str(directory), "--flow", "pr-1", "--services", "auto", "--base", "HEAD~1",
-                      "--image-template", "r/{service}:{short_sha}")
+                      "--image-template", "r/{service}:{short_sha}", "--all")  # every baseline row too
     assert out.returncode == 0, out.stderr
     return out.stdout
 

@@ -97,8 +97,8 @@ def test_the_footprint_equals_the_sums_of_the_rendered_objects(harness, tmp_path
     assert fp["requests"] == {"cpuMillicores": int(total("requests", "cpu") * 1000),
                               "memoryBytes": int(total("requests", "memory"))}
     assert fp["requests"]["cpuMillicores"] == 2 * 1050  # the migrate init container and the sidecar beside it
-    assert fp["limits"] == {"cpuMillicores": int(total("limits", "cpu") * 1000),
-                            "memoryBytes": int(total("limits", "memory"))}
+    assert fp["limits"] == {"cpuMillicores": int(total("limits", "cpu") * 1000) or None,  # null: none set
+                            "memoryBytes": int(total("limits", "memory")) or None}
     claims = [o for o in objects if o["kind"] == "PersistentVolumeClaim"]
     storage = sum(q(c["spec"]["resources"]["requests"]["storage"]) for c in claims) + sum(
         q(t["spec"]["resources"]["requests"]["storage"]) * o["spec"]["replicas"]
@@ -295,8 +295,8 @@ def test_the_footprint_of_a_real_app_equals_the_sums_of_its_rendered_objects(tmp
 
     assert fp["requests"] == {"cpuMillicores": int(total("requests", "cpu") * 1000),
                               "memoryBytes": int(total("requests", "memory"))}
-    assert fp["limits"] == {"cpuMillicores": int(total("limits", "cpu") * 1000),
-                            "memoryBytes": int(total("limits", "memory"))}
+    assert fp["limits"] == {"cpuMillicores": int(total("limits", "cpu") * 1000) or None,  # null: none set
+                            "memoryBytes": int(total("limits", "memory")) or None}
     assert fp["requests"]["cpuMillicores"] > 0
     storage = sum(q(o["spec"]["resources"]["requests"]["storage"]) for o in done.objects
                   if o["kind"] == "PersistentVolumeClaim") + sum(
@@ -366,8 +366,8 @@ def test_autoscalers_count_their_target_at_its_maximum(harness, tmp_path):
     assert fp["requests"] == {"cpuMillicores": int(total("requests", "cpu") * 1000),
                               "memoryBytes": int(total("requests", "memory"))}
     assert fp["requests"]["cpuMillicores"] == 40 * 1050 + 10 * 100  # db's container requests nothing
-    assert fp["limits"] == {"cpuMillicores": int(total("limits", "cpu") * 1000),
-                            "memoryBytes": int(total("limits", "memory"))}
+    assert fp["limits"] == {"cpuMillicores": int(total("limits", "cpu") * 1000) or None,  # null: none set
+                            "memoryBytes": int(total("limits", "memory")) or None}
     storage = sum(q(c["spec"]["resources"]["requests"]["storage"]) for c in objects
                   if c["kind"] == "PersistentVolumeClaim") + sum(
         q(t["spec"]["resources"]["requests"]["storage"]) * pods[o["metadata"]["name"]][0]

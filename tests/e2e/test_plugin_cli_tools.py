@@ -152,6 +152,6 @@ def test_scaffolded_kardinal_plugin_renders_in_a_repo(harness, tmp_path):
     assert any(d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("devlane-state-demo-app") for d in docs)
 
     listed = _ok(harness.cli("plugins", "list", harness.root, "--plugin-source", f"demo={plugin}", "-o", "json"))
-    [entry] = json.loads(listed)
+    [entry] = json.loads(listed)["plugins"]
     assert entry["source"] == {"origin": "flag", "path": str(plugin.resolve()), "commit": None}
     assert entry["instances"] == ["demo-app"] and entry["runtime"] == "kardinal-python"

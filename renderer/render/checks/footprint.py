@@ -55,7 +55,10 @@ class Usage:
     def times(self, n: int) -> Usage:
         return Usage(self.cpu * n, self.memory * n)
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self, unset: bool = False) -> dict[str, int | None]:
+        """`unset`: these are limits, and 0 means no container sets one: null, as the text says `none`."""
+        if unset:
+            return {"cpuMillicores": self.cpu or None, "memoryBytes": self.memory or None}
         return {"cpuMillicores": self.cpu, "memoryBytes": self.memory}
 
 
@@ -70,7 +73,7 @@ class WorkloadUse:
 
     def as_dict(self) -> dict[str, Any]:
         return {"object": self.ref, "replicas": self.replicas, "requests": self.requests.as_dict(),
-                "limits": self.limits.as_dict(), **({"perNode": True} if self.per_node else {}),
+                "limits": self.limits.as_dict(unset=True), **({"perNode": True} if self.per_node else {}),
                 **({"scaledBy": self.scaled_by} if self.scaled_by else {})}
 
 
@@ -103,7 +106,7 @@ class Footprint:
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "devCopies": self.dev_copies, "replicas": sum(w.replicas for w in self.workloads),
-            "requests": self.requests.as_dict(), "limits": self.limits.as_dict(),
+            "requests": self.requests.as_dict(), "limits": self.limits.as_dict(unset=True),
             "storageBytes": self.storage, "cloudResources": dict(sorted(self.cloud.items())),
             "workloads": [w.as_dict() for w in self.workloads], "withoutRequests": self.without_requests,
             "volumes": [{"object": ref, "bytes": size} for ref, size in self.volumes],
@@ -339,7 +342,7 @@ def summary(record: dict, lifecycle: dict | None = None) -> list[tuple[str, str]
     req, lim = record["requests"], record["limits"]
     pods = f" ({record['replicas']} pods)" if record["replicas"] != record["devCopies"] else ""
 
-    def pair(key: str, text: Any) -> str:  # a limit of 0: no container sets one
+    def pair(key: str, text: Any) -> str:  # no limit (null; 0 in records written before): no container sets one
         return f"{text(req[key])} / {text(lim[key]) if lim[key] else 'none'}"
 
     rows = [("Dev workloads", f"{record['devCopies']}{pods}"),

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from ..model.records import Model
 
+NOT_AFFECTED = "not affected by the flow"  # the planner's reason for a baseline service nothing else is said of
+
 
 @dataclass(frozen=True)
 class Neighbour:
@@ -22,8 +24,11 @@ class Neighbour:
     calls: tuple[str, ...]  # the lane's services it calls
     called_by: tuple[str, ...]  # the lane's services that call it
 
-    def why(self) -> str:
-        parts = ([f"calls {', '.join(self.calls)}"] if self.calls else []) + \
+    def why(self, reasons: tuple[str, ...] | list[str] = ()) -> str:
+        """Whom it calls and is called by, after the plan's own `reasons` for it (a cycle member kept baseline on
+        a mesh says so), the generic one left out."""
+        parts = [r for r in reasons if r != NOT_AFFECTED]
+        parts += ([f"calls {', '.join(self.calls)}"] if self.calls else []) + \
             ([f"called by {', '.join(self.called_by)}"] if self.called_by else [])
         return "; ".join(parts)
 

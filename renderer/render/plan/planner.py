@@ -35,6 +35,7 @@ from ..model.port_protocols import routed_by_header
 from ..model.records import WORKLOAD_KINDS, Model, ServiceNode
 from ..settings.repo_config import Routing
 from .flow_spec import FlowSpec, ServiceOverride
+from .neighbourhood import NOT_AFFECTED
 
 Kind = Literal["service", "external"]
 Version = Literal["dev", "shared", "baseline"]
@@ -199,7 +200,7 @@ def make_plan(model: Model, flow: FlowSpec, routing: Routing) -> tuple[Plan, lis
     in_cycle = _baseline_reasons(graph, decisions, routing)
     for name in model.services:
         if name not in decisions:
-            decisions[name] = _Draft("service", "baseline", [in_cycle.get(name, "not affected by the flow")])
+            decisions[name] = _Draft("service", "baseline", [in_cycle.get(name, NOT_AFFECTED)])
     for cycle in graph.cycles:
         for name in cycle.members:
             reasons = decisions[name].reasons
