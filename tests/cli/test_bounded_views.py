@@ -10,7 +10,7 @@ import re
 from support import yaml_doc
 
 K = "kardinal.dev.service/"
-WIDE = 300  # services that all call one hub: a lane on a leaf touches the hub, not its 299 siblings
+WIDE = 120  # services that all call one hub: a lane on a leaf touches the hub, not its 119 siblings
 
 
 def _svc(name: str, deps: list[str] = ()) -> str:
@@ -25,7 +25,7 @@ def _svc(name: str, deps: list[str] = ()) -> str:
 
 
 def wide(harness) -> None:
-    """svc-000 .. svc-299 each call hub; hub calls store-x; the lane changes svc-007."""
+    """svc-000 .. svc-119 each call hub; hub calls store-x; the lane changes svc-007."""
     harness.write("app.yaml", _svc("hub", ["store-x"]) + _svc("store-x")
                   + "".join(_svc(f"svc-{i:03d}", ["hub"]) for i in range(WIDE)))
 

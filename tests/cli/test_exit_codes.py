@@ -112,6 +112,7 @@ def test_bad_repository_content_is_1(tmp_path):
     assert code == 1 and "app.yaml" in out + err
 
 
+@pytest.mark.e2e  # the CLI as a process, its stdout a pipe closed early
 @pytest.mark.parametrize("argv", [["plan", str(EXAMPLE), "--flow", "pr-1", "--service", "orders=x:1"],
                                   ["render", str(EXAMPLE), "--flow", "pr-1", "--service", "orders=x:1", "--stdout"],
                                   ["lint", str(EXAMPLE), "-o", "json"]], ids=["plan", "render", "lint"])

@@ -74,6 +74,7 @@ CASES = [
 ]
 
 
+@pytest.mark.e2e  # the example's plugins run as processes
 @pytest.mark.parametrize(("kind", "argv"), CASES, ids=[k for k, _ in CASES])
 def test_the_machine_report_is_valid_and_the_same_in_json_and_yaml(harness, repo, tmp_path, kind, argv):
     out = tmp_path / "out"
@@ -94,6 +95,7 @@ def test_the_machine_report_is_valid_and_the_same_in_json_and_yaml(harness, repo
     assert got["yaml"] == report
 
 
+@pytest.mark.e2e
 def test_a_limit_no_container_sets_is_null_in_json_and_none_in_text(harness, repo):
     report = json.loads(harness.cli("plan", str(repo), *FLOW, "-o", "json").stdout)
     assert report["footprint"]["limits"]["cpuMillicores"] is None  # the example sets no CPU limit

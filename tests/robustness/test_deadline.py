@@ -27,6 +27,8 @@ from renderer.render.copies import clone
 from renderer.render.inputs import parsing
 from renderer.render.plan.flow_spec import FlowRequest
 
+pytestmark = pytest.mark.e2e  # real alarms and timers: seconds of waiting, in the whole suite's tier
+
 FLOW = ("--flow", "pr-1", "--service", "api=api:2")
 
 

@@ -25,6 +25,7 @@ def _lint_imports() -> tuple[bool, str]:
     return ok, out.getvalue()
 
 
+@pytest.mark.e2e  # the whole import graph (.ci/run also runs lint-imports before the tests)
 def test_the_import_contracts_hold():
     ok, report = _lint_imports()
     assert ok, report
