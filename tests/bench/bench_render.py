@@ -1014,15 +1014,20 @@ def report(rows: list[Row], chain: Chain | None) -> str:
                  ("wide parse", r.wide_parse), ("wide", r.wide)) if run.error and not run.error.startswith("skipped")]
     if failures:
         out += ["failures:", *failures, ""]
-    checks = verdict(rows, chain)
+    out += verdict_lines(verdict(rows, chain))
+    return "\n".join(out)
+
+
+def verdict_lines(checks: list[Check]) -> list[str]:
+    """Each check as PASS, FAIL or n/a with its detail, then the verdict line (bench_review.py prints them too)."""
     word = {True: "PASS", False: "FAIL", None: "n/a "}
-    out += [f"  {word[c.ok]}  {c.name} ({c.detail})" for c in checks]
+    out = [f"  {word[c.ok]}  {c.name} ({c.detail})" for c in checks]
     passed = sum(1 for c in checks if c.ok)
     failed = [c.name for c in checks if c.ok is False]
     unmeasured = sum(1 for c in checks if c.ok is None)
     out.append(f"verdict: {passed} of {len(checks)} checks pass" + (f"; FAIL: {'; '.join(failed)}" if failed else "")
                + (f"; {unmeasured} not measured" if unmeasured else ""))
-    return "\n".join(out)
+    return out
 
 
 def source_revision() -> str:
