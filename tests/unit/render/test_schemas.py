@@ -282,7 +282,7 @@ def _example_objects() -> list[tuple[str, dict[str, Any]]]:
 def test_example_manifests_pass_strict_kubernetes_schema() -> None:
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
     objects = _example_objects()
-    assert len(objects) == 12
+    assert len(objects) == 13  # the Secret with the orders database's password included
     for label, obj in objects:
         try:
             kubernetes_validate.validate(obj, f"{KUBE_VERSION}.0", strict=True)

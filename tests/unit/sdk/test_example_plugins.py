@@ -144,7 +144,8 @@ def test_stripe_test_mode_on_orders(stripe_test_mode: ModuleType) -> None:
         {"name": "PORT", "value": "8080"},
         {"name": "LOG_LEVEL", "value": "info"},
         {"name": "DATABASE_HOST", "value": "orders-db"},
-        {"name": "DATABASE_URL", "value": "postgres://orders:orders@orders-db:5432/orders"},
+        {"name": "DATABASE_URL", "value": "postgres://orders@orders-db:5432/orders"},
+        {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": "orders-db-credentials", "key": "password"}}},
         {"name": "STRIPE_API_KEY", "valueFrom": {"secretKeyRef": {"name": "stripe-test", "key": "api-key"}}},
         {"name": "STATSD_ADDR", "value": "127.0.0.1:9125"},
     ]
