@@ -116,8 +116,11 @@ def _objects(result) -> dict[tuple, tuple[str, str, dict, str]]:
     """Each rendered object by (apiVersion, kind, namespace, name): its file, its text as shown, itself, its text."""
     out = {}
     for flow in result.flows if result is not None else []:
-        for name, text in flow.files.items():
-            obj = yaml.load(text, Loader=yaml.CSafeLoader)
+        # the objects as written, in the files' order: no need to parse back thousands of files (a PR that bumps
+        # every service renders them all twice); parsed only where a flow does not carry them
+        written = flow.objects if len(flow.objects) == len(flow.files) else \
+            [yaml.load(text, Loader=yaml.CSafeLoader) for text in flow.files.values()]
+        for (name, text), obj in zip(flow.files.items(), written, strict=True):
             meta = obj.get("metadata") or {}
             key = (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
             out[key] = (f"flows/{flow.flow_id}/{name}", masked_object(text, obj), obj, text)

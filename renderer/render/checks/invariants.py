@@ -20,6 +20,8 @@ reference in the dev caller points at the dev callee) or warned (an error under 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ...core.k8s import (
     CLUSTER_SCOPED,
     all_containers,
@@ -50,11 +52,14 @@ def check_selectors(model: Model, dev: DevSet, diags: Diagnostics) -> None:
         )
 
 
-def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list[str]:
-    """Where the dev pod reads a reference to one of `targets`: its own spec and the ConfigMaps it reads."""
+def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> Iterator[str]:
+    """Where the dev pod reads a reference to one of `targets`: its own spec and the ConfigMaps it reads. Lazily,
+    each place masked only when it is asked for: the wiring check needs only whether there is one (at 1,000 dev
+    copies, masking every address it finds to throw the text away is most of a render's checks)."""
     skip = frozenset().union(*(n.no_rewrite for n in model.nodes_on(dw.baseline)))
-    out = [f"{slot.where} = {excerpt(slot.value, slot.refs[0].start)!r}"
-           for slot in pod_slots(dw.pod_spec, targets, skip) if not _own_address(dev, dw, slot)]
+    for slot in pod_slots(dw.pod_spec, targets, skip):
+        if not _own_address(dev, dw, slot):
+            yield f"{slot.where} = {excerpt(slot.value, slot.refs[0].start)!r}"
     for read in config_reads(dw.pod_spec):
         if read.kind != "ConfigMap":
             continue
@@ -63,9 +68,9 @@ def _found(model: Model, dev: DevSet, dw: DevWorkload, targets: Targets) -> list
             doc = model.find("ConfigMap", dw.namespace, read.name)
             obj = doc.obj if doc is not None else None
         if obj is not None:
-            out += [f"ConfigMap {read.name} key {key}" for key, refs in data_refs(obj, targets, None, skip).items()
-                    if not _own(dev, dw, f"ConfigMap {read.name} key {key}", refs)]
-    return out
+            for key, refs in data_refs(obj, targets, None, skip).items():
+                if not _own(dev, dw, f"ConfigMap {read.name} key {key}", refs):
+                    yield f"ConfigMap {read.name} key {key}"
 
 
 def _own_address(dev: DevSet, dw: DevWorkload, slot: Slot) -> bool:
@@ -122,7 +127,7 @@ def check_wiring(model: Model, dev: DevSet, diags: Diagnostics, strict: bool = F
                 continue  # the mesh routes it by the flow header (proved by `route_proof`)
             callee_ns = dev.lane.namespace(callee.namespace, dev.versions[dep])  # where its dev copy lives
             wired = Targets([Target(dep, dev.dev_names[dep], callee_ns, callee.port_names)], dw.namespace)
-            if _found(model, dev, dw, wired):
+            if next(_found(model, dev, dw, wired), None) is not None:
                 continue
             looked = ", ".join(f"ConfigMap {r.name}" for r in config_reads(dw.pod_spec) if r.kind == "ConfigMap")
             (diags.error if strict else diags.warn)(
