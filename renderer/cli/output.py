@@ -47,7 +47,9 @@ def dumps(data: dict[str, Any], fmt: str) -> str:
 
 
 def problems(found: list[Problem]) -> dict[str, Any]:
-    """Problems as every report lists them: each with severity, code, message, where and hint; and the counts."""
+    """Problems as every report lists them: each with severity, code, message, where and hint; and the counts. The
+    `info` messages (a plugin's stderr, the cache's counts) are left out, as text shows them only with --debug."""
+    found = [p for p in found if p.severity != "info"]
     return {"problems": [p.as_dict() for p in found],
             "errors": sum(p.severity == "error" for p in found),
             "warnings": sum(p.severity == "warning" for p in found)}

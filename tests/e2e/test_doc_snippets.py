@@ -82,9 +82,9 @@ def test_snippet_runs(snippet, shown, tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     _copy(snippet, repo)
-    env = dict(os.environ, PATH=f"{Path(devlane).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               TMPDIR=str(tmp_path), DEVLANE_PROGRESS="never", GIT_CONFIG_GLOBAL=os.devnull,
-               GIT_CONFIG_NOSYSTEM="1")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # a pipe: the docs show it unwrapped
+    env.update(PATH=f"{Path(devlane).parent}{os.pathsep}{os.environ.get('PATH', '')}", TMPDIR=str(tmp_path),
+               DEVLANE_PROGRESS="never", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
     done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", snippet], cwd=repo, env=env, capture_output=True,
                           text=True, timeout=120)
     said = done.stdout + done.stderr
