@@ -15,7 +15,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     problems = api.lint(options(args))
     errors = [p for p in problems if p.severity == "error"]
-    if not machine(args, "LintReport", output.problems(problems)):
+    if not machine(args, "LintReport", output.problems(problems, notes=True)):
         for p in problems:
             print(f"{p.severity}: {p.format()}")
         print(tally(problems))

@@ -46,10 +46,11 @@ def dumps(data: dict[str, Any], fmt: str) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def problems(found: list[Problem]) -> dict[str, Any]:
-    """Problems as every report lists them: each with severity, code, message, where and hint; and the counts. The
-    `info` messages (a plugin's stderr, the cache's counts) are left out, as text shows them only with --debug."""
-    found = [p for p in found if p.severity != "info"]
+def problems(found: list[Problem], notes: bool = False) -> dict[str, Any]:
+    """Problems as every report lists them: each with severity, code, message, where and hint; and the counts.
+    `info` messages are kept only where the text shows them too (`notes`: lint's notes, such as a cycle planned as
+    one unit); elsewhere they are the --debug chatter of a run (a plugin's stderr, the cache's counts)."""
+    found = [p for p in found if notes or p.severity != "info"]
     return {"problems": [p.as_dict() for p in found],
             "errors": sum(p.severity == "error" for p in found),
             "warnings": sum(p.severity == "warning" for p in found)}
