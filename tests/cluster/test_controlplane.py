@@ -212,7 +212,9 @@ SESSION = {
 
         def test_waits_for_ctrl_c(cluster):
             state = {"pids": cluster.pids(), "root": str(cluster.root)}
-            Path(os.environ["CLUSTER_STARTED"]).write_text(json.dumps(state))
+            started = Path(os.environ["CLUSTER_STARTED"])  # written whole, then renamed: the test reads it at once
+            started.with_suffix(".tmp").write_text(json.dumps(state))
+            started.with_suffix(".tmp").replace(started)
             time.sleep(600)
         """,
 }
