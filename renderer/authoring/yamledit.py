@@ -102,7 +102,8 @@ def _literal(value: Any, pad: str) -> list[str] | None:
         return None
     body = value.rstrip("\n")
     lines = body.split("\n")
-    if (not body or body[0] in " \t" or any(c in value for c in "\r\t\x85\u2028\u2029\ufeff")
+    # a literal block's indentation is its first non-empty line's: one that starts with a blank would lose it
+    if (not body or body.lstrip("\n")[:1] in (" ", "\t") or any(c in value for c in "\r\t\x85\u2028\u2029\ufeff")
             or any(line != line.rstrip(" ") for line in lines)
             or any(not c.isprintable() for c in value.replace("\n", ""))):
         return None
