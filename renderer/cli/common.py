@@ -255,16 +255,29 @@ def flow_input(args: argparse.Namespace) -> api.FlowInput:
     return AutoFlow(request, args.base, args.image_template, args.pr)
 
 
-def say_targets(targets: list[Change]) -> None:
-    """`--services auto`: each service it targets, and why."""
+SAID_TARGETS = 20  # a base-image bump targets every service: past this many, stderr says how many more
+
+
+def say_targets(targets: list[Change], every: bool = False) -> None:
+    """`--services auto`: each service it targets, and why: the first `SAID_TARGETS` of them, then a count by origin
+    (`every`, --debug: each one)."""
     from ..render.plan.targets import COMMITTED, GIVEN, TEMPLATE
 
     origins = {TEMPLATE: "built by CI", COMMITTED: "committed, not built by CI", GIVEN: "given"}
-    for change in targets:
+    shown = len(targets) if every else SAID_TARGETS
+    for change in targets[:shown]:
         if change.target:
             say(f"target {change.service}: {change.reason} (image {change.image}, {origins[change.origin]})")
         else:
             say(f"not a target: {change.service}: {change.reason}")
+    rest = targets[shown:]
+    if rest:
+        counts: dict[str, int] = {}
+        for change in rest:
+            what = f"image {origins[change.origin]}" if change.target else "not targets"
+            counts[what] = counts.get(what, 0) + 1
+        said = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+        say(f"... and {len(rest)} more changed services ({said}); --debug lists each")
 
 
 def say(line: str) -> None:

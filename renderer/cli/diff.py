@@ -67,7 +67,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
         flow_id = getattr(flow, "id", None) or getattr(getattr(flow, "request", None), "flow_id", None) or "flow"
         sys.stdout.write(markdown.failure(flow_id, args.base, args.head, exc.problems, args.artifact_url))
         raise
-    say_targets(report.targets)
+    say_targets(report.targets, args.debug)
     if args.json_out:
         args.json_out.write_text(dumps(machine_report("DiffReport", report.as_dict()), "json"))
     if machine(args, "DiffReport", report.as_dict()):

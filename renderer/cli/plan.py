@@ -15,7 +15,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     flow = flow_input(args)
     report = api.plan(options(args), flow)
-    say_targets(report.targets)
+    say_targets(report.targets, args.debug)
     show(report.warnings, args.debug)
     if machine(args, "PlanReport", report.as_dict()):
         return 0

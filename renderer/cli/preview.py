@@ -15,7 +15,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
     flow = flow_input(args)
     result = api.render(options(args), flow)
-    say_targets(result.targets)
+    say_targets(result.targets, args.debug)
     show(result.messages, args.debug)
     view = build_view(result, args.all)
     if machine(args, "PreviewReport", view_dict(view)):

@@ -35,7 +35,7 @@ def cmd_provision(args: argparse.Namespace) -> int:
     else:
         lane = api.provision_to_lanes(options(args), flow, lanes, say)
         result, paths, where = lane.result, lane.paths, f" on {lanes.where}"
-    say_targets(result.targets)
+    say_targets(result.targets, args.debug)
     show(result.messages, args.debug)
     for path in paths:
         say(f"recorded {path}{where}")

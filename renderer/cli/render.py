@@ -96,7 +96,7 @@ def _json_out(args: argparse.Namespace, doc: dict) -> None:
 
 def _check(args: argparse.Namespace, result: api.RenderResult) -> None:
     """Show the render's targets and warnings; with `--validate strict`, refuse it before anything is written."""
-    say_targets(result.targets)
+    say_targets(result.targets, args.debug)
     show(result.messages, args.debug)
     if args.validate == "strict":
         from ..views.validate import validate

@@ -55,6 +55,11 @@ class _StrictMappings:
 
     tree = False  # the stream has no anchors, so every node has one place: `_tree` may build the document
 
+    # The C composer calls these around every node for path resolvers, which these loaders never add: a C builtin
+    # that ignores its arguments costs a third of a Python method that returns at once.
+    descend_resolver = staticmethod({}.get)  # (parent, index) -> None
+    ascend_resolver = staticmethod(tuple)  # () -> ()
+
     def construct_document(self, node: Any) -> Any:
         self._flat = {}  # node ids are only unique while the document's nodes live: memoise per document
         if self.tree:
@@ -184,17 +189,20 @@ class _Loader(_StrictMappings, _SafeBase):  # type: ignore[misc,valid-type]
     _resolved: dict[str, str] = {}
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        """A plain scalar's tag, remembered by its text: manifests repeat the same keys and values thousands of
-        times, and the resolver tries its patterns on each (the tag depends on the text alone, as this loader
-        adds no path resolvers)."""
-        if kind is ScalarNode and implicit[0]:
-            tag = self._resolved.get(value)
-            if tag is None:
-                if len(self._resolved) >= _RESOLVED_MAX:
-                    self._resolved.clear()
-                tag = self._resolved[value] = super().resolve(kind, value, implicit)
-            return tag
-        return super().resolve(kind, value, implicit)
+        """A node's tag, as PyYAML's resolver gives it without path resolvers (this loader adds none), with no call
+        to it for what needs no pattern: a quoted or `!`-tagged scalar is a string, a collection a map or a list. A
+        plain scalar's tag is remembered by its text: manifests repeat the same keys and values thousands of times,
+        and the resolver tries its patterns on each (the tag depends on the text alone)."""
+        if kind is not ScalarNode:
+            return _SEQ if kind is SequenceNode else _MAP
+        if not implicit[0]:
+            return _STR
+        tag = self._resolved.get(value)
+        if tag is None:
+            if len(self._resolved) >= _RESOLVED_MAX:
+                self._resolved.clear()
+            tag = self._resolved[value] = super().resolve(kind, value, implicit)
+        return tag
 
 
 def _inexact(construct: Any) -> Any:

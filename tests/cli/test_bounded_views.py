@@ -77,3 +77,24 @@ def test_a_lane_through_a_diamond_ladder_is_one_line_per_service_and_edge(harnes
     edges = 2 * 2 * (levels - 1)
     assert len(lines) <= 1 + 2 * levels + edges, len(lines)
     assert sum("(above)" in ln for ln in lines) == edges - (2 * levels - 2)
+
+
+def test_a_pull_request_that_changes_every_service_names_twenty_targets_then_counts_the_rest(capsys) -> None:
+    """A base-image bump targets every service: stderr names the first 20 with why, then how many more by origin;
+    --debug names each."""
+    from renderer.cli.common import SAID_TARGETS, say_targets
+    from renderer.render.plan.targets import COMMITTED, NOT_BUILT, TEMPLATE, Change
+
+    changes = [Change(f"svc-{i:03d}", f"Deployment/svc-{i:03d} changed in svc-{i:03d}.yaml", f"img:{i}",
+                      [TEMPLATE, COMMITTED, NOT_BUILT][i % 3]) for i in range(50)]
+    say_targets(changes)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == SAID_TARGETS + 1 == 21
+    assert lines[0] == "devlane: target svc-000: Deployment/svc-000 changed in svc-000.yaml (image img:0, built by CI)"
+    assert lines[2] == "devlane: not a target: svc-002: Deployment/svc-002 changed in svc-002.yaml"
+    assert "svc-020" not in "\n".join(lines)
+    assert lines[-1] == ("devlane: ... and 30 more changed services (10 image built by CI, 10 image committed, not "
+                         "built by CI, 10 not targets); --debug lists each")
+    say_targets(changes, every=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 50 and lines[-1].startswith("devlane: target svc-049: ")

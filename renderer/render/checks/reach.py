@@ -24,7 +24,7 @@ from ...core.stores import find_addresses, image_kind
 from ...errors import Diagnostics, Problem, Where
 from ..copies.dev_set import DevSet, DevWorkload
 from ..model.address_reads import ConfigRead, config_reads, data_of, data_refs, pod_slots, pod_values
-from ..model.dapr_apps import app_id, components, is_component
+from ..model.dapr_apps import app_id, is_component
 from ..model.records import Model
 from ..model.store_signs import store_sign
 from ..plan.planner import service_targets
@@ -118,10 +118,10 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
     # render has not decoded (the stored model holds its passes), and most of a repository is never named here
     pods = [_pod(model, dev, dw) for dw in workloads]
     words = {w for pod in pods for text in pod.texts() for w in _WORD.findall(text)}
-    repo = Targets(service_targets(model, sorted(k for k, n in model.services.items() if n.name in words)))
+    repo = Targets(service_targets(model, model.named(words)))
     # the lane's copies, and the hosts of declared external services (their plugins give the lane its own; the
     # invariants name a value a plugin left as it was)
-    known = frozenset(dev.dev_names.values()) | _external_hosts(model)
+    known = frozenset(dev.dev_names.values()) | model.external_hosts
     for pod in pods:
         pending = _left_to_plugins(model, pod.dw.service) if before_plugins else frozenset()
         for cls, target, kind, sign, evidence in _reached_by(model, dev, pod, repo, known, pending):
@@ -143,13 +143,13 @@ def lane_reach(model: Model, dev: DevSet, shared_stores: frozenset[str] = frozen
 def _dapr_reached(model: Model, dev: DevSet, workloads: list[DevWorkload]) -> Iterator[dapr.Hit]:
     """The stores the Dapr Components a dev pod's sidecar loads address (`checks.dapr`): the baseline's
     Components of its namespace, and the lane's copies (`copies.dapr_lane`)."""
-    found = [(d.obj, False) for d in components(model.documents)]
+    found = [(d.obj, False) for d in model.dapr_components]
     found += [(o.obj, True) for o in dev.objects if is_component(o.obj)]
     if not found:
         return
     words = {w for c, _ in found for item in ((c.get("spec") or {}).get("metadata") or [])
              if isinstance(item, dict) for w in _WORD.findall(str(item.get("value", "")))}
-    repo = Targets(service_targets(model, sorted(k for k, n in model.services.items() if n.name in words)))
+    repo = Targets(service_targets(model, model.named(words)))
     for dw in workloads:
         yield from dapr.reached(model, dw.obj, app_id(dw.baseline.obj), dw.namespace or model.default_namespace,
                                 found, repo.at(_home(model, dw)))
@@ -159,14 +159,14 @@ def _annotated(model: Model, dev: DevSet, r: Reached) -> Reached:
     """`r` with what the baseline store's annotations say (stateful; which dev services naming it do not list it)."""
     if r.cls != "baseline-store":
         return r
-    keys = [k for k, n in model.services.items() if n.ref == r.target]
-    node = model.services[keys[0]] if keys else None
-    if node is None:
+    key = model.keys_by_ref.get(r.target)
+    if key is None:
         return r
+    node = model.services[key]
     naming = {e.object for e in r.evidence}
     by = sorted({model.services[dw.service].ref for dw in dev.unique_workloads()
                  if f"{dw.obj.get('kind')}/{dw.name}" in naming and dw.service in model.services
-                 and keys[0] not in model.edges(dw.service) and dw.service != keys[0]})
+                 and key not in model.edges(dw.service) and dw.service != key})
     return replace(r, stateful=node.stateful, undeclared_by=tuple(by))
 
 
@@ -333,12 +333,6 @@ def _outside(known: frozenset[str], targets: Targets, own_kinds: set[str | None]
         cls: Class = "registry" if address.role == "registry" else "outside-store"
         yield cls, target, address.kind, address.evidence, Evidence(*where, "(secret)" if secret else
                                                                      excerpt(value, address.start))
-
-
-def _external_hosts(model: Model) -> frozenset[str]:
-    """The ExternalName hosts of the services annotated `kardinal.dev.service/external`."""
-    return frozenset(str((n.doc.obj.get("spec") or {}).get("externalName") or "").lower().rstrip(".")
-                     for n in model.services.values() if n.external) - {""}
 
 
 def _listed(target: str, shared: frozenset[str]) -> bool:

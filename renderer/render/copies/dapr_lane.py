@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from ...core.k8s import all_containers, pod_template
 from ...core.names import flow_labels
-from ..model.dapr_apps import APP_ID, app_id, components, kind_of, loads
+from ..model.dapr_apps import APP_ID, app_id, kind_of, loads
 from ..model.records import Model
 from .dev_set import DevObject, DevSet, Rewrite
 
@@ -40,7 +40,7 @@ def isolate(model: Model, dev: DevSet, mode: str) -> DevSet:
     as it is (mode `none`)."""
     if mode != "app-id":
         return dev
-    found = components(model.documents)
+    found = model.dapr_components
     if not found:
         return dev
     by_ns = dev.lane.by_namespace
@@ -72,7 +72,7 @@ def report_unloaded(model: Model, dev: DevSet, mode: str, warn: Callable[..., No
     it loads at home (Components are namespaced): its state, pub/sub and binding calls fail. Named, with the fix."""
     if mode == "app-id" or not dev.lane.by_namespace:
         return
-    found = components(model.documents)
+    found = model.dapr_components
     for dw in dev.unique_workloads() if found else []:
         app = app_id(dw.baseline.obj)
         home = model.namespace_of(dw.baseline)

@@ -7,19 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.k8s import pod_template
-from ..inputs.document import Document
 
 ENABLED, APP_ID = "dapr.io/enabled", "dapr.io/app-id"
 
 
 def is_component(obj: dict) -> bool:
     return obj.get("kind") == "Component" and str(obj.get("apiVersion", "")).startswith("dapr.io/")
-
-
-def components(documents: list[Document]) -> list[Document]:
-    """The repository's Dapr Components, found by kind without decoding any other object's body (a warm render
-    decodes only what its flow reads)."""
-    return [d for d in documents if d.kind == "Component" and d.api_version.startswith("dapr.io/")]
 
 
 def app_id(obj: dict) -> str | None:

@@ -125,6 +125,50 @@ class Model:
         """The key of the Service `name` as seen from `namespace` (None: not a Service of the repository)."""
         return self.service_keys.get((namespace, name)) or self.service_keys.get((None, name))
 
+    @once
+    def keys_named(self) -> dict[str, list[str]]:
+        """The keys of the nodes of each name (in key order): checks that read names out of values (a pod's env,
+        a Component's metadata) look them up here, once per name, never by scanning every node."""
+        out: dict[str, list[str]] = defaultdict(list)
+        for key in sorted(self.services):
+            out[self.services[key].name].append(key)
+        return dict(out)
+
+    @once
+    def keys_by_ref(self) -> dict[str, str]:
+        """The first node (in the model's order) of each `namespace/name` reference."""
+        out: dict[str, str] = {}
+        for key, node in self.services.items():
+            out.setdefault(node.ref, key)
+        return out
+
+    @once
+    def external_hosts(self) -> frozenset[str]:
+        """The ExternalName hosts of the services annotated `kardinal.dev.service/external`."""
+        return frozenset(str((n.doc.obj.get("spec") or {}).get("externalName") or "").lower().rstrip(".")
+                         for n in self.services.values() if n.external) - {""}
+
+    @once
+    def dapr_components(self) -> list[Document]:
+        """The repository's Dapr Components, found by kind without decoding any other object's body (a warm render
+        decodes only what its flow reads)."""
+        return [d for d in self.documents if d.kind == "Component" and d.api_version.startswith("dapr.io/")]
+
+    @once
+    def keys_by_workload(self) -> dict[tuple[str, str], list[str]]:
+        """The keys of the nodes whose workload is the object (kind, name), sorted: what a changed object changes."""
+        out: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for key in sorted(self.services):
+            workload = self.services[key].workload
+            if workload is not None:
+                out[(workload.doc.kind, workload.doc.name)].append(key)
+        return dict(out)
+
+    def named(self, words: set[str]) -> list[str]:
+        """The keys of the nodes named by any of `words`, sorted."""
+        keys = self.keys_named
+        return sorted(k for w in words for k in keys.get(w, ()))
+
     def lookup(self, text: str) -> list[str]:
         """The nodes a user's `NAME`, `NAMESPACE/NAME` or `KEY` names (several: ambiguous)."""
         if text in self.services:

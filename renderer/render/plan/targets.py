@@ -173,9 +173,8 @@ def changed_services(loaded: Loaded, root: Path, ref: str | None, base: str, top
                 kind, _, name = key
                 for svc in _services_of(model, kind, name):
                     found.setdefault(svc, f"{kind}/{name} changed in {path}")
-        dirs = path.split("/")[:-1]
-        for svc in sorted(model.services):
-            if svc in dirs and model.services[svc].workload is not None:
+        for svc in sorted(set(path.split("/")[:-1])):  # the directories the path is under
+            if svc in model.services and model.services[svc].workload is not None:
                 code.setdefault(svc, f"{path} is under a directory named {svc}")
     changes = [Change(s, found[s]) if s in found else Change(s, code[s], objects=False)
                for s in sorted({*found, *code})]
@@ -203,8 +202,7 @@ def _built_changes(base_src: GitRefSource, head_src: GitRefSource, model: Model,
 def _services_of(model: Model, kind: str, name: str) -> list[str]:
     if kind == "Service" and name in model.services:
         return [name]
-    return sorted(s for s, node in model.services.items()
-                  if node.workload is not None and node.workload.doc.kind == kind and node.workload.doc.name == name)
+    return model.keys_by_workload.get((kind, name), [])
 
 
 def image_for(template: str, service: str, fields: dict[str, str]) -> str:
