@@ -45,6 +45,7 @@ from .render.checks import budget, footprint, invariants, propagation, reach, ro
 from .render.checks.mesh_lint import mesh_problems
 from .render.copies import clone, flow_namespace
 from .render.copies.dev_set import DevSet
+from .render.inputs import load
 from .render.inputs.load import Loaded, read_back
 from .render.model.plugin_definitions import changed_args, used_plugin_names
 from .render.model.records import Model
@@ -63,6 +64,7 @@ from .render.routing import mesh
 from .render.routing.entries import Entries, route_entries
 from .render.settings.lifecycle import Prices, parse_time
 from .render.settings.render_settings import RenderSettings, RouteSettings, lane_of
+from .render.stored import lint_entry
 from .render.stored.memo import model_for
 from .session import Options, Session, retain_until_exit
 
@@ -463,36 +465,60 @@ def read(options: Options) -> Repository:
 
 def lint(options: Options) -> list[Problem]:
     """Every problem in the repository at once (errors and warnings), plugin sources that do not
-    resolve included; no plugin runs."""
+    resolve included; no plugin runs. An unchanged repository's findings come from the cache (`lint_entry`)."""
     with open_session(options, collect=True) as s:
-        loaded = s.loaded
-        deadline.stage("building the model")
-        model = build_model(loaded.documents, s.config.namespace)
-        routing = s.options.routing or s.config.routing
-        on_mesh = routing != "none"
-        deadline.stage(f"checking {len(model.services)} services")
-        wiring = [] if lane_of(s.config, s.options.isolation).by_namespace else \
-            invariants.unwirable_edges(model, on_mesh)
-        return (s.loaded.problems + model.problems + _unresolvable(s, model) + invariants.flow_risks(model) + wiring
-                + mesh_problems(model, s.config, s.options.routing, s.options.isolation)
-                + reach.undeclared(model, frozenset(s.config.shared_stores)) + cycle_risks(model, routing))
+        stored = _lint_key(s)
+        found = lint_entry.read(s.cache, stored) if s.cache is not None and stored is not None else None
+        if found is None:
+            found = _lint_findings(s)
+            if s.cache is not None and stored is not None:
+                lint_entry.write(s.cache, stored, found)
+        return found.before + _unresolvable(s, found.plugins) + found.after
 
 
-def _unresolvable(s: Session, model: Model) -> list[Problem]:
-    """A plugin definition none of whose candidates resolves, reported where it is defined."""
+def _lint_key(s: Session) -> str | None:
+    """The key of lint's findings on these inputs, None when they are not only files read as plain YAML."""
+    found = load.input_digests(s.source, s.config_file)
+    if found is None:
+        return None
+    files, said = found
+    return lint_entry.key(files, s.config_file.raw, s.config, {"routing": s.options.routing,
+                                                                "isolation": s.options.isolation,
+                                                                "listing": [p.as_row() for p in said]})
+
+
+def _lint_findings(s: Session) -> lint_entry.Findings:
+    loaded = s.loaded
+    deadline.stage("building the model")
+    model = build_model(loaded.documents, s.config.namespace)
+    routing = s.options.routing or s.config.routing
+    on_mesh = routing != "none"
+    deadline.stage(f"checking {len(model.services)} services")
+    wiring = [] if lane_of(s.config, s.options.isolation).by_namespace else \
+        invariants.unwirable_edges(model, on_mesh)
+    plugins = [(pdef.instance_where, [str(c["name"]) for c in pdef.candidates]) for pdef in model.plugin_defs.values()]
+    return lint_entry.Findings(
+        s.loaded.problems + model.problems, plugins,
+        invariants.flow_risks(model) + wiring + mesh_problems(model, s.config, s.options.routing, s.options.isolation)
+        + reach.undeclared(model, frozenset(s.config.shared_stores)) + cycle_risks(model, routing))
+
+
+def _unresolvable(s: Session, plugins: list[tuple[Where, list[str]]]) -> list[Problem]:
+    """A plugin definition none of whose candidates resolves, reported where it is defined (asked on every run: it
+    depends on more than the repository's manifests)."""
     out = []
-    for pdef in model.plugin_defs.values():
+    for where, candidates in plugins:
         errors = []
-        for candidate in pdef.candidates:
+        for name in candidates:
             try:
-                s.host.resolver.get(candidate["name"])
+                s.host.resolver.get(name)
                 break
             except DevlaneError as exc:
                 errors.append(exc)
         else:
-            first = errors[0].problems[0]
-            out.append(Problem(first.message, pdef.instance_where, first.hint,
-                               code="plugin-source"))
+            if errors:
+                first = errors[0].problems[0]
+                out.append(Problem(first.message, where, first.hint, code="plugin-source"))
     return out
 
 

@@ -266,14 +266,41 @@ class Found(NamedTuple):
     diags: Diagnostics
 
 
+def _listing(source: Source, includes: list[str], excludes: list[str], diags: Diagnostics) -> list[str]:
+    """The manifest files of one plain-YAML input: its globs less the excludes, other inputs' and plugins' files."""
+    paths = source.list_files(includes, list(ALWAYS_EXCLUDED) + excludes)
+    paths = _outside_other_inputs(source, paths, excludes, diags)
+    plugin_dirs = tuple(_plugin_dirs(source, paths))
+    return [p for p in paths if not p.startswith(plugin_dirs)]  # a plugin's plugin.yaml and testdata are its own
+
+
+def input_digests(source: Source, config_file: ConfigFile | None = None) -> tuple[dict[str, str], list[Problem]] | None:
+    """The sha256 of each file `read` would parse (what `Loaded.files` holds), read without parsing, and what
+    listing them said (directories left to other inputs): what a cached finding about the whole repository is bound
+    to. None when that is not all of the inputs (a kustomize or Helm input, whose build reads more) or a file cannot
+    be read (loading says why)."""
+    config_file = config_file or read_config(source, True)
+    config = config_file.config
+    inputs = config.inputs or kustomize_helm.detect(source) or (InputSpec("path", globs=tuple(config.manifests)),)
+    if any(spec.kind != "path" for spec in inputs):
+        return None
+    files: dict[str, str] = {}
+    unreadable: dict[str, DevlaneError] = {}
+    said = Diagnostics()
+    for spec in inputs:
+        for path in _listing(source, list(spec.globs), _excludes(config), said):
+            data = _read(source, path, unreadable)
+            if data is None:
+                return None
+            files[path] = hashlib.sha256(data).hexdigest()
+    return files, said.problems
+
+
 def _load_documents(source: Source, includes: list[str], excludes: list[str], cache: Cache | None,
                     memo: tuple[bytes, Memo] | None) -> Found:
     diags = Diagnostics()
     files: dict[str, str] = {}
-    paths = source.list_files(includes, list(ALWAYS_EXCLUDED) + excludes)
-    paths = _outside_other_inputs(source, paths, excludes, diags)
-    plugin_dirs = tuple(_plugin_dirs(source, paths))
-    paths = [p for p in paths if not p.startswith(plugin_dirs)]  # a plugin's plugin.yaml and testdata are its own
+    paths = _listing(source, includes, excludes, diags)
     read: list[tuple[str, bytes]] = []
     blobs: dict[str, str] = {}  # path -> blob id (with a cache)
     unreadable: dict[str, DevlaneError] = {}
