@@ -255,6 +255,21 @@ class GitRefSource:
             raise over_limit(path, files.MAX_FILE_BYTES, f"the file at {self.ref} is")
         return self._budget.take(path, blob.data_stream.read())
 
+    def blob_id(self, path: str) -> str:
+        """The git blob id of what `read(path)` gives (through symlink blobs), without reading it: the key of its
+        cached parse (`core.cache.blob_id` of the same bytes)."""
+        return self._blobs[self._target(path)].hexsha
+
+    def changed(self, other: GitRefSource) -> list[str]:
+        """The paths (relative to this source's directory) whose content or mode differs at `other`'s ref, or that
+        only one of the two has: git's own comparison of the two trees (`git diff --name-only`), renames as a
+        deletion and an addition."""
+        prefix = f"{self.prefix}/" if self.prefix else ""
+        where = ["--", f":(literal){self.prefix}"] if self.prefix else []
+        out = self.repo.git.diff("--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
+                                 self.commit.hexsha, other.commit.hexsha, *where)
+        return sorted({p[len(prefix):] for p in out.split("\0") if p and p.startswith(prefix)})
+
     def _target(self, path: str) -> str:
         """The regular blob `path` names at the ref, through symlink blobs that stay inside the repository."""
         current = path

@@ -112,8 +112,9 @@ def masked_file(text: str) -> str:
     return masked_object(text, (yaml.load(text, Loader=yaml.CSafeLoader) or {}) if secret else {})
 
 
-def _objects(result) -> dict[tuple, tuple[str, str, dict, str]]:
-    """Each rendered object by (apiVersion, kind, namespace, name): its file, its text as shown, itself, its text."""
+def _objects(result) -> dict[tuple, tuple[str, dict, str]]:
+    """Each rendered object by (apiVersion, kind, namespace, name): its file, itself, its text (masked only where the
+    report shows it: an object that did not change is never shown)."""
     out = {}
     for flow in result.flows if result is not None else []:
         # the objects as written, in the files' order: no need to parse back thousands of files (a PR that bumps
@@ -123,7 +124,7 @@ def _objects(result) -> dict[tuple, tuple[str, str, dict, str]]:
         for (name, text), obj in zip(flow.files.items(), written, strict=True):
             meta = obj.get("metadata") or {}
             key = (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
-            out[key] = (f"flows/{flow.flow_id}/{name}", masked_object(text, obj), obj, text)
+            out[key] = (f"flows/{flow.flow_id}/{name}", obj, text)
     return out
 
 
@@ -155,17 +156,18 @@ def compare(flow_id: str, base_ref: str, head_ref: str, base: api.RenderResult |
     changes, images = [], []
     for key in sorted(set(before) | set(after)):
         old, new = before.get(key), after.get(key)
-        if old and new and old[3] == new[3]:
+        if old and new and old[2] == new[2]:
             continue
         status = "added" if old is None else "removed" if new is None else "changed"
         file = (new or old)[0]
+        shown_old, shown_new = (masked_object(o[2], o[1]) if o else "" for o in (old, new))
         diff = "".join(
-            difflib.unified_diff((old[1] if old else "").splitlines(True), (new[1] if new else "").splitlines(True),
+            difflib.unified_diff(shown_old.splitlines(True), shown_new.splitlines(True),
                                  f"a/{file}" if old else "/dev/null", f"b/{file}" if new else "/dev/null")
         ) or f"# {file}: only a masked secret changed\n"
         service = _service_of(key[3], flow_id, services, head.dev.lane)
         changes.append(ObjectChange(key, status, file, service, diff))
-        was, now = _images(old[2] if old else None), _images(new[2] if new else None)
+        was, now = _images(old[1] if old else None), _images(new[1] if new else None)
         for container in sorted(set(was) | set(now)):
             if was.get(container, "") != now.get(container, ""):
                 images.append({"object": f"{key[1]}/{key[3]}", "service": service, "container": container,

@@ -37,7 +37,8 @@ class Review:
     n: int
     parse: b.Run
     lint_cold: b.Run
-    lint_warm: b.Run
+    lint_warm: b.Run  # the cache filled by a lint of the same bytes (the stored findings)
+    lint_changed: b.Run  # the cache filled, then one file changed (one env value): parses cached but one
     plan: b.Run
     plan_lines: int
     preview: b.Run
@@ -93,6 +94,7 @@ def measure(work: Path, n: int, repeat: int) -> Review:
     lint_cold = timed(work, repeat, ["lint", str(repo)], None)
     timed(work, 1, ["lint", str(repo)], warm)  # fill the warm cache
     lint_warm = timed(work, repeat, ["lint", str(repo)], warm)
+    lint_changed = lint_after_one_change(repo, repeat, warm)
     plan = timed(work, repeat, ["plan", str(repo), *flow], warm)
     preview = timed(work, repeat, ["preview", str(repo), *flow], warm)
     init = timed(work, repeat, ["init", str(repo), "--dry-run", "-o", "json"], warm)
@@ -103,20 +105,39 @@ def measure(work: Path, n: int, repeat: int) -> Review:
                                 "--fail-on", "never"], warm)
     shutil.rmtree(repo, ignore_errors=True)
     shutil.rmtree(warm, ignore_errors=True)
-    return Review(n, parse, lint_cold, lint_warm, plan, lines(plan), preview, lines(preview), init, diff)
+    return Review(n, parse, lint_cold, lint_warm, lint_changed, plan, lines(plan), preview, lines(preview), init, diff)
+
+
+def lint_after_one_change(repo: Path, repeat: int, warm: Path) -> b.Run:
+    """lint after a one-file change (a new value each run), the cache filled by the lint before it; the file is
+    restored afterwards."""
+    changed = repo / f"{b.svc(b.CHANGED_SERVICE)}.yaml"
+    original = changed.read_text()
+
+    def once(k: int) -> b.Run:
+        changed.write_text(b.one_file_change(original, k))
+        return b.run_timed(cli("lint", str(repo)), b.subprocess_env(warm))
+
+    try:
+        return b.median_run(once, repeat)
+    finally:
+        changed.write_text(original)
 
 
 def report(rows: list[Review]) -> str:
     out = ["review surfaces (s, median of --repeat; each a CLI process, interpreter start-up included):"]
-    head = ["N", "parse s", "lint cold", "lint warm", "plan", "plan lines", "preview", "preview lines", "init",
-            "diff bump-all"]
-    out.append(b.table([[str(r.n), r.parse.cell(), r.lint_cold.cell(), r.lint_warm.cell(), r.plan.cell(),
+    head = ["N", "parse s", "lint cold", "lint warm", "lint 1 file", "plan", "plan lines", "preview", "preview lines",
+            "init", "diff bump-all"]
+    out.append(b.table([[str(r.n), r.parse.cell(), r.lint_cold.cell(), r.lint_warm.cell(), r.lint_changed.cell(),
+                         r.plan.cell(),
                          str(r.plan_lines), r.preview.cell(), str(r.preview_lines), r.init.cell(), r.diff.cell()]
                         for r in rows], head))
     out.append("")
     out.append("ratios to the parse floor (diff: to parsing both revisions):")
-    head = ["N", "lint cold/parse", "lint warm/parse", "plan/parse", "preview/parse", "init/parse", "diff/2 parses"]
+    head = ["N", "lint cold/parse", "lint warm/parse", "lint 1 file/parse", "plan/parse", "preview/parse", "init/parse",
+            "diff/2 parses"]
     out.append(b.table([[str(r.n), b.fmt_ratio(r.lint_cold, r.parse), b.fmt_ratio(r.lint_warm, r.parse),
+                         b.fmt_ratio(r.lint_changed, r.parse),
                          b.fmt_ratio(r.plan, r.parse), b.fmt_ratio(r.preview, r.parse), b.fmt_ratio(r.init, r.parse),
                          _over_two(r.diff, r.parse)] for r in rows], head))
     out.append("")

@@ -16,20 +16,20 @@ cannot have changed). A pull request that changes no service is no lane (`NoServ
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import string
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ...core.cache import Cache
 from ...core.images import repository
 from ...core.k8s import pod_template
 from ...core.source import GitRefSource, merge_base
-from ...core.yamlio import parse_documents
 from ...errors import DevlaneError, NothingToDo, Problem, UsageError
-from ..inputs import kustomize_helm, load
+from ..inputs import kustomize_helm, load, parsing
 from ..inputs.document import Document
 from ..inputs.load import Loaded
 from ..model.records import Model, ServiceNode
@@ -133,18 +133,32 @@ def committed_image(node: ServiceNode) -> str | None:
     return None
 
 
-def _objects(source: GitRefSource, path: str) -> dict[tuple, dict]:
-    if not source.exists(path):
-        return {}
-    try:
-        docs = parse_documents(source.read(path), path)
-    except DevlaneError:
-        return {}
-    out = {}
-    for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind"):
-            meta = doc.get("metadata") or {}
-            out[(doc.get("kind"), meta.get("namespace"), meta.get("name"))] = doc
+def _objects(source: GitRefSource, paths: list[str], cache: Cache | None) -> dict[str, dict[tuple, dict]]:
+    """Each file's objects at the source's ref by (kind, namespace, name); none for a file that is not there or does
+    not parse. Parses come from the cache by blob id without reading the blob (the head's files were parsed by its
+    load), and the others are parsed across the cores and kept for the base's render, which reads them next."""
+    ids: dict[str, str] = {}
+    for path in paths:
+        if source.exists(path):
+            with contextlib.suppress(DevlaneError):  # a link out of the repository: no objects, as it does not load
+                ids[path] = source.blob_id(path)
+    keys = list(ids)
+    parsed: dict[str, Any] = dict(zip(keys, parsing.cached_parses(cache, [ids[p] for p in keys]), strict=True)) \
+        if cache is not None else {}
+    missing: list[tuple[str, bytes]] = []
+    for path in keys:
+        if parsed.get(path) is None:
+            with contextlib.suppress(DevlaneError):
+                missing.append((path, source.read(path)))
+    parsed.update(zip((p for p, _ in missing), parsing.parse_files(missing, cache, [ids[p] for p, _ in missing]),
+                      strict=True))
+    out: dict[str, dict[tuple, dict]] = {path: {} for path in paths}
+    for path, outcome in parsed.items():
+        if isinstance(outcome, parsing.Parsed):
+            for doc in outcome.docs:
+                if isinstance(doc, dict) and doc.get("kind"):
+                    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+                    out[path][(doc.get("kind"), meta.get("namespace"), meta.get("name"))] = doc
     return out
 
 
@@ -156,17 +170,17 @@ def changed_services(loaded: Loaded, root: Path, ref: str | None, base: str, top
     head_src = loaded.source if isinstance(loaded.source, GitRefSource) else GitRefSource(root, ref or "HEAD")
     model = model or build_model(loaded.documents, loaded.config.namespace)
     manifests = {d.file for d in model.documents}
-    diff = base_src.commit.diff(head_src.commit)
-    prefix = f"{base_src.prefix}/" if base_src.prefix else ""
-    paths = sorted({p[len(prefix):] for d in diff for p in (d.a_path, d.b_path) if p and p.startswith(prefix)})
+    paths = base_src.changed(head_src)
     found: dict[str, str] = {}  # service -> an object of it changed
     code: dict[str, str] = {}  # service -> code under its directory changed
     built = any(spec.kind != "path" for spec in loaded.config.inputs or kustomize_helm.detect(head_src))
     if built and paths:  # a base, a patch or a values file changes objects elsewhere: compare what was built
         _built_changes(base_src, head_src, model, found, top, cache)
+    compared = [] if built else [p for p in paths if p in manifests or p.endswith((".yaml", ".yml"))]
+    befores, afters = _objects(base_src, compared, cache), _objects(head_src, compared, cache)
     for path in paths:
-        if not built and (path in manifests or path.endswith((".yaml", ".yml"))):
-            before, after = _objects(base_src, path), _objects(head_src, path)
+        if path in befores:
+            before, after = befores[path], afters[path]
             for key in sorted(set(before) | set(after), key=str):
                 if before.get(key) == after.get(key):
                     continue
