@@ -83,3 +83,18 @@ def test_plugin_sources_are_resolved_on_every_run(harness, modelled) -> None:
     [(code, message)] = _codes(harness)
     assert code == "plugin-source" and "./plugins/seed" in message
     assert len(modelled) == before  # read back: the manifests did not change
+
+
+def test_a_ref_is_keyed_by_its_blob_ids(harness, modelled) -> None:
+    """`--ref`: the ref's blob ids name its files (nothing read to find the key); another commit's bytes are
+    checked anew, and the work tree's edits do not count."""
+    harness.app("api", containers=OUTSIDE)
+    harness.commit("one")
+    first = _codes(harness, "--ref", "HEAD")
+    before = len(modelled)
+    path = harness.root / "app.yaml"
+    path.write_text(path.read_text().replace("db.example.com", "dc.example.com"))  # the work tree only
+    assert _codes(harness, "--ref", "HEAD") == first and len(modelled) == before
+    harness.commit("two")
+    [(code, message)] = _codes(harness, "--ref", "HEAD")
+    assert code == "undeclared-outside-store" and "dc.example.com:5432" in message and len(modelled) == before + 1

@@ -20,7 +20,7 @@ from ...core import progress, tempdirs
 from ...core.cache import Cache, blob_id
 from ...core.fence import Fence, operator_dirs
 from ...core.files import InputLimit
-from ...core.source import Source, listed
+from ...core.source import GitRefSource, Source, listed
 from ...errors import DevlaneError, Diagnostics, Problem, Where
 from ..settings.repo_config import ConfigFile, InputSpec, RepoConfig, read_config
 from . import config_annotations, field_types, kustomize_helm
@@ -287,8 +287,15 @@ def input_digests(source: Source, config_file: ConfigFile | None = None) -> tupl
     files: dict[str, str] = {}
     unreadable: dict[str, DevlaneError] = {}
     said = Diagnostics()
+    refs = isinstance(source, GitRefSource)  # a ref's blob ids name its files' content without reading them
     for spec in inputs:
         for path in _listing(source, list(spec.globs), _excludes(config), said):
+            if refs:
+                try:
+                    files[path] = f"blob {source.blob_id(path)}"  # type: ignore[attr-defined]
+                except DevlaneError:
+                    return None
+                continue
             data = _read(source, path, unreadable)
             if data is None:
                 return None
