@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from .core import deadline, progress
 from .errors import DevlaneError, Problem, UsageError, Where, fail
@@ -47,7 +48,7 @@ from .render.copies import clone, flow_namespace
 from .render.copies.dev_set import DevSet
 from .render.inputs import load
 from .render.inputs.load import Loaded, read_back
-from .render.model.plugin_definitions import changed_args, used_plugin_names
+from .render.model.plugin_definitions import PluginDef, changed_args, used_plugin_names
 from .render.model.records import Model
 from .render.model.topology import build_model
 from .render.output import emit, lifecycle
@@ -822,7 +823,15 @@ def check_changes(base: Loaded, head: Loaded, s: Session) -> list[Problem]:
     """
     before = build_model(base.documents, base.config.namespace).plugin_defs
     after = build_model(head.documents, head.config.namespace).plugin_defs
-    return [p for name, pdef, old in changed_args(before, after)
+    return changed_plugin_args({n: (d.name, d.args) for n, d in before.items()}, after, s)
+
+
+def changed_plugin_args(before: dict[str, tuple[str, Any]], after: dict[str, PluginDef],
+                        s: Session) -> list[Problem]:
+    """`check_changes` from the definitions at base (instance -> plugin, args: what `diff` carries from the base's
+    render) and at head."""
+    was = {n: SimpleNamespace(name=plugin, args=args) for n, (plugin, args) in before.items()}
+    return [p for name, pdef, old in changed_args(was, after)  # type: ignore[arg-type]
             for p in s.host.validate_change(name, pdef.name, old.args, pdef.args)]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DevlaneError, UsageError
-from .common import add_common, add_lanes, flow_input, lanes_ref, options, say_targets
+from .common import add_common, add_lanes, flow_input, lanes_ref, options, say, say_targets
 from .output import add_output, dumps, machine
 from .output import report as machine_report
 
@@ -68,6 +68,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         sys.stdout.write(markdown.failure(flow_id, args.base, args.head, exc.problems, args.artifact_url))
         raise
     say_targets(report.targets, args.debug)
+    if args.debug and report.base_beside:
+        say("the base rendered in a forked process beside the head's render")
     if args.json_out:
         args.json_out.write_text(dumps(machine_report("DiffReport", report.as_dict()), "json"))
     if machine(args, "DiffReport", report.as_dict()):

@@ -24,9 +24,11 @@ from ..core.secrets_mask import mask
 from ..core.source import merge_base, resolve_commit
 from ..core.yamlio import dump
 from ..errors import DevlaneError, Problem
+from ..render.model.topology import build_model
 from ..render.plan.targets import GIVEN, Change, NoServiceChanged
 from ..render.settings.isolation import Lane
 from ..session import Options
+from . import diff_base
 
 FLOW_ROW = "(flow)"
 STATUSES = ("added", "changed", "removed")
@@ -72,6 +74,7 @@ class Report:
     footprint: dict | None = None  # at head: what the lane reserves and creates (flow.metadata)
     lifecycle: dict | None = None  # at head: created, ttl, expires
     lane: bool = True  # False: `--services auto` found no service changed, so there is no lane
+    base_beside: bool = False  # the base rendered in a forked process beside the head's render (--debug says so)
     target_images: list[dict] = field(default_factory=list)  # service, image (what its dev copy runs), origin, reason
 
     def counts(self) -> dict[str, int]:
@@ -251,25 +254,31 @@ def run(options: Options, flow: api.FlowInput, base_ref: str, head_ref: str) -> 
             found = merge_base(options.repo, base_ref, head_ref)
             base_ref, base_commit = f"{base_ref} (merge-base {found[:7]})", found
         try:
-            head = api.render_in(at_head, flow)
+            head, based = diff_base.with_base(options, base_commit, flow, lambda: api.render_in(at_head, flow))
         except DevlaneError as exc:
             raise _at_head(exc, head_ref) from exc
+        if based.unopened is not None:  # no such directory at base: nothing to compare with, nor to validate against
+            return _targeted(compare(flow.id, base_ref, head_ref, None, head, based.unopened), head, targets)
+        base = None if based.flows is None else _Rendered(based.flows)
         try:
-            at_base = api.open_session(replace(options, ref=base_commit), "preview", collect=True)
-        except DevlaneError as exc:  # no such directory at base: nothing to compare with, nor to validate against
-            return _targeted(compare(flow.id, base_ref, head_ref, None, head, exc.problems[0].message), head, targets)
-        with at_base:
-            try:
-                base, base_error = api.render_in(at_base, flow), ""
-            except DevlaneError as exc:
-                base, base_error = None, exc.problems[0].message if exc.problems else ""
-            try:
-                problems = api.check_changes(at_base.loaded, at_head.loaded, at_head)
-            except DevlaneError:
-                if base is not None:
-                    raise
-                problems = []  # with no model at base there are no old args to validate a change against
-    return _targeted(compare(flow.id, base_ref, head_ref, base, head, base_error, problems), head, targets)
+            if based.defs_problems:
+                raise DevlaneError(based.defs_problems)
+            after = head.model if head.model.documents is at_head.loaded.documents else \
+                build_model(at_head.loaded.documents, at_head.loaded.config.namespace)
+            problems = api.changed_plugin_args(based.defs, after.plugin_defs, at_head)
+        except DevlaneError:
+            if base is not None:
+                raise
+            problems = []  # with no model at base there are no old args to validate a change against
+    report = compare(flow.id, base_ref, head_ref, base, head, based.error, problems)
+    return _targeted(replace(report, base_beside=based.beside), head, targets)
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """The base's render as `compare` reads it: its flows (`diff_base.Flow`)."""
+
+    flows: list[diff_base.Flow]
 
 
 def _targeted(report: Report, head: api.RenderResult, targets: list[Change]) -> Report:
