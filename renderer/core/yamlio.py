@@ -205,16 +205,18 @@ class _Loader(_StrictMappings, _SafeBase):  # type: ignore[misc,valid-type]
         return tag
 
 
-def _inexact(construct: Any) -> Any:
-    """A constructor that also marks the file inexact for JSON (`!!omap` and `!!pairs` build tuples)."""
-    def marked(loader: _Loader, node: Any) -> Any:
-        loader.inexact = True
-        return (yield from construct(loader, node))
-    return marked
+_TUPLES = {tag: _Loader.yaml_constructors[tag] for tag in ("tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs")}
 
 
-for _tag in ("tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs"):
-    _Loader.add_constructor(_tag, _inexact(_Loader.yaml_constructors[_tag]))
+def _inexact(loader: _Loader, node: Any) -> Any:
+    """PyYAML's constructor of the node's tag, which also marks the file inexact for JSON (`!!omap` and `!!pairs`
+    build tuples). A module-level function, not a closure made at import: what it does is decided when it runs."""
+    loader.inexact = True
+    return (yield from _TUPLES[node.tag](loader, node))
+
+
+for _tag in _TUPLES:
+    _Loader.add_constructor(_tag, _inexact)
 
 
 class _PlainLoader(_StrictMappings, _PlainBase):  # type: ignore[misc,valid-type]
