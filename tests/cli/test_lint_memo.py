@@ -85,6 +85,7 @@ def test_plugin_sources_are_resolved_on_every_run(harness, modelled) -> None:
     assert len(modelled) == before  # read back: the manifests did not change
 
 
+@pytest.mark.e2e  # git commits
 def test_a_ref_is_keyed_by_its_blob_ids(harness, modelled) -> None:
     """`--ref`: the ref's blob ids name its files (nothing read to find the key); another commit's bytes are
     checked anew, and the work tree's edits do not count."""

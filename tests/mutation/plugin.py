@@ -9,6 +9,8 @@ mutant's verdict must be its tests' verdict, the same on every run, and found so
 - Property tests draw derandomized examples, use no example database and pass no "too slow" health check: a
   failure saved while one mutant ran would otherwise be replayed against the next, and a verdict would depend on
   the order mutants ran in, or on the load of the machine.
+- Each test of a mutant has a cache of its own (`_a_cache_of_its_own`): what the cache holds is keyed by the
+  code's text, the same for every mutant.
 - A mutant's tests run fastest first (mutmut runs them with -x, and its own order is random): the unit tests of the
   mutated module, which catch most mutants, come before the renders that also reach it.
 """
@@ -52,3 +54,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     except (OSError, ValueError, KeyError):
         return
     items.sort(key=lambda item: durations.get(item.nodeid, 0.0))
+
+
+@pytest.fixture(autouse=True)
+def _a_cache_of_its_own(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Each test of a mutant reads and writes a cache of its own. devlane's cached parses, stored models and lint
+    findings are keyed by its code's text, and that text is the same for every mutant (mutmut switches them on at
+    run time): an entry written while another mutant ran, or none, would answer for this one and hide it."""
+    if "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):
+        monkeypatch.setenv("DEVLANE_CACHE", str(tmp_path_factory.mktemp("cache")))

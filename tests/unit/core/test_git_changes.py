@@ -13,6 +13,8 @@ import pytest
 from renderer.core.cache import blob_id
 from renderer.core.source import GitRefSource
 
+pytestmark = pytest.mark.e2e  # real git repositories and commits
+
 
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo,
