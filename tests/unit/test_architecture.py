@@ -70,6 +70,7 @@ def _private_uses(path, importer: str | None = None) -> list[str]:
     return found
 
 
+@pytest.mark.e2e  # every module's syntax tree: the whole suite's tier, as the import graph above
 def test_no_module_uses_another_modules_private_names():
     offenders = [use for path in sorted(RENDERER.rglob("*.py")) if "_pb2" not in path.name
                  for use in _private_uses(path)]  # fmt: skip

@@ -17,6 +17,8 @@ from renderer import api
 from renderer.core.k8s import LabelIndex, map_matches, pod_template
 from renderer.render.plan.flow_spec import build_flow
 
+pytestmark = pytest.mark.e2e  # renders of graphs hundreds of services wide and deep: the whole suite's tier
+
 WIDE = 120
 DEEP = 150
 FRAMES = 100  # the stack a render may use above its caller: far less than a chain of DEEP services
