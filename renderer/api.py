@@ -467,7 +467,7 @@ def read(options: Options) -> Repository:
 def lint(options: Options) -> list[Problem]:
     """Every problem in the repository at once (errors and warnings), plugin sources that do not
     resolve included; no plugin runs. An unchanged repository's findings come from the cache (`lint_entry`)."""
-    with open_session(options, collect=True) as s:
+    with open_session(options, collect=True) as s, s.source.handing_over():
         stored = _lint_key(s)
         found = lint_entry.read(s.cache, stored) if s.cache is not None and stored is not None else None
         if found is None:

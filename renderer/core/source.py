@@ -11,11 +11,13 @@ and read them under the same rules, so every stage above reads files the same wa
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import posixpath
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -66,6 +68,18 @@ class WorktreeSource:
         self._budget = _Budget()
         self._walked: set[str] = set()  # listed through real directories only (os.walk does not follow links)
         self._dirs: list[tuple[str, list[str]]] | None = None
+        self._handed: dict[str, bytes] | None = None  # see `handing_over`
+
+    @contextlib.contextmanager
+    def handing_over(self) -> Iterator[None]:
+        """Meanwhile, the bytes of a file read are kept for its next reader, who takes them: `lint` hashes every
+        file for the key of its stored findings, then loads the same files from those very bytes, without a second
+        read (the findings stored are about exactly what the key was made of)."""
+        self._handed = {}
+        try:
+            yield
+        finally:
+            self._handed = None
 
     def list_files(self, includes: list[str], excludes: list[str]) -> list[str]:
         found: list[str] = []
@@ -95,6 +109,15 @@ class WorktreeSource:
         return self._dirs
 
     def read(self, path: str) -> bytes:
+        handed = self._handed
+        if handed is None:
+            return self._read(path)
+        data = handed.pop(path, None)
+        if data is None:
+            data = handed[path] = self._read(path)
+        return data
+
+    def _read(self, path: str) -> bytes:
         if path in self._walked:  # every directory on the way is real: no realpath, O_NOFOLLOW checks the file
             try:
                 return self._budget.take(path, read_regular(os.path.join(self._real_root, path), path))
@@ -292,6 +315,10 @@ class GitRefSource:
 
     def exists(self, path: str) -> bool:
         return path in self._blobs
+
+    def handing_over(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing to keep: a ref's key is made of blob ids, no file is read for it."""
+        return contextlib.nullcontext()
 
     def revision(self) -> str | None:
         return self.commit.hexsha

@@ -9,6 +9,8 @@ import json
 import pytest
 
 from renderer import api
+from renderer.core import source
+from renderer.render.inputs import load
 
 OUTSIDE = [{"name": "main", "image": "api:1", "env": [{"name": "DB_URL", "value": "postgres://db.example.com:5432/x"}]}]
 
@@ -99,3 +101,41 @@ def test_a_ref_is_keyed_by_its_blob_ids(harness, modelled) -> None:
     harness.commit("two")
     [(code, message)] = _codes(harness, "--ref", "HEAD")
     assert code == "undeclared-outside-store" and "dc.example.com:5432" in message and len(modelled) == before + 1
+
+
+def test_a_miss_reads_each_file_once(harness, monkeypatch, tmp_path) -> None:
+    """Without stored findings, the key's reads are handed to loading: each manifest is read from disk once."""
+    monkeypatch.setenv("DEVLANE_CACHE", str(tmp_path / "cache"))
+    harness.app("api", containers=OUTSIDE)
+    harness.app("web", file="web.yaml")
+    reads: list[str] = []
+    real = source.read_regular
+
+    def counted(path, shown, *args, **kwargs):
+        reads.append(shown)
+        return real(path, shown, *args, **kwargs)
+
+    monkeypatch.setattr(source, "read_regular", counted)
+    assert [c for c, _ in _codes(harness)] == ["undeclared-outside-store"]
+    assert sorted(r for r in reads if r.endswith(".yaml") and r != ".devlane.yaml") == ["app.yaml", "web.yaml"]
+
+
+def test_the_findings_stored_are_about_the_bytes_of_their_key(harness, monkeypatch, tmp_path) -> None:
+    """A file edited between the key's reads and loading: lint checks the bytes the key was made of, so the findings
+    stored under that key are theirs (the next run, on the edited bytes, is a miss and checks those)."""
+    monkeypatch.setenv("DEVLANE_CACHE", str(tmp_path / "cache"))
+    harness.app("api", containers=OUTSIDE)
+    path = harness.root / "app.yaml"
+    digests = load.input_digests
+
+    def edited_after(*args, **kwargs):
+        found = digests(*args, **kwargs)
+        path.write_text(path.read_text().replace("db.example.com", "dc.example.com"))
+        return found
+
+    monkeypatch.setattr(load, "input_digests", edited_after)
+    [(_, message)] = _codes(harness)
+    assert "db.example.com:5432" in message
+    monkeypatch.setattr(load, "input_digests", digests)
+    [(_, message)] = _codes(harness)
+    assert "dc.example.com:5432" in message
