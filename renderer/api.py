@@ -42,7 +42,7 @@ from .host.supply.lock import (
 )
 from .host.supply.venvs import Target
 from .lanes.branch import Checkout, LanesRef, Published
-from .render.checks import budget, footprint, invariants, propagation, reach, route_proof
+from .render.checks import budget, footprint, invariants, lint_shares, propagation, reach, route_proof
 from .render.checks.mesh_lint import mesh_problems
 from .render.copies import clone, flow_namespace
 from .render.copies.dev_set import DevSet
@@ -495,13 +495,17 @@ def _lint_findings(s: Session) -> lint_entry.Findings:
     routing = s.options.routing or s.config.routing
     on_mesh = routing != "none"
     deadline.stage(f"checking {len(model.services)} services")
-    wiring = [] if lane_of(s.config, s.options.isolation).by_namespace else \
-        invariants.unwirable_edges(model, on_mesh)
+
+    def others() -> list[Problem]:
+        wiring = [] if lane_of(s.config, s.options.isolation).by_namespace else \
+            invariants.unwirable_edges(model, on_mesh)
+        return (invariants.flow_risks(model) + wiring
+                + mesh_problems(model, s.config, s.options.routing, s.options.isolation))
+
+    undeclared, before = lint_shares.undeclared_beside(model, frozenset(s.config.shared_stores), others)
     plugins = [(pdef.instance_where, [str(c["name"]) for c in pdef.candidates]) for pdef in model.plugin_defs.values()]
-    return lint_entry.Findings(
-        s.loaded.problems + model.problems, plugins,
-        invariants.flow_risks(model) + wiring + mesh_problems(model, s.config, s.options.routing, s.options.isolation)
-        + reach.undeclared(model, frozenset(s.config.shared_stores)) + cycle_risks(model, routing))
+    return lint_entry.Findings(s.loaded.problems + model.problems, plugins,
+                               before + undeclared + cycle_risks(model, routing))
 
 
 def _unresolvable(s: Session, plugins: list[tuple[Where, list[str]]]) -> list[Problem]:

@@ -12,7 +12,7 @@ A store marked shared (an intended shared read) is listed as `shared` and never 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -195,17 +195,27 @@ def problems(reach: list[Reached], strict: bool = False) -> list[Problem]:
     return diags.problems
 
 
-def undeclared(model: Model, shared_stores: frozenset[str] = frozenset()) -> list[Problem]:
+def lint_units(model: Model) -> list[str]:
+    """The services whose reach `undeclared` checks, in order: each workload once, by the first of its services."""
+    seen: set[int] = set()
+    units = []
+    for key, node in sorted(model.services.items()):
+        if node.workload is not None and id(node.workload) not in seen:
+            seen.add(id(node.workload))
+            units.append(key)
+    return units
+
+
+def undeclared(model: Model, shared_stores: frozenset[str] = frozenset(), units: Sequence[str] | None = None
+               ) -> list[Problem]:
     """For `lint`, which renders no flow: each service whose pods read a store, registry or outside store that
     its annotations do not declare (a stateful dependency gets a lane's copy; anything else a lane that gives the
-    service a dev version would reach), named once per service and store."""
+    service a dev version would reach), named once per service and store. `units`: a share of `lint_units` (each
+    unit's problems depend on it alone, so shares checked apart and joined in order say the same)."""
     diags = Diagnostics()
-    seen: set[int] = set()
-    for key, node in sorted(model.services.items()):
-        if node.workload is None or id(node.workload) in seen:
-            continue
-        seen.add(id(node.workload))
-        doc = node.workload.doc
+    for key in lint_units(model) if units is None else units:
+        node = model.services[key]
+        doc = node.workload.doc  # type: ignore[union-attr]
         dw = DevWorkload(key, "baseline", doc, doc.obj, node.container)
         deps = {model.services[d].ref: model.services[d] for d, _ in node.dependencies if d in model.services}
         for r in lane_reach(model, DevSet(workloads={key: dw}), shared_stores):
