@@ -779,6 +779,8 @@ def _layers(method: str, facts: dict[str, Any], limits: Limits, cgroups: tuple[t
                      shutil.which("prlimit") else f"not applied ({key}={facts.get(key)})")
 
     net_ok = facts.get("interfaces") == ["lo"] and seen.get("net") != mine.get("net")
+    caps = facts.get("caps")
+    dropped = isinstance(caps, str) and caps != "" and caps.strip("0") == ""  # not seen is not dropped
     memory = (Layer("memory-limit", True, f"memory cgroup, {limits.memory_mib} MiB") if in_cgroup and
               "memory" in cg_controllers else
               rlimit("memory-limit", "as", limits.memory_mib * MIB, f"{limits.memory_mib} MiB of address space"))
@@ -807,9 +809,9 @@ def _layers(method: str, facts: dict[str, Any], limits: Limits, cgroups: tuple[t
         Layer("hidden-secrets", home_hidden and not facts.get("hiddenVisible"),
               "HOME, .git and mounted secrets are hidden" if home_hidden and not facts.get("hiddenVisible") else
               "HOME (cloud and kube credentials) is readable (without bwrap)"),
-        Layer("no-capabilities", facts.get("caps", "").strip("0") == "",
-              "all capabilities dropped" if facts.get("caps", "").strip("0") == "" else
-              f"capabilities {facts.get('caps')} inside its user namespace"),
+        Layer("no-capabilities", dropped, "all capabilities dropped" if dropped else
+              f"capabilities {facts.get('caps')} inside its user namespace" if facts.get("caps") else
+              "the probe did not see its capabilities (no CapEff in /proc/self/status)"),
         Layer("close-on-exec", True, "only its stdin, stdout and stderr are inherited"),
         Layer("parent-death-signal", facts.get("pdeathsig") == signal.SIGKILL or method == "bwrap",
               "SIGKILL when devlane dies" if facts.get("pdeathsig") == signal.SIGKILL or method == "bwrap" else
@@ -830,7 +832,7 @@ def _read_sysctl(path: str) -> str | None:
     try:
         with open(path, encoding="ascii") as fh:
             return fh.read().strip()
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # no such switch here, or not one the kernel wrote
         return None
 
 
