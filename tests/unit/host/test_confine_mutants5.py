@@ -207,3 +207,14 @@ def test_an_early_probe_that_fails_is_silent_and_leaves_the_error_to_whoever_nee
     monkeypatch.setattr(confine, "confinement", failing)
     assert confine._probe_quietly() is None
     assert calls == ["probed"]
+
+
+def test_the_early_probe_runs_on_a_daemon_thread(monkeypatch):
+    """A command that ends while the probe still runs must not wait for it: its thread is a daemon."""
+    monkeypatch.setattr(confine, "_probed", None)
+    ran = threading.Event()
+    monkeypatch.setattr(confine, "_probe_quietly", ran.set)
+    thread = confine.probe_soon()
+    assert thread is not None and thread.daemon is True and thread.name == "devlane-sandbox-probe"
+    thread.join(10)
+    assert ran.is_set()
