@@ -844,6 +844,8 @@ WARM_OVER_PARSE = 0.5
 COLD_OVER_PARSE = 1.0
 WIDE_OVER_PARSE = 3.0
 CMP_WARM_OVER_PARSE = 0.5
+FAST_COLD_OVER_PARSE = 0.5  # issue 45, "faster than parsing, again": with every check of the hostile repository kept
+FAST_WARM_OVER_PARSE = 0.08
 CHAIN_DEPTH = 10000
 
 
@@ -919,6 +921,8 @@ def verdict(rows: list[Row], chain: Chain | None) -> list[Check]:
         ("cold <= {:g}x parse floor", lambda r: (r.cold, r.parse_sub), COLD_OVER_PARSE),
         ("wide <= {:g}x its parse floor", lambda r: (r.wide, r.wide_parse), WIDE_OVER_PARSE),
         ("cmp warm <= {:g}x parse floor", lambda r: (r.cmp_warm, r.parse_sub), CMP_WARM_OVER_PARSE),
+        ("faster than parsing: cold <= {:g}x parse floor", lambda r: (r.cold, r.parse_sub), FAST_COLD_OVER_PARSE),
+        ("faster than parsing: warm <= {:g}x parse floor", lambda r: (r.warm, r.parse_sub), FAST_WARM_OVER_PARSE),
     ]
     for name, pick, limit in points:
         label = f"{name.format(limit)} at {AT:,}"
