@@ -220,6 +220,14 @@ SESSION = {
 }
 
 
+# pytest as a terminal starts it: Ctrl-C raises KeyboardInterrupt. A child inherits the ignored or blocked signals of
+# the process that starts it (and Python keeps an ignored SIGINT ignored), so a test worker in which SIGINT happens to
+# be ignored or blocked would start a session deaf to Ctrl-C.
+AT_A_TERMINAL = ("import signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+                 "signal.signal(signal.SIGINT, signal.default_int_handler); import pytest; "
+                 "sys.exit(pytest.main(sys.argv[1:]))")
+
+
 def test_ctrl_c_during_a_session_with_a_failure_stops_every_process_and_removes_the_directory(binaries, tmp_path):
     session, parent, started = tmp_path / "session", tmp_path / "clusters", tmp_path / "started.json"
     session.mkdir()
@@ -229,8 +237,9 @@ def test_ctrl_c_during_a_session_with_a_failure_stops_every_process_and_removes_
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(PYTHONPATH=str(ROOT / "tests"), CLUSTER_PARENT=str(parent), CLUSTER_STARTED=str(started))
     with open(tmp_path / "out.txt", "w+") as out:
-        pytest_run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                                       str(session)], cwd=session, env=env, stdout=out, stderr=subprocess.STDOUT)
+        pytest_run = subprocess.Popen([sys.executable, "-c", AT_A_TERMINAL, "-q", "-p", "no:cacheprovider", "-p",
+                                       "no:xdist", str(session)], cwd=session, env=env, stdout=out,
+                                      stderr=subprocess.STDOUT)  # fmt: skip
         try:
             assert wait_for(lambda: started.exists() or pytest_run.poll() is not None, 180)
             assert started.exists(), (tmp_path / "out.txt").read_text()
