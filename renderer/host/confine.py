@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -606,15 +607,33 @@ def _namespaces(method: str, binary: Wrapper | None, argv: list[str], writable: 
     return argv
 
 
+_RLIMITS = {"as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC, "fsize": resource.RLIMIT_FSIZE,
+            "cpu": resource.RLIMIT_CPU}
+
+
+def _hard_limit(key: str) -> int:
+    """The hard limit of a resource (a key of `_RLIMITS`) devlane itself runs under (RLIM_INFINITY when none)."""
+    return resource.getrlimit(_RLIMITS[key])[1]
+
+
+def _capped(key: str, want: int) -> int:
+    """`want`, or the hard limit devlane runs under when that is lower (a CI job's `ulimit -t 60`): without
+    CAP_SYS_RESOURCE no process raises a hard limit, so a prlimit asking for more fails, and with it every sandbox
+    method; the lower limit still binds the plugin."""
+    hard = _hard_limit(key)
+    return want if hard == resource.RLIM_INFINITY else min(want, hard)
+
+
 def _limits_prefix(method: str, limits: Limits, memory: bool) -> list[str]:
-    """`prlimit` with the call's limits (the address space only when no memory cgroup bounds it)."""
+    """`prlimit` with the call's limits, each capped by devlane's own hard limit (the address space only when no
+    memory cgroup bounds it)."""
     prlimit = shutil.which("prlimit")
     if method == "none" or not prlimit:
         return []
-    opts = [f"--nproc={limits.processes}", f"--fsize={limits.file_size_mib * MIB}",
-            f"--cpu={limits.cpu_seconds}", "--core=0"]
+    opts = [f"--nproc={_capped('nproc', limits.processes)}", f"--fsize={_capped('fsize', limits.file_size_mib * MIB)}",
+            f"--cpu={_capped('cpu', limits.cpu_seconds)}", "--core=0"]
     if memory:
-        opts.insert(0, f"--as={limits.memory_mib * MIB}")
+        opts.insert(0, f"--as={_capped('as', limits.memory_mib * MIB)}")
     return [prlimit, *opts, "--"]
 
 
@@ -774,9 +793,12 @@ def _layers(method: str, facts: dict[str, Any], limits: Limits, cgroups: tuple[t
         return Layer(name, ok, f"{tool}" if ok else f"not with {tool}")
 
     def rlimit(name: str, key: str, want: int, what: str) -> Layer:
-        ok = facts.get(key) == want
-        return Layer(name, ok, what.format(want) + " (prlimit)" if ok else "prlimit is not installed" if not
-                     shutil.which("prlimit") else f"not applied ({key}={facts.get(key)})")
+        got = _capped(key, want)
+        if facts.get(key) != got:
+            return Layer(name, False, "prlimit is not installed" if not shutil.which("prlimit") else
+                         f"not applied ({key}={facts.get(key)})")
+        lowered = "" if got == want else f", lowered to {got} by the hard limit devlane runs under"
+        return Layer(name, True, what.format(want) + lowered + " (prlimit)")
 
     net_ok = facts.get("interfaces") == ["lo"] and seen.get("net") != mine.get("net")
     caps = facts.get("caps")

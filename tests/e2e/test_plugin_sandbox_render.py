@@ -5,11 +5,14 @@ leaves is a warning naming it."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 
 import pytest
-from support import FIXTURES, Harness
+from support import FIXTURES, ROOT, Harness
 from support.platform import fixture_apps
 
 from renderer.host.confine import confinement as network_isolation
@@ -97,3 +100,23 @@ def test_duplicate_env_left_by_a_plugin_is_a_warning_naming_it(harness):
         "Deployment/api-pr-1; the last one wins in the pod, but server-side apply (Flux, Argo CD with "
         "ServerSideApply) rejects duplicate keys"
     ]
+
+
+def test_under_an_inherited_hard_cpu_limit_an_unpinned_plugin_runs_confined_within_it(harness):
+    """A CI job's `ulimit -t 60`: a hard CPU limit below a plugin's 120 s, which devlane cannot raise. Each sandbox's
+    prlimit asks for the lower limit (asking for 120 s failed, every sandbox method with it, and the unpinned plugin
+    was refused as unconfined); the plugin's process then runs under 60 CPU seconds."""
+    if not network_isolation().enforced:
+        pytest.skip(f"the sandbox cannot be enforced here: {network_isolation().reason}")
+    fixture_repo(harness, "dup_env", {"db": "orders"})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def devlane(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["prlimit", "--cpu=60:60", sys.executable, "-m", "renderer.cli", *args],
+                              cwd=harness.root, env=env, capture_output=True, text=True, timeout=120)
+
+    done = devlane("render", *FLOW, "--stdout")
+    assert done.returncode == 0, done.stderr
+    assert "name: api-pr-1" in done.stdout and "POSTGRES_DB" in done.stdout
+    described = devlane("plugins", "describe", "fixture")  # what the probe saw inside the sandbox
+    assert "enforced  cpu-time-limit: 120 CPU seconds per process, lowered to 60 by the hard limit" in described.stdout
