@@ -44,6 +44,13 @@ def test_the_server_is_the_pinned_version(cluster):
     assert got["gitVersion"] == f"v{VERSIONS['KUBERNETES_VERSION']}"
 
 
+def test_the_pods_that_fill_kwoks_ip_pools_at_start_are_gone(cluster):
+    """start() runs one Pod per Node so that kwok makes each Node's IP pool before the tests' Pods arrive (kwok's
+    race: two Pods of a Node handled at once could each get a new pool and the same IP); none is left behind."""
+    assert not [p["metadata"]["name"] for p in cluster.get("pods", "-A")["items"]
+                if p["metadata"]["name"].startswith("ip-pool-")]
+
+
 def test_a_deployment_gets_a_replicaset_and_pods_running_with_ips_on_kwok_nodes(cluster, namespace):
     cluster.apply(deployment("web", {"app": "web"}, 3), namespace=namespace)
     pods = cluster.wait_for(lambda: running(cluster, namespace, "app=web", 3), what="3 Running web pods")

@@ -230,6 +230,27 @@ def _node(name: str, index: int) -> dict:
     }
 
 
+def _fill_ip_pools(cp: ControlPlane, nodes: tuple[str, ...], until: Callable[[Callable[[], Any], str], None]) -> None:
+    """Gives each Node's pod CIDR its kwok IP pool before any test's Pods arrive, one Pod per Node, then deletes them.
+
+    kwok (v0.8.0 and its main branch) makes a CIDR's pool on first use with a Load and a Store, not LoadOrStore: two
+    Pods of one Node handled at once each get a new pool and the same first IP (a CI run saw 3 Running pods with
+    2 IPs). Once stored, a pool hands out IPs under its lock."""
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"ip-pool-{node}", "namespace": "default"},
+             "spec": {"nodeName": node, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}
+            for node in nodes]
+    cp.apply(pods)
+
+    def addressed() -> bool:
+        got = cp.get("pods", "-n", "default")["items"]
+        return sum(1 for p in got if p["metadata"]["name"].startswith("ip-pool-") and p["status"].get("podIP")) \
+            == len(nodes)
+
+    until(addressed, f"kwok to give a Pod on each of {', '.join(nodes)} an IP")
+    cp.kubectl("delete", "pods", "-n", "default", *(p["metadata"]["name"] for p in pods), "--grace-period=0",
+               "--force", "--wait=true")
+
+
 def _answers(url: str, context: ssl.SSLContext, token: str | None = None) -> bool:
     """Does `url` answer 200?"""
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
@@ -338,6 +359,7 @@ def start(bins: Path | None = None, *, nodes: tuple[str, ...] = NODES, apiserver
         until(nodes_ready, f"kwok to make the Nodes {', '.join(nodes)} Ready")
         until(lambda: cp.kubectl("get", "serviceaccount", "default", check=False).returncode == 0,
               "the controller-manager's default ServiceAccount")
+        _fill_ip_pools(cp, nodes, until)
         cp.started_in = time.monotonic() - began
         yield cp
     finally:
