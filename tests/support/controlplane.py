@@ -236,6 +236,8 @@ def _fill_ip_pools(cp: ControlPlane, nodes: tuple[str, ...], until: Callable[[Ca
     kwok (v0.8.0 and its main branch) makes a CIDR's pool on first use with a Load and a Store, not LoadOrStore: two
     Pods of one Node handled at once each get a new pool and the same first IP (a CI run saw 3 Running pods with
     2 IPs). Once stored, a pool hands out IPs under its lock."""
+    if not nodes:
+        return
     pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"ip-pool-{node}", "namespace": "default"},
              "spec": {"nodeName": node, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}
             for node in nodes]
