@@ -243,14 +243,14 @@ def _fill_ip_pools(cp: ControlPlane, nodes: tuple[str, ...], until: Callable[[Ca
             for node in nodes]
     cp.apply(pods)
 
+    names = {p["metadata"]["name"] for p in pods}
+
     def addressed() -> bool:
         got = cp.get("pods", "-n", "default")["items"]
-        return sum(1 for p in got if p["metadata"]["name"].startswith("ip-pool-") and p["status"].get("podIP")) \
-            == len(nodes)
+        return names <= {p["metadata"]["name"] for p in got if p["status"].get("podIP")}
 
     until(addressed, f"kwok to give a Pod on each of {', '.join(nodes)} an IP")
-    cp.kubectl("delete", "pods", "-n", "default", *(p["metadata"]["name"] for p in pods), "--grace-period=0",
-               "--force", "--wait=true")
+    cp.kubectl("delete", "pods", "-n", "default", *sorted(names), "--grace-period=0", "--force", "--wait=true")
 
 
 def _answers(url: str, context: ssl.SSLContext, token: str | None = None) -> bool:

@@ -70,6 +70,6 @@ def test_a_lowered_cpu_limit_counts_as_applied_and_says_so(monkeypatch):
 @pytest.mark.parametrize(("key", "layer", "hard"), [("as", "memory-limit", 100 * MIB), ("nproc", "process-limit", 5),
                                                     ("fsize", "file-size-limit", 2 * MIB)])
 def test_each_lowered_limit_is_the_one_the_probe_must_see(monkeypatch, key, layer, hard):
-    assert layers(monkeypatch, {key: hard}, **{key: hard})[layer].enforced
-    assert f"lowered to {hard} by the hard limit" in layers(monkeypatch, {key: hard}, **{key: hard})[layer].how
+    lowered = layers(monkeypatch, {key: hard}, **{key: hard})[layer]
+    assert lowered.enforced and f"lowered to {hard} by the hard limit" in lowered.how
     assert not layers(monkeypatch, {}, **{key: hard})[layer].enforced  # the probe saw the full value: not applied
