@@ -87,24 +87,31 @@ def sized(unit: str, size: int, prefix: str = "", suffix: str = "") -> str:
     return prefix + (unit * (body // len(unit) + 1))[: max(body, 0)] + suffix
 
 
-def growth(fn: Callable[[str], object], small: str, large: str) -> float | None:
-    """How much more than the reference the scanner's time grows from `small` to `large` (`SCALE` times as long); None
-    when the scanner is too fast at `large` to be anything but linear."""
-    t_large = cpu(fn, large, runs=1)
-    if t_large < TOO_SMALL:
+def _ratio(fn: Callable[[str], object], small: str, large: str, runs: int) -> float:
+    """The scanner's growth from `small` to `large` over the reference's growth on the same two inputs."""
+    return (cpu(fn, large, runs) / cpu(fn, small, runs)) / (cpu(reference, large, runs) / cpu(reference, small, runs))
+
+
+def growth(fn: Callable[[str], object], unit: str, prefix: str = "", suffix: str = "") -> float | None:
+    """How much more than the reference the scanner's time grows when the input grows `SCALE` times; None when the
+    scanner is too fast at `SCALE * SIZE` to be anything but linear.
+
+    Times of a few milliseconds on a busy machine make noise of a factor of two, so a growth above `GROWTH` is
+    confirmed one step up (`SCALE` times longer again, with more runs): a superlinear scanner grows as much or more
+    there, noise does not repeat. The smaller of the two is the verdict."""
+    small, large = sized(unit, SIZE, prefix, suffix), sized(unit, SCALE * SIZE, prefix, suffix)
+    if cpu(fn, large, runs=1) < TOO_SMALL:
         return None
-    ratio = (min(t_large, cpu(fn, large, 1)) / cpu(fn, small, 2)) / (cpu(reference, large) / cpu(reference, small))
-    if ratio > GROWTH:  # measure again, longer, before calling it quadratic: a busy machine makes noise
-        ratio = min(ratio, (cpu(fn, large, 5) / cpu(fn, small, 5)) / (cpu(reference, large, 5) /
-                                                                     cpu(reference, small, 5)))
+    ratio = _ratio(fn, small, large, runs=2)
+    if ratio > GROWTH:
+        ratio = min(ratio, _ratio(fn, large, sized(unit, SCALE * SCALE * SIZE, prefix, suffix), runs=3))
     return ratio
 
 
 def assert_linear(unit: str, prefix: str = "", suffix: str = "") -> None:
-    small, large = sized(unit, SIZE, prefix, suffix), sized(unit, SCALE * SIZE, prefix, suffix)
     slow = {}
     for name, fn in SCANNERS.items():
-        ratio = growth(fn, small, large)
+        ratio = growth(fn, unit, prefix, suffix)
         if ratio is not None and ratio > GROWTH:
             slow[name] = round(ratio, 2)
     assert not slow, f"superlinear on {prefix!r} + {unit!r} * n + {suffix!r}: {slow}"
