@@ -11,6 +11,9 @@ mutant's verdict must be its tests' verdict, the same on every run, and found so
   the order mutants ran in, or on the load of the machine.
 - Each test of a mutant has a cache of its own (`_a_cache_of_its_own`): what the cache holds is keyed by the
   code's text, the same for every mutant.
+- A failing clean run (the tests on the unmutated code, which mutmut runs first) says which test failed and why,
+  in `clean-run-failures.txt` beside mutmut's stats: mutmut runs it in a forked server whose output it does not
+  show, and prints only "Failed to run clean test".
 - A mutant's tests run fastest first (mutmut runs them with -x, and its own order is random): the unit tests of the
   mutated module, which catch most mutants, come before the renders that also reach it.
 """
@@ -44,6 +47,16 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
         processes.orphaned_sandboxes = machine_wide
         if session.testsfailed == 0 and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
             session.exitstatus = pytest.ExitCode.OK
+
+
+CLEAN_RUN_FAILURES = "clean-run-failures.txt"  # in mutants/, where mutmut runs the tests; run.sh prints it
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """In the clean run only (mutmut names no mutant then): each failure, with pytest's account of it."""
+    if report.failed and os.environ.get("MUTANT_UNDER_TEST") == "":
+        with open(CLEAN_RUN_FAILURES, "a") as out:
+            out.write(f"{report.nodeid} ({report.when}) failed:\n{report.longreprtext}\n\n")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

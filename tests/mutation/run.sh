@@ -65,6 +65,10 @@ mutmut run --max-children "$workers" "${names[@]}" >mutants/run.log 2>&1 || stat
 seconds=$(($(date +%s) - start))
 if [ "$status" -ne 0 ]; then
     tr '\r' '\n' <mutants/run.log | grep -v '^.\{0,2\}[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]' | tail -n 40 >&2
+    if [ -s mutants/clean-run-failures.txt ]; then  # written by tests/mutation/plugin.py
+        echo "the clean run (no mutant) failed on:" >&2
+        tail -c 20000 mutants/clean-run-failures.txt >&2
+    fi
     echo "error: mutmut run failed (exit status $status) after ${seconds} s; its output: mutants/run.log" >&2
     exit 1
 fi
