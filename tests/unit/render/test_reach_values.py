@@ -52,3 +52,21 @@ def test_a_service_marked_external_is_not_the_baselines_store(harness):
         "spec": {"type": "ExternalName", "externalName": "billing.example.com",
                  "ports": [{"name": "pg", "port": 5432}]}}))
     assert reach(harness, {"DATABASE_URL": "postgres://billing-db:5432/billing"}) == {}
+
+
+def test_in_a_flow_namespace_a_full_name_of_the_lanes_own_copy_is_not_the_baseline(harness):
+    """Namespace isolation: the dev pod's `sessions.shop.svc.cluster.local` is rewritten to the flow namespace, where
+    the lane's copy of the stateful `sessions` runs: that copy is the lane's own, not the baseline's store."""
+    docs = app_yaml("api", containers=[{"name": "main", "image": "acme/api:1", "env": [
+        {"name": "SESSIONS_URL", "value": "redis://sessions.shop.svc.cluster.local:6379/0"}]}]).replace(
+        "annotations: {}", "annotations: {kardinal.dev.service/dependencies: 'sessions:http'}")
+    docs += app_yaml("sessions", containers=[{"name": "main", "image": "redis:7"}], port=6379).replace(
+        "annotations: {}", "annotations: {kardinal.dev.service/stateful: 'true'}")
+    harness.write("app.yaml", docs.replace("metadata: {name: ", "metadata: {namespace: shop, name: ").replace(
+        "metadata:\n  name: ", "metadata:\n  namespace: shop\n  name: "))
+    harness.config({"isolation": "namespace"})
+    result = harness.render("pr-1", {"api": "acme/api:2"})
+    [env] = [c["env"] for o in result.main.objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "api"
+             for c in o["spec"]["template"]["spec"]["containers"]]
+    assert env == [{"name": "SESSIONS_URL", "value": "redis://sessions.shop-pr-1.svc.cluster.local:6379/0"}]
+    assert [r.target for r in result.reach] == []
