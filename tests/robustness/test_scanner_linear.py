@@ -87,9 +87,16 @@ def sized(unit: str, size: int, prefix: str = "", suffix: str = "") -> str:
     return prefix + (unit * (body // len(unit) + 1))[: max(body, 0)] + suffix
 
 
-def _ratio(fn: Callable[[str], object], small: str, large: str, runs: int) -> float:
-    """The scanner's growth from `small` to `large` over the reference's growth on the same two inputs."""
-    return (cpu(fn, large, runs) / cpu(fn, small, runs)) / (cpu(reference, large, runs) / cpu(reference, small, runs))
+def _ratio(fn: Callable[[str], object], small: str, large: str, rounds: int) -> float:
+    """The scanner's growth from `small` to `large` over the reference's growth on the same two inputs. Each of the
+    four times is the best of `rounds`, taken in turn (scanner and reference, small and large, in every round), so
+    that a slow spell of the machine, which only ever adds time, inflates no one of them alone."""
+    best = [float("inf")] * 4
+    for _ in range(rounds):
+        for i, (f, value) in enumerate(((fn, small), (fn, large), (reference, small), (reference, large))):
+            best[i] = min(best[i], cpu(f, value, 1 if f is fn else 3))
+    fn_small, fn_large, ref_small, ref_large = best
+    return (fn_large / fn_small) / (ref_large / ref_small)
 
 
 def growth(fn: Callable[[str], object], unit: str, prefix: str = "", suffix: str = "") -> float | None:
@@ -102,9 +109,9 @@ def growth(fn: Callable[[str], object], unit: str, prefix: str = "", suffix: str
     small, large = sized(unit, SIZE, prefix, suffix), sized(unit, SCALE * SIZE, prefix, suffix)
     if cpu(fn, large, runs=1) < TOO_SMALL:
         return None
-    ratio = _ratio(fn, small, large, runs=2)
+    ratio = _ratio(fn, small, large, rounds=2)
     if ratio > GROWTH:
-        ratio = min(ratio, _ratio(fn, large, sized(unit, SCALE * SCALE * SIZE, prefix, suffix), runs=3))
+        ratio = min(ratio, _ratio(fn, large, sized(unit, SCALE * SCALE * SIZE, prefix, suffix), rounds=3))
     return ratio
 
 
