@@ -104,14 +104,15 @@ def growth(fn: Callable[[str], object], unit: str, prefix: str = "", suffix: str
     scanner is too fast at `SCALE * SIZE` to be anything but linear.
 
     Times of a few milliseconds on a busy machine make noise of a factor of two, so a growth above `GROWTH` is
-    confirmed one step up (`SCALE` times longer again, with more runs): a superlinear scanner grows as much or more
-    there, noise does not repeat. The smaller of the two is the verdict."""
+    measured again over two steps at once (`SCALE * SCALE` times the input, with more rounds) and taken per step
+    (its square root): a quadratic scanner grows `SCALE` times per step there too, while the same noise spread over
+    two steps counts half as much. The smaller of the two is the verdict."""
     small, large = sized(unit, SIZE, prefix, suffix), sized(unit, SCALE * SIZE, prefix, suffix)
     if cpu(fn, large, runs=1) < TOO_SMALL:
         return None
     ratio = _ratio(fn, small, large, rounds=2)
     if ratio > GROWTH:
-        ratio = min(ratio, _ratio(fn, large, sized(unit, SCALE * SCALE * SIZE, prefix, suffix), rounds=3))
+        ratio = min(ratio, _ratio(fn, small, sized(unit, SCALE * SCALE * SIZE, prefix, suffix), rounds=3) ** 0.5)
     return ratio
 
 
