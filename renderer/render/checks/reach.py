@@ -365,7 +365,8 @@ def _values(spec: dict) -> Iterator[tuple[str, str, str, str]]:
 def _lines(key: str, value: str) -> Iterator[tuple[str, str]]:
     """A config entry as (key, value) pairs: itself, or each `k=v` / `k: v` / `k = v` line of a file, its key
     prefixed with the sections and mappings it sits in (`[redis]` then `host = cache`, or YAML's `redis:` then an
-    indented `host: cache`, or JSON's `"redis": {`: `redis.host`), so a store's name in a parent key counts."""
+    indented `host: cache`, or JSON's `"redis": {`: `redis.host`), so a store's name in a parent key counts; a
+    line without a key is the value of its sections and mappings."""
     deadline.check()
     if "\n" not in value:
         yield key, value
@@ -384,12 +385,13 @@ def _lines(key: str, value: str) -> Iterator[tuple[str, str]]:
             parents.pop()
         if text in ("{", "}", "},", "]", "],"):
             continue
-        k, sep, v = _split(text)
+        k, sep, v = _split(text[2:].lstrip() if text.startswith("- ") else text)  # a YAML list item: its entry
         if sep and v in ("", "{", "["):
             parents.append((indent, k))
             continue
-        path = ".".join(p for p in (section, *(name for _, name in parents), k) if p)
-        yield (path, v) if sep else ("", text)
+        # A line without a key (a host alone, a YAML list item) stands under the key path it sits in, as
+        # `[redis_servers]` then `cache.example.com` in an inventory, or `hosts:` then `- db1.example.com`.
+        yield ".".join(p for p in (section, *(name for _, name in parents), k) if p), v
 
 
 def _split(text: str) -> tuple[str, str, str]:

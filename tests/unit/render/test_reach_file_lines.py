@@ -68,3 +68,21 @@ def test_a_json_list_opens_a_parent_like_a_mapping(harness):
     text = '{\n  "redis": [\n    {\n      "host": "cache.example.com"\n    }\n  ]\n}\n'
     assert reached(harness, text, "appsettings.json") == {
         "cache.example.com": ("outside-store", "redis", "key redis.host")}
+
+
+def test_a_line_without_a_key_stands_under_its_section(harness):
+    """An inventory's `[redis_servers]` then a host alone: the section names the store the host is."""
+    text = "[web]\nfront.example.com\n[redis_servers]\ncache.example.com\n"
+    assert reached(harness, text, "hosts.ini") == {
+        "cache.example.com": ("outside-store", "redis", "key redis_servers")}
+
+
+def test_a_yaml_list_item_stands_under_the_key_that_holds_the_list(harness):
+    """`hosts:` then `- db1`: each item is a value of `mongo.hosts`; an item that is a mapping (`- host: ...`) gives
+    its keys under the list's key, and the next item's keys too."""
+    text = ("mongo:\n  hosts:\n    - db1.example.com\nredis:\n  nodes:\n    - host: cache.example.com\n"
+            "      port: 6380\n    - host: cache2.example.com\n")
+    assert reached(harness, text, "application.yml") == {
+        "db1.example.com": ("outside-store", "mongodb", "key mongo.hosts"),
+        "cache.example.com": ("outside-store", "redis", "key redis.nodes.host"),
+        "cache2.example.com": ("outside-store", "redis", "key redis.nodes.host")}

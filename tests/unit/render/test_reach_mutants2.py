@@ -39,7 +39,7 @@ FILES = {
     "siblings.yml": "redis:\n  port: 6379\ndatabase:\n  host: sql.example.com\n",
     "longer.yml": "redis:\n  port: 6379\ndatabase_host: sql2.example.com\n",
     "quoted.ini": "[redis]\nhost = 'Xcache.example.com'\n",  # its quotes dropped, not its letters
-    "servers.ini": "[redis-servers]\nsection.example.com\n",  # a line that is no `key = value` has no key
+    "servers.ini": "[redis-servers]\nsection.example.com\n",  # a line with no key stands under its section
     "legacy.conf": "\n".join(f"{c} url = redis://{name}.example.com:6379" for c, name in COMMENTS) + "\nlevel = info\n",
     "sessions.url": "redis://sessions.default.svc.cluster.local:6379/0\n",  # the copy names the lane's sessions
 }
@@ -109,6 +109,7 @@ REACHED = [
     ("xcache.example.com", "outside-store", "redis", "key redis.host", "key quoted.ini", "Xcache.example.com"),
     ("sql.example.com", "outside-store", "database", "key database.host", "key siblings.yml", "sql.example.com"),
     ("sql2.example.com", "outside-store", "database", "key database_host", "key longer.yml", "sql2.example.com"),
+    ("section.example.com", "outside-store", "redis", "key redis-servers", "key servers.ini", "section.example.com"),
 ]
 # fmt: on
 
@@ -121,8 +122,7 @@ def test_each_address_its_class_sign_and_evidence(lane, target, cls, kind, sign,
 
 def test_nothing_else_is_reached(lane):
     """Not the pod's own redis at localhost, the lane copy's full name, the external service's ExternalName (its
-    case and root dot aside), a commented-out line, nor a bare host on a line with no key (in a section that names
-    one)."""
+    case and root dot aside), nor a commented-out line."""
     assert set(reached(lane)) == {target for target, *_ in REACHED}
 
 
