@@ -105,6 +105,7 @@ def _flow_namespaces(model: Model, workloads: list[DevWorkload], lane: Lane, dia
     """The `Namespace` of each flow namespace, with the labels and annotations of its baseline's (pod security,
     sidecar injection) when the repository holds that Namespace."""
     out, seen = [], set()
+    taken: dict[str, Document] | None = None  # the repository's own namespaces, read once a flow needs one
     for dw in workloads:
         ns = model.namespace_of(dw.baseline)
         if ns is None:
@@ -116,8 +117,20 @@ def _flow_namespaces(model: Model, workloads: list[DevWorkload], lane: Lane, dia
         if (ns, dw.version) in seen:
             continue
         seen.add((ns, dw.version))
+        name = lane.namespace(ns, dw.version)
+        if taken is None:
+            taken = _repository_namespaces(model)
+        if name in taken:
+            diags.error(f"isolation namespace: the flow namespace {name} (of {ns}, flow {dw.version}) is a namespace "
+                        "the repository already uses: the lane's copies would mix with the baseline's objects there, "
+                        "and deleting the lane would delete that namespace",
+                        taken[name].where(),
+                        hint="set `namespaceTemplate:` in .devlane.yaml to a pattern no namespace of the repository "
+                             "matches (such as `{namespace}-lane-{flow}`), or name the flow differently",
+                        code="namespace-taken")
+            continue
         doc = model.find("Namespace", None, ns)
-        meta: dict = {"name": lane.namespace(ns, dw.version)}
+        meta: dict = {"name": name}
         base = (doc.obj.get("metadata") or {}) if doc is not None else {}
         meta["labels"] = {**(base.get("labels") or {}), **flow_labels(dw.version)}
         meta["labels"].pop("kubernetes.io/metadata.name", None)
@@ -126,6 +139,16 @@ def _flow_namespaces(model: Model, workloads: list[DevWorkload], lane: Lane, dia
             meta["annotations"] = annotations
         out.append(DevObject(doc or dw.baseline, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
                              dw.version))
+    return out
+
+
+def _repository_namespaces(model: Model) -> dict[str, Document]:
+    """Each namespace the repository's objects live in or declare, with the first object that does."""
+    out: dict[str, Document] = {}
+    for doc in model.documents:
+        ns = doc.name if doc.kind == "Namespace" and doc.api_version == "v1" else model.namespace_of(doc)
+        if ns:
+            out.setdefault(ns, doc)
     return out
 
 

@@ -158,6 +158,23 @@ def test_a_repository_without_namespaces_needs_namespace_in_config(harness):
     assert ("Deployment", "shop-pr-1", "api") in got and ("Namespace", None, "shop-pr-1") in got
 
 
+TAKEN = yaml_doc({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop-pr-1"}})
+
+
+@pytest.mark.parametrize("holder", [service("old", ns="shop-pr-1"), TAKEN], ids=["service", "namespace"])
+def test_a_flow_namespace_the_repository_already_uses_is_refused(harness, holder):
+    """A lane in a namespace the baseline uses would mix with it, and pruning the lane would delete it: refused,
+    naming the object that uses it and the setting that avoids it. Another template renders."""
+    shop(harness, extra=holder)
+    out = harness.cli("render", "--flow", "pr-1", "--service", "api=api:2", "--stdout")
+    assert out.returncode == 1 and out.stdout == ""
+    assert "isolation namespace: the flow namespace shop-pr-1 (of shop, flow pr-1) is a namespace the repository " \
+           "already uses" in out.stderr
+    assert "app.yaml (document 9), " in out.stderr and "set `namespaceTemplate:` in .devlane.yaml" in out.stderr
+    harness.config({**NS, "namespaceTemplate": "{namespace}-lane-{flow}"})
+    assert ("Deployment", "shop-lane-pr-1", "api") in objects(harness.render("pr-1", {"api": "api:2"}))
+
+
 def test_two_baseline_namespaces_give_two_flow_namespaces(harness):
     harness.write("app.yaml", service("web", ns="front", deps="api.back:http") + deployment("web", ns="front")
                   + service("api", ns="back") + deployment("api", ns="back") + service("cache", ns="back")
