@@ -234,8 +234,9 @@ def _apply_check_push_prune(server: Server, watcher: Watcher, p: Prepared, outco
             assert not moved, f"selectors changed on the second push: {moved}"
 
     # prune lane by lane, as Argo CD and Flux do: the lane goes, the baseline and the other lanes stay
+    held = server.lanes_held(lane.flow for lane in p.lanes)
     for i, lane in enumerate(p.lanes):
-        deleted = set(server.prune(lane.flow))
+        deleted = set(server.prune(lane.flow, held[lane.flow]))
         after = server.read(p.kinds, everywhere)
         others = set().union(*(other.keys for other in p.lanes[i + 1:]))
         assert not deleted & (p.base_keys | others), f"pruning {lane} deleted " \

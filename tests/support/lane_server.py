@@ -265,14 +265,25 @@ class Server:
         documents = [(t.encode(), yamlc.safe_load(t)) for t in texts]
         return self.apply(documents, destination, f"gitops-{flow_dir.name}")
 
-    def prune(self, flow: str) -> list[Key]:
-        """Deletes the lane as Argo CD and Flux prune it: every object of every served type that carries the lane's
+    def lanes_held(self, flows: Iterable[str]) -> dict[str, list[Key]]:
+        """What Argo CD and Flux would prune of each lane: every object of every served type that carries the lane's
         labels (`devlane.dev/flow`, `app.kubernetes.io/managed-by: devlane`) and that no other object owns (the
-        garbage collector and the namespace controller remove what those own). Returns what it deleted."""
+        garbage collector and the namespace controller remove what those own). One list per type for all `flows`:
+        each lane's objects are fixed once applied, so lanes pruned one after another can be listed together."""
         types = [r for r in self.types().values() if {"list", "delete"} <= r.verbs and r.kind != "Event"]
-        selector = f"{FLOW}={flow},{LANE_SELECTOR}"
-        tops = [self.key(o) for batch in self.map(lambda r: self.list(r, selector), types) for o in batch
-                if not meta(o).get("ownerReferences")]
+        wanted = sorted(set(flows))
+        selector = f"{FLOW} in ({','.join(wanted)}),{LANE_SELECTOR}"
+        held: dict[str, list[Key]] = {flow: [] for flow in wanted}
+        for batch in self.map(lambda r: self.list(r, selector), types):
+            for o in batch:
+                if not meta(o).get("ownerReferences"):
+                    held[labels(o)[FLOW]].append(self.key(o))
+        return held
+
+    def prune(self, flow: str, held: list[Key] | None = None) -> list[Key]:
+        """Deletes the lane as Argo CD and Flux prune it: what `lanes_held` finds of it (`held`, when listed
+        already). Returns what it deleted."""
+        tops = self.lanes_held([flow])[flow] if held is None else held
 
         def delete(key: Key) -> str | None:
             status, answer = self.request("DELETE", self.url(key), {"propagationPolicy": "Background"})
