@@ -105,11 +105,11 @@ def selected(path: str, kind: str, selector: Any, form: str = LABEL, empty_all: 
         yield Reference(path, kind, selector=selector, form=form, empty_all=empty_all, namespaces=namespaces)
 
 
-def _typed(path: str, ref: Any, default_kind: str, shared: str = "") -> Iterator[Reference]:
+def _typed(path: str, ref: Any, default_kind: str) -> Iterator[Reference]:
     """A `{kind, name[, namespace]}` reference (scaleTargetRef, targetRef, parentRefs, dataSource...)."""
     ref = _dict(ref)
     kind = ref.get("kind") if isinstance(ref.get("kind"), str) and ref.get("kind") else default_kind
-    yield from named(path, kind, ref.get("name"), ref.get("namespace"), shared)
+    yield from named(path, kind, ref.get("name"), ref.get("namespace"))
 
 
 # -- pods: every place a pod spec names another object ---------------------------------------------------------
