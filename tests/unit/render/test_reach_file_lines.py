@@ -79,9 +79,9 @@ def test_a_line_without_a_key_stands_under_its_section(harness):
 
 def test_a_yaml_list_item_stands_under_the_key_that_holds_the_list(harness):
     """`hosts:` then `- db1`: each item is a value of `mongo.hosts`; an item that is a mapping (`- host: ...`) gives
-    its keys under the list's key, and the next item's keys too."""
+    its keys under the list's key, and the next item's keys too, however far its entry stands from the dash."""
     text = ("mongo:\n  hosts:\n    - db1.example.com\nredis:\n  nodes:\n    - host: cache.example.com\n"
-            "      port: 6380\n    - host: cache2.example.com\n")
+            "      port: 6380\n    -   host: cache2.example.com\n")  # the item's entry after any spaces
     assert reached(harness, text, "application.yml") == {
         "db1.example.com": ("outside-store", "mongodb", "key mongo.hosts"),
         "cache.example.com": ("outside-store", "redis", "key redis.nodes.host"),
