@@ -42,17 +42,14 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
-def shares(sizes: Sequence[int], parts: int, lead: float = 1.0) -> list[range]:
-    """Split indexes 0..len(sizes) into at most `parts` contiguous ranges of about equal total size, the first
-    `lead` times the size of each other one: the parent's share, when taking in the children's results costs it
-    time of its own."""
+def shares(sizes: Sequence[int], parts: int) -> list[range]:
+    """Split indexes 0..len(sizes) into at most `parts` contiguous ranges of about equal total size."""
     total = sum(sizes)
-    weight = lead + parts - 1
     out: list[range] = []
     start = acc = 0
     for i, size in enumerate(sizes):
         acc += size
-        if acc * weight >= total * (lead + len(out)) and len(out) < parts - 1:
+        if acc * parts >= total * (len(out) + 1) and len(out) < parts - 1:
             out.append(range(start, i + 1))
             start = i + 1
     out.append(range(start, len(sizes)))

@@ -1,8 +1,8 @@
 """lint's whole-repository checks over two cores: the reach of every service (`reach.undeclared`, most of a large
-repository's checking) split in two, the larger second part in a forked child while this process checks the first
-part and runs the other checks (`HERE_SHARE`).
+repository's checking) split in two, the second half in a forked child while this process checks the first half and
+runs the other checks.
 
-Each service's reach findings depend on it alone, so the parts joined in order are what one pass finds. The child
+Each service's reach findings depend on it alone, so the halves joined in order are what one pass finds. The child
 sends its problems back as rows; a child that fails or sends what cannot be read is as if it never ran, and its half
 is checked here (`core.parallel`). Without a spare core, with another thread alive (it could hold a lock the child
 would wait for forever), or for a small repository, everything runs here in turn.
@@ -21,9 +21,6 @@ from ..model.records import Model
 from . import reach
 
 BESIDE_UNITS = 400  # fewer services than this: forking costs more than the half it saves
-# The other checks cost this process about a fifth of the reach of every service (at 5,000 services: 0.4 s against
-# 1.9 s), so it checks the reach of the first 40% while the child checks the rest, and both end at about one time.
-HERE_SHARE = 0.4
 
 
 def undeclared_beside(model: Model, shared_stores: frozenset[str], others: Callable[[], list[Problem]]
@@ -33,7 +30,7 @@ def undeclared_beside(model: Model, shared_stores: frozenset[str], others: Calla
     if (len(units) < BESIDE_UNITS or parallel.available_cpus() < 2 or not parallel.can_fork()
             or threading.active_count() > 1):
         return reach.undeclared(model, shared_stores, units), others()
-    half = int(len(units) * HERE_SHARE)
+    half = len(units) // 2
     here: list[list[Problem]] = []
 
     def child(_share: str) -> bytes:

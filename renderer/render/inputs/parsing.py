@@ -30,9 +30,6 @@ from ...errors import DevlaneError
 from . import field_types
 
 PARALLEL_BYTES = 2 * 1024 * 1024  # below this much YAML to parse, forking costs more than it saves
-# Decoding a child's JSON of a file costs the parent about a sixth of parsing the file (0.1 ms against 0.6 ms for a
-# manifest of 2 KiB), so the parent takes a smaller share: each child's share less that, all done at once.
-DECODE_COST = 0.17
 
 
 @dataclass(frozen=True)
@@ -93,13 +90,6 @@ def cached_parses(cache: Cache, keys: list[str]) -> list[Parsed | None]:
     return [None if (raw := found.get(key)) is None else decode(raw) for key in keys]
 
 
-def lead_share(workers: int) -> float:
-    """The parent's share of a parallel parse against a child's: it parses while they do, then decodes what each
-    child parsed (`DECODE_COST` of the parse), so `1 - (workers - 1) * DECODE_COST` has every process end at about the
-    same time; never under a quarter of a child's share."""
-    return max(0.25, 1 - (workers - 1) * DECODE_COST)
-
-
 def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, keys: list[str] | None = None,
                 workers: int | None = None) -> list[Outcome]:
     """The outcome of each (path, content) in `items`, in order (`keys`: their blob ids, when known)."""
@@ -132,7 +122,7 @@ def parse_files(items: Sequence[tuple[str, bytes]], cache: Cache | None, keys: l
     sizes = [len(items[i][1]) for i in pending]
     workers = parallel.available_cpus() if workers is None else workers
     if workers > 1 and len(pending) > 1 and sum(sizes) >= PARALLEL_BYTES and parallel.can_fork():
-        split = parallel.shares(sizes, workers, lead=lead_share(workers))
+        split = parallel.shares(sizes, workers)
         done = parallel.fork_map(pending, split, there, lambda share: [here(pending[p]) for p in share], keep)
         for share in split[1:]:
             for p in share:
