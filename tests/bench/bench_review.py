@@ -196,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [1000] if args.quick else [int(s) for s in args.sizes.split(",")]
     repeat = 1 if args.quick else args.repeat
+    b.compile_renderer()
     print(f"devlane review bench: {b.source_revision()}; {b.load_average()}")
     with tempfile.TemporaryDirectory(prefix="devlane-review-bench-") as tmp:
         rows = [measure(Path(tmp), n, repeat) for n in sizes]
