@@ -964,14 +964,15 @@ def verdict(rows: list[Row], chain: Chain | None) -> list[Check]:
         ("cold <= {:g}x parse floor", lambda r: (r.cold, r.parse_sub), COLD_OVER_PARSE),
         ("wide <= {:g}x its parse floor", lambda r: (r.wide, r.wide_parse), WIDE_OVER_PARSE),
         ("cmp warm <= {:g}x parse floor", lambda r: (r.cmp_warm, r.parse_sub), CMP_WARM_OVER_PARSE),
-        ("faster than parsing: cold <= {:g}x parse floor", lambda r: _floor_pick(r, "cold"), FAST_COLD_OVER_PARSE),
-        ("faster than parsing: warm <= {:g}x parse floor", lambda r: _floor_pick(r, "warm"), FAST_WARM_OVER_PARSE),
+        ("faster than parsing: cold <= {:g}x parse floor", lambda r: _floor_pick(r, "cold"), FAST_COLD_OVER_PARSE,
+         "cold"),
+        ("faster than parsing: warm <= {:g}x parse floor", lambda r: _floor_pick(r, "warm"), FAST_WARM_OVER_PARSE,
+         "warm"),
     ]
-    for name, pick, limit in points:
+    for name, pick, limit, *paired in points:  # paired: the render whose paired ratio the check takes, if measured
         label = f"{name.format(limit)} at {AT:,}"
-        paired = next((k for k in ("cold", "warm") if name == f"faster than parsing: {k} <= {{:g}}x parse floor"), None)
-        if at and paired and at.paired_ratio(paired) is not None:
-            label += f" (median of {len(at.paired[paired])} pairs)"
+        if at and paired and at.paired_ratio(paired[0]) is not None:
+            label += f" (median of {len(at.paired[paired[0]])} pairs)"
         checks.append(ratio_check(label, *pick(at), limit) if at else Check(label, None, f"add {AT} to --sizes"))
     label = f"peak RSS at {RSS_AT:,} < 1 GiB"
     big = by_n.get(RSS_AT)
