@@ -1,6 +1,7 @@
 """YAML in and out.
 
-Parsing goes through PyYAML's C loader (`CSafeLoader`): it is the hot path of every render.
+Parsing goes through libyaml: a stream of plain trees (most manifests) straight from its composer
+(`yamltree`), anything else through PyYAML's C loader (`CSafeLoader`). It is the hot path of every render.
 Dumping is canonical (fixed key order for the top of an object, literal blocks for multi-line
 text, no line folding) so that the same objects always give the same bytes, and quotes every string
 some YAML 1.1 or 1.2 reader (PyYAML, go-yaml v2 and v3 in kubectl and kustomize) would read as
@@ -26,6 +27,7 @@ except AttributeError:  # pragma: no cover
     _Dumper = yaml.SafeDumper  # type: ignore[misc]
 
 from ..errors import DevlaneError, Where, fail
+from . import yamltree
 from .yamlbounds import MAX_NODES, check_aliases, check_shape
 from .yamlscalars import WORDS, quote_style
 
@@ -35,8 +37,6 @@ _ANCHOR = re.compile(rb"(?:^|[\s,\[{:?\-\x85\xa8\xa9\xbf])&[^\s,\[\]{}]")
 _MERGE = "tag:yaml.org,2002:merge"
 _VALUE = "tag:yaml.org,2002:value"
 _STR = "tag:yaml.org,2002:str"
-_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_BOOL, _NULL = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _RESOLVED_MAX = 1 << 16  # plain scalars whose tag `_Loader.resolve` remembers (then it starts afresh)
 _UTF16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -53,8 +53,6 @@ class _StrictMappings:
     _flat: dict[int, dict] | None = None  # merged mappings of the current document, by node id
     _merged_keys = 0
 
-    tree = False  # the stream has no anchors, so every node has one place: `_tree` may build the document
-
     # The C composer calls these around every node for path resolvers, which these loaders never add: a C builtin
     # that ignores its arguments costs a third of a Python method that returns at once.
     descend_resolver = staticmethod({}.get)  # (parent, index) -> None
@@ -62,44 +60,7 @@ class _StrictMappings:
 
     def construct_document(self, node: Any) -> Any:
         self._flat = {}  # node ids are only unique while the document's nodes live: memoise per document
-        if self.tree:
-            try:
-                return self._tree(node)
-            except Exception:  # whatever it met, PyYAML's constructor decides (and words the error)
-                pass
         return super().construct_document(node)  # type: ignore[misc]
-
-    def _tree(self, node: Any) -> Any:
-        """The document of a tree of plain nodes (string keys, each once; strings, numbers, booleans, nulls,
-        mappings and lists), built in one recursive pass. PyYAML's constructor gives equal objects but costs
-        about as much as the C parser itself: per node it tracks recursion, looks up a constructor and fills
-        mappings through generators. Anything else raises, and the caller hands the document to PyYAML's. The
-        depth is bounded by `check_shape` (`MAX_DEPTH`)."""
-        kind, tag = type(node), node.tag
-        if kind is ScalarNode:
-            if tag == _STR:
-                return node.value
-            if tag == _INT:
-                return self.construct_yaml_int(node)  # type: ignore[attr-defined]
-            if tag == _BOOL:
-                return self.bool_values[node.value.lower()]  # type: ignore[attr-defined]
-            if tag == _NULL:
-                return None
-            if tag == _FLOAT:
-                return self.construct_yaml_float(node)  # type: ignore[attr-defined]
-        elif kind is MappingNode and tag == _MAP:
-            mapping: dict = {}
-            tree = self._tree
-            for key_node, value_node in node.value:
-                key = key_node.value
-                if key_node.tag != _STR or type(key_node) is not ScalarNode or key in mapping:
-                    raise _NotPlain  # a merge, a typed or repeated key: PyYAML's path with its checks
-                mapping[key] = tree(value_node)
-            return mapping
-        elif kind is SequenceNode and tag == _SEQ:
-            tree = self._tree
-            return [tree(item) for item in node.value]
-        raise _NotPlain
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
         if not isinstance(node, MappingNode):
@@ -179,10 +140,6 @@ class _StrictMappings:
         return Where(file=self.file, line=node.start_mark.line + 1 if node.start_mark else None)
 
 
-class _NotPlain(Exception):
-    """A node `_StrictMappings._tree` leaves to PyYAML's constructor."""
-
-
 class _Loader(_StrictMappings, _SafeBase):  # type: ignore[misc,valid-type]
     """PyYAML's C safe loader with strict mappings."""
 
@@ -245,9 +202,12 @@ def parse_stream(data: bytes, file: str, plain: bool = False) -> tuple[list[Any]
     try:
         check_shape(data, file, loader_class)
         anchors = b"&" in data and _ANCHOR.search(data) is not None
+        if not anchors and loader_class is _Loader:
+            docs = yamltree.documents(data)
+            if docs is not None:
+                return docs, True
         loader = loader_class(data)
         loader.file = file
-        loader.tree = not anchors and loader_class is _Loader
         try:
             docs = []
             while loader.check_data():
