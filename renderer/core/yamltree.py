@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from yaml import nodes
@@ -77,8 +77,8 @@ def documents(data: bytes) -> list[Any] | None:
     composer = _Composer(data)
     try:
         if _alone():
-            return [_own_tree(root) for root in _swapped(composer)]
-        return [_shared_tree(root) for root in _roots(composer)]
+            return [_tree(root, _OWN) for root in _swapped(composer)]
+        return [_tree(root, _SHARED) for root in _roots(composer)]
     except (yaml.YAMLError, _NotPlain, RecursionError):
         return None
     finally:
@@ -106,41 +106,46 @@ def _swapped(composer: _Composer) -> list[Any]:
         _C.ScalarNode, _C.SequenceNode, _C.MappingNode = saved  # type: ignore[union-attr]
 
 
-def _walker(scalar: type, mapping: type, fields: Callable[[Any], tuple]) -> Callable[[Any], Any]:
-    """The one-pass builder of documents whose nodes are of these classes, with `fields(node)[:2]` their tag and
-    value. The depth is bounded by the caller's shape check."""
-
-    def tree(node: Any) -> Any:
-        tag, value = fields(node)[:2]
-        if type(tag) is not slice:  # an explicit tag
-            raise _NotPlain
-        kind = type(node)
-        if kind is scalar:
-            if not tag.step[0]:  # quoted, or `!`: a string
-                return value
-            typed = _known.get(value, _OTHER)
-            if typed is _OTHER:
-                typed = _plain(value)
-            return value if typed is _TEXT else typed
-        if kind is mapping:
-            out: dict = {}
-            for key_node, value_node in value:
-                if type(key_node) is not scalar:
-                    raise _NotPlain
-                key_tag, key = fields(key_node)[:2]
-                plain_key = type(key_tag) is slice and (not key_tag.step[0]
-                                                        or (_known.get(key) or _plain(key)) is _TEXT)
-                if not plain_key or key in out:
-                    raise _NotPlain  # a tagged, typed, merge (`<<`), value (`=`) or repeated key: the usual path
-                out[key] = tree(value_node)
-            return out
-        return [tree(item) for item in value]
-
-    return tree
+def _tree(node: Any, family: _Family) -> Any:
+    """A document built from its root node, whose classes and fields are `family`'s. The depth is bounded by the
+    caller's shape check."""
+    scalar, mapping, fields = family
+    tag, value = fields(node)[:2]
+    if type(tag) is not slice:  # an explicit tag
+        raise _NotPlain
+    kind = type(node)
+    if kind is scalar:
+        if not tag.step[0]:  # quoted, or `!`: a string
+            return value
+        typed = _known.get(value, _OTHER)
+        if typed is _OTHER:
+            typed = _plain(value)
+        return value if typed is _TEXT else typed
+    if kind is mapping:
+        out: dict = {}
+        for key_node, value_node in value:
+            if type(key_node) is not scalar:
+                raise _NotPlain
+            key_tag, key = fields(key_node)[:2]
+            plain_key = type(key_tag) is slice and (not key_tag.step[0]
+                                                    or (_known.get(key) or _plain(key)) is _TEXT)
+            if not plain_key or key in out:
+                raise _NotPlain  # a tagged, typed, merge (`<<`), value (`=`) or repeated key: the usual path
+            out[key] = _tree(value_node, family)
+        return out
+    return [_tree(item, family) for item in value]
 
 
-_own_tree = _walker(_Scalar, _Mapping, attrgetter("args"))
-_shared_tree = _walker(nodes.ScalarNode, nodes.MappingNode, attrgetter("tag", "value"))
+class _Family(NamedTuple):
+    """The classes of a composer's scalar and mapping nodes, and what gives a node's tag and value first."""
+
+    scalar: type
+    mapping: type
+    fields: Callable[[Any], tuple]
+
+
+_OWN = _Family(_Scalar, _Mapping, attrgetter("args"))
+_SHARED = _Family(nodes.ScalarNode, nodes.MappingNode, attrgetter("tag", "value"))
 
 
 def _plain(text: str) -> Any:

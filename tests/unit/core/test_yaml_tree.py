@@ -113,7 +113,9 @@ def test_any_text_is_built_as_pyyaml_builds_it(text):
 
 
 def test_a_manifest_is_built_without_pyyaml_s_constructor(monkeypatch):
-    """The feature itself: a plain manifest never reaches PyYAML's loader."""
+    """The feature itself: a plain manifest never reaches PyYAML's loader (each scalar typed afresh: the memo of
+    plain scalars may hold them from other tests)."""
+    monkeypatch.setattr(yamltree, "_known", {})
     calls: list[str] = []
     original = yamlio._Loader.get_data
 
