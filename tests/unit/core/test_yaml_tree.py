@@ -1,7 +1,6 @@
 """Plain trees straight from libyaml's composer (`yamltree`) against PyYAML's loader: for any text, the same
 documents (types included: `True == 1` in Python, so values are compared with their types), the same
-exactness flag and the same errors; on real files, it builds nearly every document itself; and PyYAML's C
-loader, run by another thread meanwhile, still builds what it builds alone."""
+exactness flag and the same errors; on real files, it builds nearly every document itself."""
 
 from __future__ import annotations
 
@@ -29,17 +28,6 @@ def typed(value: Any) -> Any:
 
 
 def outcome(data: bytes) -> Any:
-    """The outcome as the command's only thread has it (its own node classes), checked equal to the outcome with
-    another thread alive (PyYAML's node classes)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(yamltree, "_alone", lambda: True)
-        alone = _outcome(data)
-        patch.setattr(yamltree, "_alone", lambda: False)
-        assert _outcome(data) == alone
-    return alone
-
-
-def _outcome(data: bytes) -> Any:
     try:
         docs, exact = yamlio.parse_stream(data, "t.yaml")
     except DevlaneError as exc:
@@ -53,7 +41,7 @@ def pyyaml_outcome(data: bytes) -> Any:
     """`outcome` with `yamltree` declining every stream, as before it existed."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(yamltree, "documents", lambda data: None)
-        return _outcome(data)
+        return outcome(data)
 
 
 # What `yamltree` builds itself, and what it must hand to PyYAML's (three of four draws are plain,
@@ -126,10 +114,8 @@ def test_a_manifest_is_built_without_pyyaml_s_constructor(monkeypatch):
     monkeypatch.setattr(yamlio._Loader, "get_data", spy)
     manifest = sorted((ROOT / "examples" / "bookshop").rglob("*.yaml"))
     assert manifest
-    for alone in (True, False):
-        monkeypatch.setattr(yamltree, "_alone", lambda alone=alone: alone)
-        for path in manifest:
-            yamlio.parse_stream(path.read_bytes(), str(path))
+    for path in manifest:
+        yamlio.parse_stream(path.read_bytes(), str(path))
     assert calls == []
     yamlio.parse_stream(b"a: &x {b: 1}\nc: *x\n", "t.yaml")  # an anchor: PyYAML's path, which shares the object
     assert calls
@@ -147,66 +133,3 @@ def test_every_corpus_file_is_built_as_pyyaml_builds_it():
         pytest.skip("../shared is absent")
     differ = [str(p) for p in files if outcome(p.read_bytes()) != pyyaml_outcome(p.read_bytes())]
     assert differ == []
-
-
-def test_pyyaml_s_node_classes_are_put_back_whatever_the_stream(monkeypatch):
-    """The composer's node classes are swapped for one stream only: after a plain stream, a stream PyYAML must
-    read (a tag) and a broken one, PyYAML's own classes are in place again."""
-    import yaml
-
-    monkeypatch.setattr(yamltree, "_alone", lambda: True)
-    for data in (b"a: 1\n", b"a: !!binary aGk=\n", b"a: [1\n", b"*x\n"):
-        yamltree.documents(data)
-        assert (yaml._yaml.ScalarNode, yaml._yaml.SequenceNode, yaml._yaml.MappingNode) == (
-            yaml.nodes.ScalarNode, yaml.nodes.SequenceNode, yaml.nodes.MappingNode)
-    assert yamltree.documents(b"a: [1\n") is None  # a syntax error: the usual path words it
-
-
-def test_another_thread_s_pyyaml_loader_builds_what_it_builds_alone():
-    """While `yamltree` composes on one thread, PyYAML's C loader on another still gets PyYAML's own nodes: with
-    another thread alive, the node classes are never swapped."""
-    import threading
-
-    import yaml
-
-    text = "".join(f"k{i}: [{i}, yes, 1.5, ~, {{a: 'x', b: 2001-12-14}}]\n" for i in range(200)).encode()
-    alone = yaml.load(text, Loader=yaml.CSafeLoader)
-    stop, seen = threading.Event(), []
-
-    def compose():
-        while not stop.is_set():
-            yamltree.documents(b"".join(b"s%d: {a: [1, 2, b]}\n" % i for i in range(300)))
-
-    thread = threading.Thread(target=compose)
-    thread.start()
-    try:
-        for _ in range(60):
-            seen.append(yaml.load(text, Loader=yaml.CSafeLoader) == alone)
-    finally:
-        stop.set()
-        thread.join()
-    assert all(seen)
-
-
-def test_alone_is_false_with_another_thread_alive():
-    import threading
-
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
-        assert not yamltree._alone()
-    finally:
-        stop.set()
-        thread.join()
-
-
-def test_a_command_s_only_thread_composes_with_its_own_node_classes():
-    """The speed itself: a process with one thread (a command's load, a parse worker) gets the exception nodes."""
-    import subprocess
-    import sys
-
-    code = ("from renderer.core import yamltree; c = yamltree._Composer(b'a: [1]'); "
-            "print(yamltree._alone(), type(yamltree._swapped(c)[0]).__name__, yamltree.documents(b'a: [1]'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    assert out.split() == ["True", "_Mapping", "[{'a':", "[1]}]"]
