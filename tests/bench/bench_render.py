@@ -1014,7 +1014,7 @@ def chain_text(chain: Chain) -> str:
     return f"failed: {r.error}"
 
 
-def _spread(values: list[float]) -> list[str]:
+def spread(values: list[float]) -> list[str]:
     """Median, min and max of ratios, as table cells."""
     if not values:
         return ["n/a"] * 3
@@ -1053,7 +1053,7 @@ def report(rows: list[Row], chain: Chain | None) -> str:
                    "median, min and max over --pairs):")
         head = ["N", "pairs", "cold/parse", "cold min", "cold max", "warm/parse", "warm min", "warm max"]
         out.append(table([[str(r.n), str(len(r.paired.get("cold", []))),
-                           *_spread(r.paired.get("cold", [])), *_spread(r.paired.get("warm", []))]
+                           *spread(r.paired.get("cold", [])), *spread(r.paired.get("warm", []))]
                           for r in rows if r.paired], head))
     out.append("")
     head = ["N", "cold CLI s/1k svc", "wide CLI s/1k svc", "render API s/1k svc", "parse subproc s/1k svc",
