@@ -176,6 +176,27 @@ for _tag in _TUPLES:
     _Loader.add_constructor(_tag, _inexact)
 
 
+_NUMBERS = {tag: _Loader.yaml_constructors[tag] for tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")}
+
+
+def _number(loader: _Loader, node: Any) -> Any:
+    """PyYAML's int or float constructor, with a text it cannot convert refused as invalid YAML at its line: the
+    resolver reads `0b_`, `0x_` or `._` as numbers, and Python converts no integer of over 4,300 digits, and PyYAML
+    lets the ValueError out."""
+    try:
+        return _NUMBERS[node.tag](loader, node)
+    except ValueError as exc:
+        text = node.value if len(node.value) <= 40 else node.value[:37] + "..."
+        why = str(exc).split(";")[0]  # not Python's advice to raise its digit limit
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{text!r} reads as a number that cannot be converted ({why}); quote it if it is text",
+            node.start_mark) from None
+
+
+for _tag in _NUMBERS:
+    _Loader.add_constructor(_tag, _number)
+
+
 class _PlainLoader(_StrictMappings, _PlainBase):  # type: ignore[misc,valid-type]
     """Every scalar kept as its text (as Kardinal's map[string]string decode does), with strict mappings."""
 

@@ -55,7 +55,7 @@ def documents(data: bytes) -> list[Any] | None:
         while composer.check_node():
             roots.append(composer.get_node())
         return [_tree(root) for root in roots]
-    except (yaml.YAMLError, _NotPlain, RecursionError):
+    except (yaml.YAMLError, _NotPlain, RecursionError, ValueError):  # ValueError: a number Python cannot convert
         return None
     finally:
         composer.dispose()

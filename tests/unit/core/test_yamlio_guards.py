@@ -225,3 +225,22 @@ def test_a_file_of_one_document_must_hold_exactly_one(text, found):
 def test_a_file_of_one_document_may_hold_empty_documents_around_it():
     assert load_one("---\n---\na: 1\n---\n", "config.yaml") == {"a": 1}
     assert load_one(b"a: 1\n", "config.yaml") == {"a": 1}
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("0b_", "'0b_' reads as a number that cannot be converted (invalid literal for int() with base 2"),
+    ("0x_", "'0x_' reads as a number that cannot be converted (invalid literal for int() with base 16"),
+    ("!!int x", "'x' reads as a number that cannot be converted"),
+    ("!!float y", "'y' reads as a number that cannot be converted"),
+    ("9" * 5000, "'" + "9" * 37 + "...' reads as a number that cannot be converted (Exceeds the limit (4300 digits)"),
+])
+def test_a_number_python_cannot_convert_is_invalid_yaml_at_its_line(value, says):
+    """PyYAML's resolver reads these as numbers and its constructor lets Python's ValueError out (an internal error
+    for the user): refused, with the line and the fix, whether the file is a plain tree or not."""
+    for text in (f"a: 1\nb: {value}\n", f"x: &x 1\ny: *x\nb: {value}\n"):
+        with pytest.raises(DevlaneError) as err:
+            parse_stream(text.encode(), "cm.yaml")
+        problem = err.value.problems[0]
+        assert (problem.where.file, problem.where.line) == ("cm.yaml", text.count("\n"))
+        assert says in problem.message and "quote it if it is text" in problem.message
+        assert "set_int_max_str_digits" not in problem.message
