@@ -176,25 +176,28 @@ for _tag in _TUPLES:
     _Loader.add_constructor(_tag, _inexact)
 
 
-_NUMBERS = {tag: _Loader.yaml_constructors[tag] for tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")}
+_CONVERTED = {kind: _Loader.yaml_constructors[f"tag:yaml.org,2002:{kind}"]
+              for kind in ("int", "float", "bool", "timestamp")}
 
 
-def _number(loader: _Loader, node: Any) -> Any:
-    """PyYAML's int or float constructor, with a text it cannot convert refused as invalid YAML at its line: the
-    resolver reads `0b_`, `0x_` or `._` as numbers, and Python converts no integer of over 4,300 digits, and PyYAML
-    lets the ValueError out."""
+def _converted(loader: _Loader, node: Any) -> Any:
+    """PyYAML's constructor of an int, float, bool or timestamp, with a text it cannot convert refused as invalid
+    YAML at its line: PyYAML lets Python's error out (an internal error for the user) when its resolver reads `0b_`
+    as an integer or `2001-13-45` as a date, for an integer of over 4,300 digits, or for `!!bool x`."""
+    kind = node.tag.rpartition(":")[2]
     try:
-        return _NUMBERS[node.tag](loader, node)
-    except ValueError as exc:
+        return _CONVERTED[kind](loader, node)
+    except (ValueError, KeyError, AttributeError, OverflowError) as exc:
         text = node.value if len(node.value) <= 40 else node.value[:37] + "..."
-        why = str(exc).split(";")[0]  # not Python's advice to raise its digit limit
+        why = str(exc).split(";")[0] if isinstance(exc, ValueError) else f"not a {kind}"  # not Python's advice
         raise yaml.constructor.ConstructorError(
-            None, None, f"{text!r} reads as a number that cannot be converted ({why}); quote it if it is text",
+            None, None, f"{text!r} reads as {'an' if kind == 'int' else 'a'} {kind} that cannot be converted ({why}); "
+                        "quote it if it is text",
             node.start_mark) from None
 
 
-for _tag in _NUMBERS:
-    _Loader.add_constructor(_tag, _number)
+for _kind in _CONVERTED:
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_kind}", _converted)
 
 
 class _PlainLoader(_StrictMappings, _PlainBase):  # type: ignore[misc,valid-type]

@@ -228,15 +228,20 @@ def test_a_file_of_one_document_may_hold_empty_documents_around_it():
 
 
 @pytest.mark.parametrize(("value", "says"), [
-    ("0b_", "'0b_' reads as a number that cannot be converted (invalid literal for int() with base 2"),
-    ("0x_", "'0x_' reads as a number that cannot be converted (invalid literal for int() with base 16"),
-    ("!!int x", "'x' reads as a number that cannot be converted"),
-    ("!!float y", "'y' reads as a number that cannot be converted"),
-    ("9" * 5000, "'" + "9" * 37 + "...' reads as a number that cannot be converted (Exceeds the limit (4300 digits)"),
+    ("0b_", "'0b_' reads as an int that cannot be converted (invalid literal for int() with base 2"),
+    ("0x_", "'0x_' reads as an int that cannot be converted (invalid literal for int() with base 16"),
+    ("!!int x", "'x' reads as an int that cannot be converted"),
+    ("!!float y", "'y' reads as a float that cannot be converted"),
+    ("9" * 5000, "'" + "9" * 37 + "...' reads as an int that cannot be converted (Exceeds the limit (4300 digits)"),
+    ("2001-13-45", "'2001-13-45' reads as a timestamp that cannot be converted (month must be in 1..12)"),
+    ("2001-02-30", "'2001-02-30' reads as a timestamp that cannot be converted (day is out of range for month)"),
+    ("!!timestamp x", "'x' reads as a timestamp that cannot be converted (not a timestamp)"),
+    ("!!bool x", "'x' reads as a bool that cannot be converted (not a bool)"),
 ])
-def test_a_number_python_cannot_convert_is_invalid_yaml_at_its_line(value, says):
-    """PyYAML's resolver reads these as numbers and its constructor lets Python's ValueError out (an internal error
-    for the user): refused, with the line and the fix, whether the file is a plain tree or not."""
+def test_a_scalar_python_cannot_convert_is_invalid_yaml_at_its_line(value, says):
+    """PyYAML's resolver reads these as numbers or dates (or a tag says so) and its constructor lets Python's error
+    out (an internal error for the user): refused, with the line and the fix, whether the file is a plain tree or
+    not."""
     for text in (f"a: 1\nb: {value}\n", f"x: &x 1\ny: *x\nb: {value}\n"):
         with pytest.raises(DevlaneError) as err:
             parse_stream(text.encode(), "cm.yaml")
