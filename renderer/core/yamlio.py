@@ -185,14 +185,14 @@ def _converted(loader: _Loader, node: Any) -> Any:
     YAML at its line: PyYAML lets Python's error out (an internal error for the user) when its resolver reads `0b_`
     as an integer or `2001-13-45` as a date, for an integer of over 4,300 digits, or for `!!bool x`."""
     kind = node.tag.rpartition(":")[2]
+    named = f"{'an' if kind == 'int' else 'a'} {kind}"
     try:
         return _CONVERTED[kind](loader, node)
-    except (ValueError, KeyError, AttributeError, OverflowError) as exc:
+    except (ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
         text = node.value if len(node.value) <= 40 else node.value[:37] + "..."
-        why = str(exc).split(";")[0] if isinstance(exc, ValueError) else f"not a {kind}"  # not Python's advice
+        why = str(exc).split(";")[0] if isinstance(exc, ValueError) else f"not {named}"  # not Python's advice
         raise yaml.constructor.ConstructorError(
-            None, None, f"{text!r} reads as {'an' if kind == 'int' else 'a'} {kind} that cannot be converted ({why}); "
-                        "quote it if it is text",
+            None, None, f"{text!r} reads as {named} that cannot be converted ({why}); quote it if it is text",
             node.start_mark) from None
 
 

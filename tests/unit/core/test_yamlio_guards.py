@@ -237,6 +237,8 @@ def test_a_file_of_one_document_may_hold_empty_documents_around_it():
     ("2001-02-30", "'2001-02-30' reads as a timestamp that cannot be converted (day is out of range for month)"),
     ("!!timestamp x", "'x' reads as a timestamp that cannot be converted (not a timestamp)"),
     ("!!bool x", "'x' reads as a bool that cannot be converted (not a bool)"),
+    ("!!int ''", "'' reads as an int that cannot be converted (not an int)"),
+    ("!!float ''", "'' reads as a float that cannot be converted (not a float)"),
 ])
 def test_a_scalar_python_cannot_convert_is_invalid_yaml_at_its_line(value, says):
     """PyYAML's resolver reads these as numbers or dates (or a tag says so) and its constructor lets Python's error
