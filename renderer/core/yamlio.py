@@ -188,7 +188,7 @@ def _converted(loader: _Loader, node: Any) -> Any:
     named = f"{'an' if kind == 'int' else 'a'} {kind}"
     try:
         return _CONVERTED[kind](loader, node)
-    except (ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+    except (ValueError, KeyError, IndexError, AttributeError) as exc:
         text = node.value if len(node.value) <= 40 else node.value[:37] + "..."
         why = str(exc).split(";")[0] if isinstance(exc, ValueError) else f"not {named}"  # not Python's advice
         raise yaml.constructor.ConstructorError(

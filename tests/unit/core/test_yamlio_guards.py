@@ -239,6 +239,8 @@ def test_a_file_of_one_document_may_hold_empty_documents_around_it():
     ("!!bool x", "'x' reads as a bool that cannot be converted (not a bool)"),
     ("!!int ''", "'' reads as an int that cannot be converted (not an int)"),
     ("!!float ''", "'' reads as a float that cannot be converted (not a float)"),
+    ("!!int " + "x" * 40, "'" + "x" * 40 + "' reads as an int"),  # shown whole up to 40 characters
+    ("!!int " + "x" * 41, "'" + "x" * 37 + "...' reads as an int"),
 ])
 def test_a_scalar_python_cannot_convert_is_invalid_yaml_at_its_line(value, says):
     """PyYAML's resolver reads these as numbers or dates (or a tag says so) and its constructor lets Python's error
