@@ -53,7 +53,7 @@ SHAPES: dict[str, dict] = {
 }  # fmt: skip
 
 
-_COLLECTIONS = frozenset({dict, list})
+_COLLECTIONS = frozenset({dict, list, set})  # a set: YAML's `!!set`
 _MAP, _LIST = "map", "list"
 
 
@@ -129,6 +129,8 @@ def _kind(value: object) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, set):
+        return "a set"
     return f"{type(value).__name__} {value!r}"[:60]
 
 

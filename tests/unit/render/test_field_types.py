@@ -31,6 +31,8 @@ def test_a_well_formed_object_passes_and_unread_fields_are_free():
     ({"kind": "Service", "metadata": {"name": "s", "annotations": {"a": {"b": 1}}}},
      "metadata.annotations.a must be a plain value, not a mapping"),
     ({"kind": ["Service"], "metadata": {"name": "s"}}, "kind must be a plain value, not a list"),
+    ({"kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": {"metadata": {"labels": {"app": {"a"}}}}}},
+     "spec.template.metadata.labels.app must be a plain value, not a set"),  # YAML's !!set: no label value
     ({"kind": "Ingress", "metadata": {"name": "i"}, "spec": {"rules": [None]}},
      "spec.rules[0] must be a mapping, not null"),
     ({"kind": "Ingress", "metadata": {"name": "i"}, "spec": {"rules": [{"host": 5}]}},
