@@ -32,10 +32,11 @@ _TEMPLATE = {"metadata": _META, "spec": _POD_SPEC}
 _SELECTOR = {"matchLabels": _LABELS,
              "matchExpressions": [{"key": SCALAR, "operator": SCALAR, "values": [SCALAR]}]}
 _WORKLOAD = {"selector": _SELECTOR, "template": _TEMPLATE, "serviceName": SCALAR}
+_STATEFUL = {**_WORKLOAD, "volumeClaimTemplates": [{"metadata": _META, "spec": {}}]}
 _BACKEND = {"service": {"name": SCALAR, "port": {}}}
 _LEAVES = (SCALAR, TEXT)
 SHAPES: dict[str, dict] = {
-    "Deployment": {"spec": _WORKLOAD}, "StatefulSet": {"spec": _WORKLOAD}, "DaemonSet": {"spec": _WORKLOAD},
+    "Deployment": {"spec": _WORKLOAD}, "StatefulSet": {"spec": _STATEFUL}, "DaemonSet": {"spec": _WORKLOAD},
     "ReplicaSet": {"spec": _WORKLOAD}, "Job": {"spec": _WORKLOAD},
     "ReplicationController": {"spec": {"selector": _LABELS, "template": _TEMPLATE}},
     "CronJob": {"spec": {"jobTemplate": {"spec": _WORKLOAD}}},

@@ -31,6 +31,10 @@ def test_a_well_formed_object_passes_and_unread_fields_are_free():
     ({"kind": "Service", "metadata": {"name": "s", "annotations": {"a": {"b": 1}}}},
      "metadata.annotations.a must be a plain value, not a mapping"),
     ({"kind": ["Service"], "metadata": {"name": "s"}}, "kind must be a plain value, not a list"),
+    ({"kind": "StatefulSet", "metadata": {"name": "d"}, "spec": {"volumeClaimTemplates": True}},
+     "spec.volumeClaimTemplates must be a list, not bool True"),
+    ({"kind": "StatefulSet", "metadata": {"name": "d"}, "spec": {"volumeClaimTemplates": [{"metadata": 1}]}},
+     "spec.volumeClaimTemplates[0].metadata must be a mapping, not int 1"),
     ({"kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": {"metadata": {"labels": {"app": {"a"}}}}}},
      "spec.template.metadata.labels.app must be a plain value, not a set"),  # YAML's !!set: no label value
     ({"kind": "Ingress", "metadata": {"name": "i"}, "spec": {"rules": [None]}},
