@@ -42,11 +42,10 @@ from .host.supply.lock import (
 )
 from .host.supply.venvs import Target
 from .lanes.branch import Checkout, LanesRef, Published
-from .render.checks import budget, footprint, invariants, lint_shares, propagation, reach, route_proof
-from .render.checks.mesh_lint import mesh_problems
+from .linting import lint
+from .render.checks import budget, footprint, invariants, propagation, reach, route_proof
 from .render.copies import clone, flow_namespace
 from .render.copies.dev_set import DevSet
-from .render.inputs import load
 from .render.inputs.load import Loaded, read_back
 from .render.model.plugin_definitions import PluginDef, changed_args, used_plugin_names
 from .render.model.records import Model
@@ -57,15 +56,14 @@ from .render.output.write import Output, remove_dir
 from .render.plan import targets
 from .render.plan.flow_spec import FLOW_ID, FlowRequest, FlowSpec, apply_template, resolve, validate_flow_id
 from .render.plan.neighbourhood import Neighbour, neighbours
-from .render.plan.planner import Plan, cycle_risks, make_plan
+from .render.plan.planner import Plan, make_plan
 from .render.plan.targets import AutoFlow, Change, Targeted
 from .render.plugins import calls, output_policy, pipeline_steps
 from .render.plugins.calls import PluginResults
 from .render.routing import mesh
 from .render.routing.entries import Entries, route_entries
 from .render.settings.lifecycle import Prices, parse_time
-from .render.settings.render_settings import RenderSettings, RouteSettings, lane_of
-from .render.stored import lint_entry
+from .render.settings.render_settings import RenderSettings, RouteSettings
 from .render.stored.memo import model_for
 from .session import Options, Session, retain_until_exit
 
@@ -462,69 +460,6 @@ class Repository:
 def read(options: Options) -> Repository:
     with open_session(options, collect=True) as s:
         return Repository(s.root, s.loaded, build_model(s.loaded.documents, s.config.namespace))
-
-
-def lint(options: Options) -> list[Problem]:
-    """Every problem in the repository at once (errors and warnings), plugin sources that do not
-    resolve included; no plugin runs. An unchanged repository's findings come from the cache (`lint_entry`)."""
-    with open_session(options, collect=True) as s, s.source.handing_over():
-        stored = _lint_key(s)
-        found = lint_entry.read(s.cache, stored) if s.cache is not None and stored is not None else None
-        if found is None:
-            found = _lint_findings(s)
-            if s.cache is not None and stored is not None:
-                lint_entry.write(s.cache, stored, found)
-        return found.before + _unresolvable(s, found.plugins) + found.after
-
-
-def _lint_key(s: Session) -> str | None:
-    """The key of lint's findings on these inputs, None when they are not only files read as plain YAML."""
-    found = load.input_digests(s.source, s.config_file)
-    if found is None:
-        return None
-    files, said = found
-    return lint_entry.key(files, s.config_file.raw, s.config, {"routing": s.options.routing,
-                                                                "isolation": s.options.isolation,
-                                                                "listing": [p.as_row() for p in said]})
-
-
-def _lint_findings(s: Session) -> lint_entry.Findings:
-    loaded = s.loaded
-    deadline.stage("building the model")
-    model = build_model(loaded.documents, s.config.namespace)
-    routing = s.options.routing or s.config.routing
-    on_mesh = routing != "none"
-    deadline.stage(f"checking {len(model.services)} services")
-
-    def others() -> list[Problem]:
-        wiring = [] if lane_of(s.config, s.options.isolation).by_namespace else \
-            invariants.unwirable_edges(model, on_mesh)
-        return (invariants.flow_risks(model) + wiring
-                + mesh_problems(model, s.config, s.options.routing, s.options.isolation))
-
-    undeclared, before = lint_shares.undeclared_beside(model, frozenset(s.config.shared_stores), others)
-    plugins = [(pdef.instance_where, [str(c["name"]) for c in pdef.candidates]) for pdef in model.plugin_defs.values()]
-    return lint_entry.Findings(s.loaded.problems + model.problems, plugins,
-                               before + undeclared + cycle_risks(model, routing))
-
-
-def _unresolvable(s: Session, plugins: list[tuple[Where, list[str]]]) -> list[Problem]:
-    """A plugin definition none of whose candidates resolves, reported where it is defined (asked on every run: it
-    depends on more than the repository's manifests)."""
-    out = []
-    for where, candidates in plugins:
-        errors = []
-        for name in candidates:
-            try:
-                s.host.resolver.get(name)
-                break
-            except DevlaneError as exc:
-                errors.append(exc)
-        else:
-            if errors:
-                first = errors[0].problems[0]
-                out.append(Problem(first.message, where, first.hint, code="plugin-source"))
-    return out
 
 
 def provision(options: Options, flow: FlowInput) -> tuple[RenderResult, list[Path]]:

@@ -13,16 +13,13 @@ import gc
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .core import anchored, deadline
 from .core.cache import open_cache
 from .core.fence import operator_dirs
 from .core.source import Source, open_source
 from .errors import DevlaneError, Problem, Where, as_errors
-from .host.budget import Budget
-from .host.choose import RunMode
-from .host.confine import Limits, SandboxPolicy, probe_soon
-from .host.plugin_host import PluginHost
 from .render.inputs import load
 from .render.inputs.load import Loaded
 from .render.model.topology import build_model
@@ -31,6 +28,10 @@ from .render.settings.grants import Grants
 from .render.settings.render_settings import RenderSettings, render_settings
 from .render.settings.repo_config import Isolation, Routing, read_config
 from .render.stored.memo import ModelMemo
+
+if TYPE_CHECKING:  # the plugin host loads with the first command that runs or resolves a plugin (`Session.host`)
+    from .host.choose import RunMode
+    from .host.plugin_host import PluginHost
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,11 @@ class Session:
 
     def _open(self, options: Options, mode: RunMode, collect: bool) -> None:
         if not collect:  # a command that may run plugins (lint and inspection run none): probe the sandbox meanwhile
+            from .host.confine import probe_soon
+
             probe_soon()
         self.collect = collect
+        self.mode = mode
         self.source = open_source(self.root, options.ref)
         self.cache = open_cache(options.cache)
         self.memo = ModelMemo(self.cache) if self.cache is not None else None  # the early cutoff
@@ -137,16 +141,26 @@ class Session:
         self.config, self.ignored = trust.confine(self.config_file.config, trusted, strict)
         self.grants = Grants(trusted, self.config.plugin_policy, self.root, strict,
                              functools.partial(_instances_at, trusted.ref, self.allowed, self.deadline))
-        budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started,
-                        options.timeout_by)
-        self.host = PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
-                               mode, budget, options.jobs,
-                               SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox,
-                                             options.allow_weak_sandbox), self.allowed,
-                               records=open_source(options.state_root, None) if options.state_root else self.source)
         self.state_root = options.state_root or self.root
         self._loaded: Loaded | None = None
         self.said: list[Problem] = list(self.ignored)  # besides the loaded files' problems
+
+    @functools.cached_property
+    def host(self) -> PluginHost:
+        """The plugin host, made when a stage first runs or resolves a plugin: lint reads its stored findings
+        without loading the host's modules (`renderer.linting`)."""
+        from .host.budget import Budget
+        from .host.confine import Limits, SandboxPolicy
+        from .host.plugin_host import PluginHost
+
+        options = self.options
+        budget = Budget(options.plugin_timeout, self.config.plugin_timeout, options.timeout, self.started,
+                        options.timeout_by)
+        return PluginHost(self.root.resolve(), options.plugin_sources, self.config.plugin_sources, self.source,
+                          self.mode, budget, options.jobs,
+                          SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox,
+                                        options.allow_weak_sandbox), self.allowed,
+                          records=open_source(options.state_root, None) if options.state_root else self.source)
 
     def load(self) -> Loaded:
         """The repository's inputs, read once per command (the first stage of every command that reads them)."""
@@ -175,7 +189,8 @@ class Session:
     def __exit__(self, _type: object, exc: BaseException | None, _tb: object) -> None:
         ended = self._deadline_ends()  # first: no alarm interrupts stopping the plugins
         try:
-            self.host.close()
+            if "host" in self.__dict__:  # made (`host`)
+                self.host.close()
             _end_git(self.source)
             if self.grants.trusted.ref is not None:  # the trusted ref's git processes too
                 _end_git(self.grants.trusted.ref)

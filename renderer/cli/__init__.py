@@ -6,7 +6,7 @@ maps errors to exit codes and prints them: one clear message each, and no traceb
 
 Start-up: the command modules only declare arguments when imported; each handler imports the front
 door it runs, and the API is imported once argv has parsed, so `devlane --help` loads no library code
-and a command loads only its own (tests/cli/test_startup.py holds this).
+and a command loads only its own (tests/e2e/test_startup.py holds this).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _stopped(signum: int) -> int:
 
 
 @contextlib.contextmanager
-def _signals(api: ModuleType, deadline: ModuleType) -> Iterator[None]:
+def _signals(process: ModuleType, deadline: ModuleType) -> Iterator[None]:
     """SIGINT and SIGTERM kill every plugin process group at once, then unwind (after the output's swap into place,
     when one is under way); SIGALRM stops the command at its `--timeout` deadline wherever it is (`core.deadline`),
     after killing them too; restored afterwards."""
@@ -78,18 +78,18 @@ def _signals(api: ModuleType, deadline: ModuleType) -> Iterator[None]:
 
     def on_signal(signum: int, _frame: object) -> None:
         _received.append(signum)
-        api.stop_plugins()  # at once: the threads waiting on plugins return, and no new plugin starts
+        process.stop_all()  # at once: the threads waiting on plugins return, and no new plugin starts
         if not deadline.defer(functools.partial(_interrupt, signum)):
             _interrupt(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with deadline.alarms(api.stop_plugins):
+        with deadline.alarms(process.stop_all):
             yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        api.resume_plugins()
+        process.resume()
 
 
 _process_ends = False  # set by `run`: the command is the process's last work
@@ -117,21 +117,21 @@ def main(argv: list[str] | None = None) -> int:
         argcomplete.autocomplete(build_parser())  # answers and exits
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
-    # only now: `--help`, `--version` and usage errors end above without loading the library; the handler
-    # would import the API anyway, and the signal handlers must not import anything
-    from .. import api
+    # only now: `--help`, `--version` and usage errors end above without loading the library; the signal handlers
+    # must not import anything. The handler imports its own front door (lint's stored findings need no more).
+    from .. import session
     from ..core import deadline, tempdirs
     from ..host import process
     from . import progress_display
 
     tempdirs.reclaim_once()  # what a run killed with SIGKILL left in $TMPDIR, whichever command comes next
     if _process_ends:
-        api.retain_until_exit()
+        session.retain_until_exit()
         process.adopt_orphans()  # nothing it starts outlives the command, not even what escapes a sandbox
 
     _received.clear()
     try:
-        with _signals(api, deadline), progress_display.shown(getattr(args, "command", None) or "run"):
+        with _signals(process, deadline), progress_display.shown(getattr(args, "command", None) or "run"):
             code = args.handler(args)
             sys.stdout.flush()  # a closed pipe fails here, not at interpreter exit
             return _stopped(_received[0]) if _received else code

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .. import api
     from ..lanes.branch import LanesRef
     from ..render.plan.targets import Change
+    from ..session import Options
 
 
 def add_common(p: argparse.ArgumentParser, flow: bool = True) -> None:
@@ -212,12 +213,12 @@ def repo_path(args: argparse.Namespace) -> Path:
     return repo
 
 
-def options(args: argparse.Namespace) -> api.Options:
-    from .. import api
+def options(args: argparse.Namespace) -> Options:
+    from ..session import Options
 
     repo = repo_path(args)
 
-    return api.Options(repo=repo, ref=args.ref, routing=getattr(args, "routing", None),
+    return Options(repo=repo, ref=args.ref, routing=getattr(args, "routing", None),
                        isolation=getattr(args, "isolation", None),
                        plugin_sources=repeat_pairs(getattr(args, "plugin_source", []), "--plugin-source"),
                        plugin_timeout=getattr(args, "plugin_timeout", None), timeout=getattr(args, "timeout", None),

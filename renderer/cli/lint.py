@@ -11,9 +11,9 @@ from .output import machine
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from .. import api
+    from ..linting import lint  # not the API: an unchanged repository's lint loads no render pipeline
 
-    problems = api.lint(options(args))
+    problems = lint(options(args))
     errors = [p for p in problems if p.severity == "error"]
     if not machine(args, "LintReport", output.problems(problems, notes=True)):
         for p in problems:

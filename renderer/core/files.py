@@ -24,6 +24,7 @@ from ..errors import DevlaneError, Where, fail
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # one input file (a manifest, .devlane.yaml, a flow file)
 _CHUNK = 1024 * 1024
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
@@ -37,20 +38,28 @@ def read_regular(path: Path | str, shown: str | None = None, limit: int | None =
     """The bytes of the regular file `path`, at most `limit` of them; anything else is a clear error naming
     `shown` (default: the path). A final symlink is not followed: resolve links (and check where they point)
     before calling this."""
-    shown = shown or str(path)
     limit = MAX_FILE_BYTES if limit is None else limit
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
-        raise fail(f"cannot read: {exc.strerror}", Where(file=shown),
+        raise fail(f"cannot read: {exc.strerror}", Where(file=shown or str(path)),
                    hint="check that the file exists and is readable") from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise fail(f"{kind_of(mode)}, not a regular file: devlane reads regular files only", Where(file=shown),
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise fail(f"{kind_of(st.st_mode)}, not a regular file: devlane reads regular files only",
+                       Where(file=shown or str(path)),
                        hint="replace it with a regular file, or exclude it with `exclude:` in .devlane.yaml")
-        return _read_bounded(fd, shown, limit)
+        # one read of the size fstat gives, and a byte more: a shorter answer is the end of the file (a repository's
+        # files are read in one system call each); a file that says less than it holds (/proc) reads on below
+        want = min(st.st_size, limit) + 1
+        try:
+            first = os.read(fd, want)
+        except OSError as exc:
+            raise fail(f"cannot read: {exc.strerror}", Where(file=shown or str(path))) from None
+        if len(first) < want:
+            return first
+        return _read_bounded(fd, shown or str(path), limit, first)
     finally:
         os.close(fd)
 
@@ -61,9 +70,11 @@ def read_user_file(path: Path | str) -> bytes:
     return read_regular(os.path.realpath(path), str(path))
 
 
-def _read_bounded(fd: int, shown: str, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
+def _read_bounded(fd: int, shown: str, limit: int, first: bytes = b"") -> bytes:
+    chunks = [first]
+    total = len(first)
+    if total > limit:
+        raise over_limit(shown, limit)
     while True:
         try:
             chunk = os.read(fd, min(_CHUNK, limit + 1 - total))

@@ -9,8 +9,8 @@ import json
 import pytest
 from support.caches import own_cache
 
-from renderer import api
 from renderer.core import source
+from renderer.render.checks import repository
 from renderer.render.inputs import load
 
 OUTSIDE = [{"name": "main", "image": "api:1", "env": [{"name": "DB_URL", "value": "postgres://db.example.com:5432/x"}]}]
@@ -28,13 +28,13 @@ def modelled(monkeypatch, tmp_path_factory) -> list[int]:
     bytes a test changes its repository to."""
     own_cache(monkeypatch, tmp_path_factory.mktemp("cache"))
     calls: list[int] = []
-    build = api.build_model
+    build = repository.build_model
 
     def counted(*args, **kwargs):
         calls.append(1)
         return build(*args, **kwargs)
 
-    monkeypatch.setattr(api, "build_model", counted)
+    monkeypatch.setattr(repository, "build_model", counted)
     return calls
 
 

@@ -73,3 +73,35 @@ def test_each_command_loads_none_of_what_it_does_not_use(harness):
     assert "rendered flow pr-7" in seen["render"]["stderr"]
     assert {"renderer.api", "renderer.core.conforms", "plugins._dbseed"} <= set(seen["render"]["modules"])
     assert "name: seed-shop-seed-pr-7" in seen["cmp generate"]["stdout"]
+
+
+LINT = """
+import contextlib, io, json, sys
+from renderer.cli import main
+
+stdout = io.StringIO()
+with contextlib.redirect_stdout(stdout):
+    code = main(["lint", sys.argv[1]])
+print(json.dumps({"code": code, "stdout": stdout.getvalue(), "modules": sorted(sys.modules)}))
+"""
+# what only finding problems needs: a lint whose stored findings hold loads none of it (`renderer.linting`)
+PIPELINE = ["renderer.api", "renderer.render.checks", "renderer.render.plan", "renderer.render.copies",
+            "renderer.render.plugins", "renderer.render.routing", "renderer.render.output"]
+
+
+def test_a_lint_of_an_unchanged_repository_loads_no_check_and_no_render_pipeline(harness):
+    seeded_shop(harness, "postgres-seed")
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "DEVLANE_CACHE": str(harness.tmp / "cache")}
+    runs = []
+    for _ in range(2):  # the first finds and stores, the second reads back
+        done = subprocess.run([sys.executable, "-c", LINT, str(harness.root)], env=env, capture_output=True, text=True,
+                              timeout=120, cwd=harness.tmp)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout))
+    first, second = runs
+    assert first["code"] == second["code"] == 0 and second["stdout"] == first["stdout"]
+    assert "0 error(s)" in second["stdout"]
+    assert {"renderer.render.checks.repository", "renderer.render.checks.reach"} <= set(first["modules"])
+    assert _loaded(second["modules"], PIPELINE) == []
+    assert "renderer.host.plugin_host" in second["modules"]  # the plugin's sources resolved anew, as on every run

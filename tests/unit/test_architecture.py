@@ -87,7 +87,7 @@ def test_the_private_name_check_finds_what_it_looks_for(tmp_path):
 
 STORED = "renderer.render.stored"
 SEAM = {f"{STORED}.memo", f"{STORED}.lint_entry"}  # `ModelMemo` and `model_for`: what the session opens and the
-# pipeline asks; `lint_entry`: lint's stored findings, which the API reads and writes
+# pipeline asks; `lint_entry`: lint's stored findings, which lint reads and writes and its checks return
 
 
 def _stored_imports(path, importer: str | None = None) -> list[tuple[int, str]]:
@@ -111,11 +111,13 @@ def _stored_imports(path, importer: str | None = None) -> list[tuple[int, str]]:
 
 def test_the_stored_model_has_one_seam():
     """No stage decodes stored tables: outside `render.stored`, only its `memo` is imported (by the session and the
-    API) and lint's entry (by the API), and no module but the stored package's own reads a stored entry."""
+    API) and lint's entry (by lint and its checks), and no module but the stored package's own reads a stored
+    entry."""
     imports = {_module_name(p): (p.name, _stored_imports(p)) for p in sorted(RENDERER.rglob("*.py"))}
     offenders = [f"{name}:{line}: {m}" for name, found in imports.values() for line, m in found if m not in SEAM]
     assert offenders == []
-    assert sorted(module for module, (_, found) in imports.items() if found) == ["renderer.api", "renderer.session"]
+    assert sorted(module for module, (_, found) in imports.items() if found) == [
+        "renderer.api", "renderer.linting", "renderer.render.checks.repository", "renderer.session"]
 
 
 def test_the_seam_check_finds_what_it_looks_for(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from renderer import session as session_module
+from renderer.host import confine
 from renderer.session import Options, Session
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bookshop"
@@ -20,7 +21,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bookshop"
 def probes(monkeypatch) -> list[str]:
     """Each `probe_soon` call the session makes, by the mode it was opened in (the probe itself does not run)."""
     calls: list[str] = []
-    monkeypatch.setattr(session_module, "probe_soon", lambda: calls.append("probe"))
+    monkeypatch.setattr(confine, "probe_soon", lambda: calls.append("probe"))
     return calls
 
 
@@ -58,7 +59,6 @@ def test_a_retaining_process_hides_the_commands_objects_from_the_collector(probe
 
 
 def test_probe_soon_runs_the_probe_once_on_another_thread(monkeypatch):
-    from renderer.host import confine
 
     ran: list[str] = []
     result = confine._unconfined("none", "stub")

@@ -23,7 +23,7 @@ from ...core.cache import Cache, Uncacheable, encode
 from ...core.version import VERSION
 from ...errors import Problem, Where
 
-FINDERS = ("renderer.api",)  # the lint and everything it imports: an edit of any module on the way starts afresh
+FINDERS = ("renderer.linting",)  # the lint and everything it imports: an edit of any module on the way starts afresh
 
 
 @functools.cache
