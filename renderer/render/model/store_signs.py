@@ -31,7 +31,20 @@ class StoreSign:
 def store_sign(node: ServiceNode) -> StoreSign | None:
     """The strongest sign that `node` holds state or hands out addresses, or None (a stateless service).
     A registry's image wins over everything (a registry often keeps its data on a volume too); an image that says
-    only "a database" (`yelb-db`) takes its kind from a well-known port beside it."""
+    only "a database" (`yelb-db`) takes its kind from a well-known port beside it.
+
+    Worked out once per node, kept in it as `records.once` keeps a field: a node and its objects never change, and
+    lint's reach asks about each service every time another service's pod names it (19,000 times at 5,000)."""
+    kept = node.__dict__
+    if _KEPT not in kept:
+        kept[_KEPT] = _sign(node)
+    return kept[_KEPT]
+
+
+_KEPT = "_store_sign"
+
+
+def _sign(node: ServiceNode) -> StoreSign | None:
     obj = node.workload.doc.obj if node.workload is not None else {}
     spec = pod_spec(obj) if obj else {}
     images = [(image_kind(str(c.get("image") or "")), str(c.get("image"))) for c in all_containers(spec)] \
