@@ -1,7 +1,8 @@
 """YAML in and out.
 
-Parsing goes through libyaml: a stream of plain trees (most manifests) straight from its composer
-(`yamltree`), anything else through PyYAML's C loader (`CSafeLoader`). It is the hot path of every render.
+Parsing reads a stream of plain trees (most manifests) through rapidyaml where it reads them as PyYAML does
+(`yamlfast`), else straight from libyaml's composer (`yamltree`), and anything else through PyYAML's C loader
+(`CSafeLoader`), which words every error. It is the hot path of every render.
 Dumping is canonical (fixed key order for the top of an object, literal blocks for multi-line
 text, no line folding) so that the same objects always give the same bytes, and quotes every string
 some YAML 1.1 or 1.2 reader (PyYAML, go-yaml v2 and v3 in kubectl and kustomize) would read as
@@ -27,7 +28,7 @@ except AttributeError:  # pragma: no cover
     _Dumper = yaml.SafeDumper  # type: ignore[misc]
 
 from ..errors import DevlaneError, Where, fail
-from . import yamltree
+from . import yamlfast, yamltree
 from .yamlbounds import MAX_NODES, check_aliases, check_shape
 from .yamlscalars import WORDS, quote_style
 
@@ -227,7 +228,9 @@ def parse_stream(data: bytes, file: str, plain: bool = False) -> tuple[list[Any]
         check_shape(data, file, loader_class)
         anchors = b"&" in data and _ANCHOR.search(data) is not None
         if not anchors and loader_class is _Loader:
-            docs = yamltree.documents(data)
+            docs = yamlfast.documents(data)
+            if docs is None:
+                docs = yamltree.documents(data)
             if docs is not None:
                 return docs, True
         loader = loader_class(data)

@@ -109,3 +109,14 @@ def _plain(text: str) -> Any:
 
 _RESOLVER = yaml.resolver.Resolver()  # CSafeLoader's resolver, without path resolvers
 _CONSTRUCTOR: Any = SafeConstructor()
+
+
+def plain_value(text: str) -> Any:
+    """A plain scalar's value as PyYAML reads it, or `TEXT` for a string; raises `NotPlain` for anything else (a
+    timestamp, `<<`, `=`). For `yamlfast`, which meets plain scalars' texts in JSON."""
+    typed = _known.get(text, _OTHER)
+    return _plain(text) if typed is _OTHER else typed
+
+
+TEXT = _TEXT
+NotPlain = _NotPlain
