@@ -94,10 +94,25 @@ def shown(command: str, stream: TextIO | None = None) -> Iterator[None]:
     if not wanted(stream):
         yield
         return
-    reporter = RichReporter(stream, command)
-    previous = progress.install(reporter)
+    with _own_descriptor(stream) as drawn_on:
+        reporter = RichReporter(drawn_on, command)
+        previous = progress.install(reporter)
+        try:
+            yield
+        finally:
+            progress.install(previous)
+            reporter.stop()
+
+
+@contextlib.contextmanager
+def _own_descriptor(stream: TextIO) -> Iterator[TextIO]:
+    """`stream` on a descriptor of its own (a `dup`), for the display's thread: while the main thread points
+    descriptor 2 elsewhere for a moment (`core.yamlfast` silences rapidyaml's own parse errors), a frame drawn
+    meanwhile still reaches the terminal, whole."""
     try:
-        yield
-    finally:
-        progress.install(previous)
-        reporter.stop()
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (tests' StringIO): nothing else writes to it
+        yield stream
+        return
+    with os.fdopen(os.dup(fd), "w", encoding=getattr(stream, "encoding", None) or "utf-8", errors="replace") as own:
+        yield own

@@ -117,9 +117,13 @@ def _no_stderr() -> Iterator[None]:
     then words the error as devlane does, so that text goes nowhere."""
     global _devnull
     with _quiet:
-        if _devnull is None:
-            _devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
-        saved = os.dup(2)
+        try:
+            if _devnull is None:
+                _devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+            saved = os.dup(2)
+        except OSError:  # no descriptor 2 (`2>&-`): what rapidyaml prints goes nowhere anyway
+            yield
+            return
         try:
             os.dup2(_devnull, 2)
             yield

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 
 import pytest
 from hypothesis import example, given, settings
@@ -133,7 +134,7 @@ def test_rapidyaml_s_own_error_message_never_reaches_the_terminal(capfd):
         out, err = capfd.readouterr()
         assert (out, err) == ("", "")
         assert outcome(broken)[0] == "error"
-    print("still here", file=os.sys.stderr)
+    print("still here", file=sys.stderr)
     assert capfd.readouterr().err == "still here\n"  # the descriptor is back
 
 
@@ -179,3 +180,31 @@ def test_every_corpus_file_is_read_as_pyyaml_reads_it():
     assert differ == []
     manifests = [p for p in files if "realworld" in p.parts and pyyaml_outcome(p.read_bytes())[0] != "error"]
     assert len(set(read_here) & set(manifests)) > 0.8 * len(manifests)  # most real manifests: 424 of 493
+
+
+def test_the_progress_display_still_draws_while_rapidyaml_is_silenced(capfd):
+    """The display's thread draws on its own copy of stderr's descriptor: a frame drawn while the main thread has
+    pointed descriptor 2 at /dev/null (around a rapidyaml parse) still reaches the terminal."""
+    from renderer.cli import progress_display
+
+    stderr = open(2, "w", closefd=False)  # noqa: SIM115 - sys.stderr's descriptor itself, as the CLI's stream
+    with progress_display._own_descriptor(stderr) as drawn_on:
+        assert drawn_on.fileno() != 2
+        with yamlfast._no_stderr():
+            drawn_on.write("a frame")
+            drawn_on.flush()
+            os.write(2, b"rapidyaml's own message")
+    assert capfd.readouterr().err == "a frame"
+
+
+def test_a_closed_stderr_is_no_error():
+    """`devlane render 2>&-`: no descriptor 2 to silence, and the parse goes on."""
+    yamlfast.documents(b"a: b: c\n")  # /dev/null opened first, as in a process that has parsed before
+    saved = os.dup(2)
+    os.close(2)
+    try:
+        assert yamlfast.documents(b"a: b\n") == [{"a": "b"}]
+        assert yamlfast.documents(b"a: b: c\n") is None
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
