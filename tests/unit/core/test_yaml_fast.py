@@ -208,3 +208,23 @@ def test_a_closed_stderr_is_no_error():
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+@pytest.mark.parametrize("text", [b"a: '8080'\nb: name\n", b"2001-12-14: x\n"], ids=["read", "declined"])
+def test_each_string_s_verdict_is_worked_out_once(monkeypatch, text):
+    """A manifest repeats the same keys and values thousands of times: whether each reads the same plain is asked of
+    PyYAML's resolver once (a verdict that declines, too)."""
+    monkeypatch.setattr(yamlfast, "_verdicts", {})
+    asked: list[str] = []
+    real = yamltree.plain_value
+
+    def counted(value: str):
+        asked.append(value)
+        return real(value)
+
+    monkeypatch.setattr(yamltree, "plain_value", counted)
+    first = yamlfast.documents(text)
+    assert asked
+    asked.clear()
+    assert yamlfast.documents(text) == first
+    assert asked == []
