@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from ..errors import DevlaneError, Where, fail
-from . import files
+from . import files, gitindex
 from .files import InputLimit, over_limit, read_regular
 from .globs import dir_excluded, excluded, matches
 
@@ -107,6 +107,28 @@ class WorktreeSource:
                 out.append(("" if rel_dir == "." else rel_dir, filenames))
             self._dirs = out
         return self._dirs
+
+    def unchanged(self, known: dict[str, tuple[str, int]]) -> set[str]:
+        """The paths of `known` (path -> blob id and size of the bytes devlane hashed) that git's index proves still
+        hold those bytes: git recorded that blob id with the stat data the file still has, and its size is the size
+        hashed (a filter, such as line endings or LFS, makes git's blob other bytes than the file's). Each counts in
+        the read budget as if read. None without a usable index (`gitindex`), or where `.gitattributes` could set
+        a filter; only files listed through real directories (no link on the way)."""
+        index = self._git_index()
+        if index is None:
+            return set()
+        out, prefix = set(), os.path.join(self._real_root, "")
+        for path, (blob, size) in known.items():
+            if path in self._walked and size <= files.MAX_FILE_BYTES and \
+                    index.clean(prefix + path, path) == (blob, size):
+                self._budget.count(path, size)
+                out.add(path)
+        return out
+
+    def _git_index(self) -> gitindex.Index | None:
+        if any(".gitattributes" in names for _, names in self._tree()):
+            return None
+        return gitindex.read(self._real_root)
 
     def read(self, path: str) -> bytes:
         handed = self._handed
@@ -315,6 +337,10 @@ class GitRefSource:
 
     def exists(self, path: str) -> bool:
         return path in self._blobs
+
+    def unchanged(self, known: dict[str, tuple[str, int]]) -> set[str]:
+        """None: a ref's files are read from git's objects (`WorktreeSource.unchanged`)."""
+        return set()
 
     def handing_over(self) -> contextlib.AbstractContextManager[None]:
         """Nothing to keep: a ref's key is made of blob ids, no file is read for it."""

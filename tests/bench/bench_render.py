@@ -384,6 +384,20 @@ def generate(repo: Path, n: int, isolation: str = "suffix", routing: str = "none
     mesh = "mesh: {gateway: gateways/public}\n" if routing != "none" else ""  # the Ingress entry's route on a mesh
     (repo / ".devlane.yaml").write_text(f"inputs: [{{path: '**/*.yaml'}}]\nisolation: {isolation}\n"
                                         f"routing: {routing}\n{mesh}")
+    commit(repo)
+
+
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "bench",
+                "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+                "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
+
+def commit(repo: Path) -> None:
+    """Make `repo` a git checkout of one commit, as a pull request's repository is (its index then records each
+    file's blob id, which a re-render reads instead of the file)."""
+    env = {**os.environ, **GIT_IDENTITY}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "bench repository"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=env, capture_output=True, timeout=600)
 
 
 def flow_target(n: int) -> str:

@@ -94,10 +94,7 @@ def lines(run: b.Run) -> int:
 
 def measure(work: Path, n: int, repeat: int, pairs: int = 0) -> Review:
     repo = work / f"repo-{n}"
-    b.generate(repo, n)
-    git(repo, "init", "-q")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
+    b.generate(repo, n)  # a git checkout of one commit
     target = b.flow_target(n)
     flow = ["--flow", b.FLOW_ID, "--service", f"{target}=ghcr.io/acme/{target}:{b.FLOW_ID}"]
     warm = work / f"warm-{n}"

@@ -32,22 +32,30 @@ ALWAYS_EXCLUDED = (*_ALWAYS_EXCLUDED_DIRS, ".devlane.yaml", "**/.devlane.yaml") 
 _KUSTOMIZE_GROUP = "kustomize.config.k8s.io"
 
 
+class Known(NamedTuple):
+    """What a stored entry knew of one file: the blob id, sha256 and size of the bytes it was made from."""
+
+    blob: str
+    sha256: str
+    size: int
+
+
 class Memo(Protocol):
     """The early cutoff's side of loading one plain-YAML listing (`render/stored` keeps it): asked for what it
     stored of the listing, for the documents of an entry that still holds, and told what to store."""
 
     def open(self, config: bytes, includes: list[str], excludes: list[str],
-             paths: list[str]) -> dict[str, str] | None:
-        """The blob id stored for each file of the listing (None: nothing stored)."""
+             paths: list[str]) -> dict[str, Known] | None:
+        """What the entry of this listing knew of each of its files (None: nothing stored)."""
 
     def restore(self, source: Source, paths: list[str], blobs: dict[str, str],
                 outcomes: dict[str, Outcome]) -> tuple[list[Document], list[Problem]] | None:
         """The stored documents and what loading said of them, when every file still has its stored heads;
         `outcomes`: the parses of the files whose blob changed."""
 
-    def keep(self, files: list[tuple[str, list, list, list]], problems: list[Problem]) -> None:
-        """What to store once the model is built: per file its blob id, documents, shape problems and the
-        Documents kept of them, and what loading said."""
+    def keep(self, files: list[tuple[Known, list, list, list]], problems: list[Problem]) -> None:
+        """What to store once the model is built: per file what it is (`Known`), its documents, shape problems and
+        the Documents kept of them, and what loading said."""
 
 
 @dataclass(frozen=True)
@@ -306,29 +314,39 @@ def input_digests(source: Source, config_file: ConfigFile | None = None) -> tupl
 def _load_documents(source: Source, includes: list[str], excludes: list[str], cache: Cache | None,
                     memo: tuple[bytes, Memo] | None) -> Found:
     diags = Diagnostics()
-    files: dict[str, str] = {}
     paths = _listing(source, includes, excludes, diags)
-    read: list[tuple[str, bytes]] = []
-    blobs: dict[str, str] = {}  # path -> blob id (with a cache)
-    unreadable: dict[str, DevlaneError] = {}
+    keeper = memo[1] if memo is not None and cache is not None else None
+    stored = keeper.open(memo[0], includes, excludes, paths) if keeper is not None else None  # type: ignore[index]
+    read = _Read(source, cache)
+    # the files git's index proves are still what the stored entry was made of are not read (nor hashed) unless the
+    # entry turns out not to hold
+    skipped = source.unchanged({p: (k.blob, k.size) for p, k in stored.items()}) if stored else set()
     with progress.task("reading files", len(paths)) as step:
         for path in paths:
-            _take(source, path, read, files, blobs, unreadable, cache)
+            if path in skipped:
+                read.known(path, stored[path])  # type: ignore[index]
+            else:
+                read.take(path)
             step()
-    keeper = memo[1] if memo is not None and cache is not None and not unreadable else None
-    stored = keeper.open(memo[0], includes, excludes, paths) if keeper is not None else None  # type: ignore[index]
-    outcomes = _parsed([(p, data) for p, data in read if (stored or {}).get(p) != blobs.get(p)], cache, blobs)
+    if read.unreadable:
+        keeper = stored = None
+    blobs = read.blobs
+    outcomes = _parsed([(p, data) for p, data in read.data if (stored or {}).get(p, _NOTHING).blob != blobs.get(p)],
+                       cache, blobs)
     if keeper is not None and stored is not None:
         restored = keeper.restore(source, paths, blobs, outcomes)
         if restored is not None:
             diags.problems += restored[1]
-            return Found(restored[0], files, diags)
-    outcomes.update(_parsed([(p, data) for p, data in read if p not in outcomes], cache, blobs))
+            return Found(restored[0], read.in_order(paths), diags)
+    for path in paths:
+        if path in skipped:
+            read.take(path)
+    outcomes.update(_parsed([(p, data) for p, data in read.data if p not in outcomes], cache, blobs))
     documents: list[Document] = []
-    heads: list[tuple[str, list, list, list]] | None = [] if keeper is not None else None
+    heads: list[tuple[Known, list, list, list]] | None = [] if keeper is not None else None
     said = len(diags.problems)
     for path in paths:
-        outcome = unreadable.get(path) or outcomes.get(path)
+        outcome = read.unreadable.get(path) or outcomes.get(path)
         if isinstance(outcome, DevlaneError):
             diags.problems += outcome.problems
             heads = None
@@ -342,12 +360,49 @@ def _load_documents(source: Source, includes: list[str], excludes: list[str], ca
             heads = None  # a List's items are not documents of the file: the stored model could not find them
         if heads is not None:
             if outcome.exact:
-                heads.append((blobs[path], outcome.docs, outcome.shapes, kept))
+                heads.append((read.what(path), outcome.docs, outcome.shapes, kept))
             else:
                 heads = None  # JSON would not give these heads back as they are
     if keeper is not None and heads is not None and not diags.errors:
         keeper.keep(heads, diags.problems[said:])
-    return Found(documents, files, diags)
+    return Found(documents, read.in_order(paths), diags)
+
+
+_NOTHING = Known("", "", -1)
+
+
+class _Read:
+    """The files loading read (or knows without reading): bytes, blob ids (with a cache), sha256 and sizes."""
+
+    def __init__(self, source: Source, cache: Cache | None):
+        self.source, self.cache = source, cache
+        self.data: list[tuple[str, bytes]] = []
+        self.files: dict[str, str] = {}  # path -> sha256 of content
+        self.blobs: dict[str, str] = {}  # path -> blob id (with a cache)
+        self.sizes: dict[str, int] = {}
+        self.unreadable: dict[str, DevlaneError] = {}
+
+    def take(self, path: str) -> None:
+        """Read the file at `path`, with its digests."""
+        data = _read(self.source, path, self.unreadable)
+        if data is None:
+            return
+        self.files[path] = hashlib.sha256(data).hexdigest()
+        self.sizes[path] = len(data)
+        self.data.append((path, data))
+        if self.cache is not None:
+            self.blobs[path] = blob_id(data)
+
+    def known(self, path: str, known: Known) -> None:
+        """A file not read: what the stored entry knew of it holds."""
+        self.files[path], self.blobs[path], self.sizes[path] = known.sha256, known.blob, known.size
+
+    def what(self, path: str) -> Known:
+        return Known(self.blobs[path], self.files[path], self.sizes[path])
+
+    def in_order(self, paths: list[str]) -> dict[str, str]:
+        """The sha256 of each file, in listing order (as reading them all in turn gives)."""
+        return {p: self.files[p] for p in paths if p in self.files}
 
 
 def _parsed(items: list[tuple[str, bytes]], cache: Cache | None, blobs: dict[str, str]) -> dict[str, Outcome]:
@@ -356,18 +411,6 @@ def _parsed(items: list[tuple[str, bytes]], cache: Cache | None, blobs: dict[str
         return {}
     keys = [blobs[path] for path, _ in items] if cache is not None else None
     return dict(zip((path for path, _ in items), parse_files(items, cache, keys), strict=True))
-
-
-def _take(source: Source, path: str, read: list[tuple[str, bytes]], files: dict[str, str], blobs: dict[str, str],
-          unreadable: dict[str, DevlaneError], cache: Cache | None) -> None:
-    """Read the file at `path` into `read`, with its digests."""
-    data = _read(source, path, unreadable)
-    if data is None:
-        return
-    files[path] = hashlib.sha256(data).hexdigest()
-    read.append((path, data))
-    if cache is not None:
-        blobs[path] = blob_id(data)
 
 
 def _read(source: Source, path: str, unreadable: dict[str, DevlaneError]) -> bytes | None:

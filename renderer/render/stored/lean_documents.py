@@ -14,19 +14,20 @@ from ...core.cache import Cache, PackReader, blob_id
 from ...core.source import Source
 from ...errors import DevlaneError, Problem, Where
 from ..inputs.document import Document
+from ..inputs.load import Known
 from ..inputs.parsing import Outcome, Parsed, cache_kind, cached_parses, decode, parse_files
-from .model_entry import heads, heads_digest, stored_blobs
+from .model_entry import ROW, heads, heads_digest
 
 
-def restore(entry: dict, paths: list[str], blobs: dict[str, str], outcomes: dict[str, Outcome], source: Source,
-            cache: Cache) -> tuple[list[Document], list[Problem]] | None:
+def restore(entry: dict, known: dict[str, Known], paths: list[str], blobs: dict[str, str],
+            outcomes: dict[str, Outcome], source: Source, cache: Cache) -> tuple[list[Document], list[Problem]] | None:
     """The documents of a stored entry and what loading said of them, when every file still has the stored
-    heads (None: it does not hold). `outcomes`: the parses of the files whose blob changed, by path."""
+    heads (None: it does not hold). `known`: what the entry stored of each file (`model_entry.stored_files`);
+    `outcomes`: the parses of the files whose blob changed, by path."""
     stored = entry["files"]
     if len(stored) != len(paths):
         return None
-    blob_of = stored_blobs(entry, paths)
-    changed = [p for p in paths if blob_of.get(p) != blobs.get(p)]
+    changed = [p for p in paths if p not in known or known[p].blob != blobs.get(p)]
     late = [p for p in changed if p not in outcomes and p in blobs]  # changed before the index's last save
     for p, found in zip(late, cached_parses(cache, [blobs[p] for p in late]), strict=True):
         if found is not None:
@@ -34,7 +35,7 @@ def restore(entry: dict, paths: list[str], blobs: dict[str, str], outcomes: dict
     for path, row in zip(paths, stored, strict=True):
         if path in changed:
             now = outcomes.get(path)
-            if not isinstance(now, Parsed) or not now.exact or not isinstance(row, list) or len(row) != 2 or \
+            if not isinstance(now, Parsed) or not now.exact or not isinstance(row, list) or len(row) != ROW or \
                     row[1] != heads_digest(heads(now.docs, now.shapes)):
                 return None
     reader = cache.reader(cache_kind())

@@ -15,7 +15,7 @@ from ...core.cache import Cache
 from ...core.source import Source
 from ...errors import Problem
 from ..inputs.document import Document
-from ..inputs.load import Loaded
+from ..inputs.load import Known, Loaded
 from ..inputs.parsing import Outcome
 from ..model.records import Model
 from ..model.topology import build_model
@@ -31,21 +31,24 @@ class ModelMemo:
         self.cache = cache
         self.key: str | None = None
         self.entry: dict | None = None
+        self.known: dict[str, Known] | None = None  # what the entry stored of each file
         self.model: dict | None = None  # the stored model, once its documents are restored
-        self.files: list[tuple[str, list, list, list]] | None = None
+        self.files: list[tuple[Known, list, list, list]] | None = None
         self.problems: list[Problem] = []
         self.child: int | None = None  # the process writing the entry
 
-    def open(self, config: bytes, includes: list[str], excludes: list[str], paths: list[str]) -> dict[str, str] | None:
-        """Look up the entry of this listing; the blob id it stored for each file (None: no entry)."""
+    def open(self, config: bytes, includes: list[str], excludes: list[str],
+             paths: list[str]) -> dict[str, Known] | None:
+        """Look up the entry of this listing; what it stored of each file (None: no entry)."""
         self.key = model_entry.entry_key(config, includes, excludes, paths)
         self.entry = model_entry.read(self.cache, self.key)
-        return model_entry.stored_blobs(self.entry, paths) if self.entry is not None else None
+        self.known = model_entry.stored_files(self.entry, paths) if self.entry is not None else None
+        return self.known
 
     def restore(self, source: Source, paths: list[str], blobs: dict[str, str],
                 outcomes: dict[str, Outcome]) -> tuple[list[Document], list[Problem]] | None:
         """The entry's documents and what loading said of them, when every file still has its stored heads."""
-        restored = lean_documents.restore(self.entry, paths, blobs, outcomes, source, self.cache) \
+        restored = lean_documents.restore(self.entry, self.known or {}, paths, blobs, outcomes, source, self.cache) \
             if self.entry is not None else None
         if restored is None:
             self.cache.counters.refused(model_entry.cache_kind())
@@ -53,7 +56,7 @@ class ModelMemo:
         self.model = self.entry["model"]  # type: ignore[index]
         return restored
 
-    def keep(self, files: list[tuple[str, list, list, list]], problems: list[Problem]) -> None:
+    def keep(self, files: list[tuple[Known, list, list, list]], problems: list[Problem]) -> None:
         """What to store with the model built from these files (all of them parsed exactly)."""
         self.files, self.problems = files, problems
 

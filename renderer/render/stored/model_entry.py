@@ -18,6 +18,7 @@ from ...core.k8s import outline
 from ...core.version import VERSION
 from ...errors import Problem
 from ..inputs import parsing
+from ..inputs.load import Known
 
 # the stages whose code decides what an entry holds (the settings read, the documents kept and their heads, the
 # model and the passes stored with it, the entry's form): every layer of `render/` up to this one
@@ -43,6 +44,9 @@ def entry_key(config: bytes, includes: list[str], excludes: list[str], paths: li
     return digest.hexdigest()
 
 
+ROW = 4  # a file's row: blob id, heads digest, sha256, size
+
+
 def heads(docs: list[Any], shapes: list[str | None], kept: list[Any] | None = None) -> list[list]:
     """A file's heads: each document's shape problem and outline (None for an empty document, 0 for one that is
     not a mapping): all that loading and the model read of it. `kept`: the Documents loading made of them
@@ -64,16 +68,16 @@ def heads_digest(heads_: list[list]) -> str | None:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def write(cache: Cache, key: str, files: list[tuple[str, list, list, list]], problems: list[Problem],
+def write(cache: Cache, key: str, files: list[tuple[Known, list, list, list]], problems: list[Problem],
           model: dict | None) -> None:
-    """Store the entry: per file its blob id and heads (`files`: blob id, documents, shape problems and the
-    Documents loading kept of them), the documents kept, what loading said of them (`problems`), and the model
-    as JSON (`model_codec`; None: nothing to store)."""
+    """Store the entry: per file its blob id, heads, sha256 and size (`files`: what the file is, its documents,
+    shape problems and the Documents loading kept of them), the documents kept, what loading said of them
+    (`problems`), and the model as JSON (`model_codec`; None: nothing to store)."""
     if model is None:
         return
     rows, docs = [], []
-    for i, (blob, parsed, shapes, kept) in enumerate(files):
-        rows.append([blob, heads_digest(heads(parsed, shapes, kept))])
+    for i, (known, parsed, shapes, kept) in enumerate(files):
+        rows.append([known.blob, heads_digest(heads(parsed, shapes, kept)), known.sha256, known.size])
         docs += [[i, d.index, d.kind, d.api_version, d.name, d.namespace] for d in kept if d is not None]
     try:  # the heads are parts of exact parses and the model is checked: no walk over megabytes of them again
         payload = encode({"files": rows, "docs": docs, "problems": [p.as_row() for p in problems], "model": model})
@@ -91,10 +95,11 @@ def read(cache: Cache, key: str) -> dict | None:
     return found
 
 
-def stored_blobs(found: dict | None, paths: list[str]) -> dict[str, str]:
-    """The blob id the entry `found` stored for each of `paths` (none without an entry, or for a damaged row)."""
+def stored_files(found: dict | None, paths: list[str]) -> dict[str, Known]:
+    """What the entry `found` stored of each of `paths` (none without an entry, or for a damaged row)."""
     rows = found["files"] if found is not None else []
     if len(rows) != len(paths):
         return {}
-    return {p: row[0] for p, row in zip(paths, rows, strict=True)
-            if isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)}
+    return {p: Known(row[0], row[2], row[3]) for p, row in zip(paths, rows, strict=True)
+            if isinstance(row, list) and len(row) == ROW and isinstance(row[0], str) and isinstance(row[2], str)
+            and type(row[3]) is int}
