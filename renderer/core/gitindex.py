@@ -89,7 +89,7 @@ def _euid() -> int:
 
 
 def _read(path: str, limit: int) -> tuple[int, bytes] | None:
-    """A regular file of this user's, not a link: (its mtime in nanoseconds, its bytes)."""
+    """A regular file of this user's, not a link, read whole in one call: (its mtime in nanoseconds, its bytes)."""
     try:
         fd = os.open(path, _FLAGS)
     except OSError:
@@ -98,13 +98,8 @@ def _read(path: str, limit: int) -> tuple[int, bytes] | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != _euid() or st.st_size > limit:
             return None
-        data = b""
-        while len(data) <= limit:
-            chunk = os.read(fd, limit + 1 - len(data))
-            if not chunk:
-                return st.st_mtime_ns, data
-            data += chunk
-        return None
+        data = os.read(fd, st.st_size + 1)
+        return (st.st_mtime_ns, data) if len(data) == st.st_size else None  # a file changing meanwhile: declined
     except OSError:
         return None
     finally:
@@ -128,11 +123,11 @@ def _parse(written: int, data: bytes) -> Index | None:
         for _ in range(count):
             (cs, cn, ms, mn, dev, ino, mode, uid, gid, size, sha, flags) = _ENTRY.unpack_from(body, pos)
             pos += _ENTRY.size
-            extended = 0
+            hidden = 0  # skip-worktree or intent-to-add, from the extended flags
             if flags & _EXTENDED:
                 if version < 3:
                     return None
-                extended = int.from_bytes(body[pos:pos + 2], "big")
+                hidden = int.from_bytes(body[pos:pos + 2]) & (_SKIP_WORKTREE | _INTENT_TO_ADD)
                 pos += 2
             if version == 4:
                 strip, pos = _varint(body, pos)
@@ -147,9 +142,8 @@ def _parse(written: int, data: bytes) -> Index | None:
                 name = body[pos:end]
                 pos = start + ((end - start + 8) & ~7)  # 1 to 8 NULs pad the entry to a multiple of 8 bytes
             previous = name
-            if flags & _STAGE or mode & 0o170000 != _REGULAR or extended & (_SKIP_WORKTREE | _INTENT_TO_ADD) \
-                    or size == 0 or (ms, mn) >= racy or (flags & _NAME_LENGTH) not in (len(name) & _NAME_LENGTH,
-                                                                                     _NAME_LENGTH):
+            if hidden or flags & _STAGE or mode & 0o170000 != _REGULAR or size == 0 or (ms, mn) >= racy \
+                    or flags & _NAME_LENGTH != min(len(name), _NAME_LENGTH):
                 continue
             entries[os.fsdecode(name)] = ((cs, cn, ms, mn, dev, ino, uid, gid, size), sha.hex())
     except (struct.error, ValueError, IndexError):
@@ -177,7 +171,7 @@ def _split(body: bytes, pos: int) -> bool:
     while pos < len(body):
         if pos + 8 > len(body):
             return True
-        signature, size = body[pos:pos + 4], int.from_bytes(body[pos + 4:pos + 8], "big")
+        signature, size = body[pos:pos + 4], int.from_bytes(body[pos + 4:pos + 8])
         if signature == b"link":
             return True
         pos += 8 + size

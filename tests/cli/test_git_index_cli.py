@@ -15,6 +15,8 @@ from support.caches import own_cache
 from renderer.core import files, source
 from renderer.core.cache import blob_id
 
+pytestmark = pytest.mark.e2e  # real git repositories and commits
+
 RENDER = ["render", "--flow", "pr-1", "--service", "api=api:2", "--stdout"]
 PAST = time.time() - 3600
 

@@ -317,3 +317,89 @@ def _bodies(repo: Path) -> dict[int, bytes]:
             bodies[version] = (repo / ".git" / "index").read_bytes()[:-20]
         _CACHE["bodies"] = bodies
     return _CACHE["bodies"]
+
+
+@pytest.mark.parametrize("line", ["\tobjectformat = sha256", "\tobjectFormat = sha256"])
+def test_a_config_that_says_sha256_objects_is_declined_whatever_the_index_looks_like(repo, line):
+    """git writes `objectformat`; a user may write it in any case (config keys are case-insensitive)."""
+    config = repo / ".git" / "config"
+    config.write_text(config.read_text() + f"[extensions]\n{line}\n")
+    assert gitindex.read(str(repo)) is None
+
+
+def test_an_index_or_config_of_exactly_the_limit_is_read_and_one_byte_more_is_not(repo, monkeypatch):
+    index = (repo / ".git" / "index").stat().st_size
+    monkeypatch.setattr(gitindex, "_MAX_INDEX", index)
+    assert gitindex.read(str(repo)) is not None
+    monkeypatch.setattr(gitindex, "_MAX_INDEX", index - 1)
+    assert gitindex.read(str(repo)) is None
+    monkeypatch.setattr(gitindex, "_MAX_INDEX", index)
+    config = (repo / ".git" / "config").stat().st_size
+    monkeypatch.setattr(gitindex, "_MAX_CONFIG", config)
+    assert gitindex.read(str(repo)) is not None
+    monkeypatch.setattr(gitindex, "_MAX_CONFIG", config - 1)
+    assert gitindex.read(str(repo)) is None
+
+
+def test_an_empty_index_has_no_entries_and_is_no_error():
+    header = b"DIRC" + struct.pack(">II", 2, 0)
+    assert gitindex._parse(time.time_ns(), sealed(header)) == gitindex.Index({})
+    assert gitindex._parse(time.time_ns(), sealed(header)[:-1]) is None
+
+
+def test_an_index_without_extensions_and_one_ending_in_an_empty_extension(repo):
+    git(repo, "update-index", "--index-version", "2")
+    body = (repo / ".git" / "index").read_bytes()[:-20]
+    parsed = gitindex._parse(time.time_ns(), sealed(body))
+    count = struct.unpack_from(">I", body, 8)[0]
+    end = 12
+    for _ in range(count):  # walk the entries of this version-2 index to where its extensions start
+        name_end = body.index(b"\0", end + 62)
+        end += (name_end - end + 8) & ~7
+    bare = body[:end]
+    assert gitindex._parse(time.time_ns(), sealed(bare)) == parsed
+    assert gitindex._parse(time.time_ns(), sealed(bare + b"ZZZZ" + struct.pack(">I", 0))) == parsed
+    assert gitindex._parse(time.time_ns(), sealed(bare[:-1])) is None  # the last entry's padding cut short
+
+
+def test_an_extension_size_is_read_from_all_four_bytes(repo):
+    body = (repo / ".git" / "index").read_bytes()[:-20]
+    assert gitindex._parse(time.time_ns(), sealed(body + b"ZZZZ" + struct.pack(">I", 0x01000003) + b"abc")) is None
+
+
+def _index(version: int, entries: list[tuple[bytes, int | None]], stamp: int) -> bytes:
+    """An index written by hand: each entry (name, extended flags or None), a regular file of 5 bytes last
+    changed at `stamp` seconds."""
+    body = b"DIRC" + struct.pack(">II", version, len(entries))
+    for name, extended in entries:
+        flags = len(name) | (0x4000 if extended is not None else 0)
+        head = struct.pack(">10I20sH", stamp, 0, stamp, 0, 1, 2, 0o100644, 3, 4, 5, bytes(range(20)), flags)
+        head += struct.pack(">H", extended) if extended is not None else b""
+        body += head + name + bytes(((len(head) + len(name) + 8) & ~7) - len(head) - len(name))
+    return sealed(body)
+
+
+@pytest.mark.parametrize("extended,trusted", [(None, True), (0, True), (0x4000, False), (0x2000, False),
+                                              (0x8000, True)])
+def test_only_skip_worktree_and_intent_to_add_among_the_extended_flags_leave_an_entry_out(extended, trusted):
+    data = _index(3, [(b"a.yaml", extended), (b"b.yaml", None)], 1000)
+    parsed = gitindex._parse(2000 * 10**9, data)
+    assert parsed is not None and ("a.yaml" in parsed.entries) is trusted and "b.yaml" in parsed.entries
+    assert parsed.entries["b.yaml"] == ((1000, 0, 1000, 0, 1, 2, 3, 4, 5), bytes(range(20)).hex())
+
+
+def test_a_file_whose_size_moved_while_it_was_read_is_declined(repo, monkeypatch):
+    """fstat said one size, the read gave another: the file changed under the read (here: it seems to have grown)."""
+    real = os.fstat
+
+    class Shrunk:
+        def __init__(self, st):
+            self._st = st
+
+        def __getattr__(self, name):
+            return getattr(self._st, name) - (1 if name == "st_size" else 0)
+
+    assert gitindex.read(str(repo)) is not None
+    monkeypatch.setattr(gitindex.os, "fstat", lambda fd: Shrunk(real(fd)))
+    assert gitindex._read(str(repo / ".git" / "config"), 1 << 20) is None
+    assert gitindex._read(str(repo / ".git" / "index"), 1 << 20) is None
