@@ -285,7 +285,9 @@ def _reached_by(model: Model, dev: DevSet, pod: _Pod, repo: Targets, known: froz
                 yield (*hit, Evidence(obj, slot.container, field_, excerpt(slot.value, ref.start)))
     # a value devlane or a plugin set is the lane's own (a plugin's dev database URL); every value left as the
     # manifest has it is judged on its own: a rewritten variable never vouches for another beside it
-    before = {(c, f): v for c, f, _, v in _values(pod_spec(dw.baseline.obj))}
+    # lint reads the baseline's own pod (no copy): its values are the ones already walked
+    before = {(c, f): v for c, f, _, v in (pod.values if dw.obj is dw.baseline.obj else _values(pod_spec(
+        dw.baseline.obj)))}
     kept = [(c, f, k, v) for c, f, k, v in pod.values if before.get((c, f)) == v and k not in pending]
     for container, field_, key, value in kept:
         for line_key, line in _lines(key, value):

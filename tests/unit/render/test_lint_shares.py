@@ -1,4 +1,4 @@
-"""lint checks the reach of every service in two halves, the second in a forked child (`checks.lint_shares`): the
+"""lint checks the reach of every service in two shares, the second in a forked child (`checks.lint_shares`): the
 findings, and their order, are those of one pass, whether the child sends them, fails, or sends garbage."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from renderer.core import parallel
 from renderer.render.checks import lint_shares, reach
 
-SERVICES = 6  # every one reads a store outside the repository: findings in both halves, and order to keep
+SERVICES = 6  # every one reads a store outside the repository: findings in both shares, and order to keep
 
 
 def _container(i: int) -> list[dict]:
@@ -62,7 +62,7 @@ def _beside(monkeypatch, sent) -> list[int]:
     pytest.param(lambda work, item: b"[[1, 2]]", id="rows that are no problems"),
     pytest.param(lambda work, item: b"{not json", id="garbage"),
 ])  # fmt: skip
-def test_the_halves_find_what_one_pass_finds(repo, serial, monkeypatch, sent) -> None:
+def test_the_shares_find_what_one_pass_finds(repo, serial, monkeypatch, sent) -> None:
     forks = _beside(monkeypatch, sent)
     assert _lint(repo) == serial
     assert forks == [2]
@@ -79,15 +79,16 @@ def test_no_fork_without_a_spare_core_with_another_thread_or_for_a_small_reposit
     assert forks == []
 
 
-def test_the_child_checks_the_second_half_and_sends_its_rows(repo, monkeypatch) -> None:
-    """What the child sends: the second half's problems as rows (messages naming its services only)."""
+def test_the_child_checks_the_last_five_eighths_and_sends_their_rows(repo, monkeypatch) -> None:
+    """What the child sends: the problems of its share, the last 5/8 of the units (this process runs the other
+    checks beside its own share), as rows (messages naming its services only)."""
     rows: list[bytes] = []
     _beside(monkeypatch, lambda work, item: rows.append(work(item)) or rows[-1])
     _lint(repo)
     [sent] = rows
     messages = [row[0] for row in json.loads(sent)]
-    assert len(messages) == SERVICES // 2
-    assert all(f"db-{i}.example.com" in m for i, m in zip(range(SERVICES // 2, SERVICES), messages, strict=True))
+    assert len(messages) == 4  # round(6 * 5 / 8): units api-2 to api-5
+    assert all(f"db-{i}.example.com" in m for i, m in zip(range(2, SERVICES), messages, strict=True))
 
 
 def test_units_are_each_workload_once_in_key_order(harness) -> None:
