@@ -160,7 +160,8 @@ class Session:
                           self.mode, budget, options.jobs,
                           SandboxPolicy(Limits().merged(self.config.plugin_limits), self.config.require_sandbox,
                                         options.allow_weak_sandbox), self.allowed,
-                          records=open_source(options.state_root, None) if options.state_root else self.source)
+                          records=open_source(options.state_root, None) if options.state_root else self.source,
+                          cache=self.cache)
 
     def load(self) -> Loaded:
         """The repository's inputs, read once per command (the first stage of every command that reads them)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..core import tempdirs
+from ..core.cache import Cache
 from ..core.k8s import pod_spec
 from ..core.source import Source
 from ..errors import DevlaneError, Problem, Where, fail
@@ -24,6 +25,7 @@ from .confine import SandboxPolicy, confinement
 from .invoke import Invocation, Outcome, request_document
 from .manifest import SideEffects, args_problems
 from .resolve import Resolver, plugin_digest
+from .reuse import Outcomes, outcome_key
 from .runtimes import Runtime, make_runtime
 from .sandbox import NETWORK_HINT, network_hint, scrub, secret_values
 from .state import FlowState, Record, input_hash
@@ -59,7 +61,7 @@ class PluginHost:
     def __init__(self, repo_root: Path, flag_sources: dict[str, str], config_sources: dict[str, dict],
                  source: Source | None, mode: RunMode = "render", budget: Budget | None = None,
                  jobs: int | None = None, sandbox: SandboxPolicy | None = None, allowed: tuple[str, ...] = (),
-                 records: Source | None = None):
+                 records: Source | None = None, cache: Cache | None = None):
         self._scratch = Path(tempdirs.make("plugins"))
         self.resolver = Resolver(repo_root, flag_sources, config_sources, source, self._scratch, allowed=allowed)
         self.source = source
@@ -70,6 +72,7 @@ class PluginHost:
         self.sandbox = sandbox or SandboxPolicy()
         self._runtimes: dict[str, Runtime] = {}
         self._lock = threading.Lock()
+        self.outcomes = Outcomes(cache) if cache is not None else None  # reused CreateFlow answers
 
     def __enter__(self) -> PluginHost:
         return self
@@ -129,9 +132,9 @@ class PluginHost:
         return replace(created, outcome=replace(created.outcome, messages=messages))
 
     def _create(self, inv: Invocation, choice: Choice) -> Created:
-        inv = self.prepare_args(inv, choice)
         if not choice.external:
-            return Created(self.runtime(choice).create_flow(inv, self.timeout(choice, inv.instance)), "ok")
+            return Created(self._create_flow(inv, choice), "ok")
+        inv = self.prepare_args(inv, choice)
         key = input_hash(choice.name, plugin_digest(choice.source.path), request_document(inv, 0))
         if self.mode == "preview":  # never run: what provision recorded, or the pods as they are
             rec = choice.record
@@ -151,6 +154,21 @@ class PluginHost:
         record = Record(choice.name, inv.instance, inv.flow_id, key,
                         Outcome(outcome.pod_specs, outcome.config_map, outcome.resources, configs=outcome.configs))
         return Created(outcome, "provisioned", record)
+
+    def _create_flow(self, inv: Invocation, choice: Choice) -> Outcome:
+        """A pure plugin's CreateFlow: the stored outcome of the same call when there is one (`reuse`), else run."""
+        rt = self.runtime(choice)
+        key = outcome_key(rt, choice, inv) if self.outcomes is not None else None
+        if key is not None and self.outcomes is not None:
+            rt.confined(rt.label(inv.operation), Where(plugin=inv.instance))  # this run's sandbox policy still holds
+            stored = self.outcomes.get(key)
+            if stored is not None:
+                return stored
+        inv = self.prepare_args(inv, choice)
+        outcome = rt.create_flow(inv, self.timeout(choice, inv.instance))
+        if key is not None and self.outcomes is not None:
+            self.outcomes.put(key, outcome)
+        return outcome
 
     def delete(self, state: FlowState, flow_id: str, args: dict, side_effects: SideEffects | None,
                secret_args: dict) -> list[Problem]:

@@ -60,12 +60,7 @@ class Record:
             "instance": self.instance,
             "flowId": self.flow_id,
             "inputHash": self.input_hash,
-            "result": {
-                "podSpecs": self.outcome.pod_specs,
-                "configMap": self.outcome.config_map,
-                "resources": self.outcome.resources,
-                **({"configs": self.outcome.configs} if self.outcome.configs else {}),
-            },
+            "result": outcome_result(self.outcome),
         }
         return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -77,15 +72,7 @@ def read_record(source: Source, flow_id: str, instance: str) -> Record | None:
     where = Where(file=path, plugin=instance)
     try:
         doc = load_json(source.read(path).decode("utf-8"))  # a recorded reply: bounded like a live one
-        result = doc["result"]
-        outcome = Outcome(list(result["podSpecs"]), result["configMap"], list(result.get("resources") or []),
-                          configs=[dict(c) for c in result.get("configs") or []])
-        problems = [f"pod spec {p}" for p in map(pod_spec_problem, outcome.pod_specs) if p]
-        problems += [f"resources[{i}] {p}" for i, p in enumerate(map(malformed, outcome.resources)) if p]
-        problems += [f"configs[{i}] is not {{dependent, name, data}} of strings" for i, c in enumerate(outcome.configs)
-                     if not _config_record(c)]
-        if problems:
-            raise ValueError(f"recorded {problems[0]}")
+        outcome = recorded_outcome(doc["result"])
         return Record(doc["plugin"], doc["instance"], doc["flowId"], doc["inputHash"], outcome)
     except ReplyLimit as exc:
         raise fail(f"provision record {exc.message}", where, f"re-provision: devlane provision --flow {flow_id}",
@@ -93,6 +80,30 @@ def read_record(source: Source, flow_id: str, instance: str) -> Record | None:
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise fail(f"provision record is unreadable ({type(exc).__name__}: {exc})", where,
                    f"re-provision: devlane provision --flow {flow_id}", code="state-record") from None
+
+
+def outcome_result(outcome: Outcome) -> dict:
+    """A CreateFlow outcome as a record keeps it (its messages are not part of it)."""
+    return {
+        "podSpecs": outcome.pod_specs,
+        "configMap": outcome.config_map,
+        "resources": outcome.resources,
+        **({"configs": outcome.configs} if outcome.configs else {}),
+    }
+
+
+def recorded_outcome(result: dict) -> Outcome:
+    """The outcome an `outcome_result` holds, checked as a live reply's parts are: ValueError (or KeyError,
+    TypeError) when it is not one."""
+    outcome = Outcome(list(result["podSpecs"]), result["configMap"], list(result.get("resources") or []),
+                      configs=[dict(c) for c in result.get("configs") or []])
+    problems = [f"pod spec {p}" for p in map(pod_spec_problem, outcome.pod_specs) if p]
+    problems += [f"resources[{i}] {p}" for i, p in enumerate(map(malformed, outcome.resources)) if p]
+    problems += [f"configs[{i}] is not {{dependent, name, data}} of strings" for i, c in enumerate(outcome.configs)
+                 if not _config_record(c)]
+    if problems:
+        raise ValueError(f"recorded {problems[0]}")
+    return outcome
 
 
 def _config_record(change: dict) -> bool:
