@@ -73,6 +73,7 @@ class PluginHost:
         self._runtimes: dict[str, Runtime] = {}
         self._lock = threading.Lock()
         self.outcomes = Outcomes(cache) if cache is not None else None  # reused CreateFlow answers
+        self._digests: dict[Path, str] = {}  # each plugin directory's content digest, read once per command
 
     def __enter__(self) -> PluginHost:
         return self
@@ -135,7 +136,7 @@ class PluginHost:
         if not choice.external:
             return Created(self._create_flow(inv, choice), "ok")
         inv = self.prepare_args(inv, choice)
-        key = input_hash(choice.name, plugin_digest(choice.source.path), request_document(inv, 0))
+        key = input_hash(choice.name, self._digest(choice.source.path), request_document(inv, 0))
         if self.mode == "preview":  # never run: what provision recorded, or the pods as they are
             rec = choice.record
             if rec is None:
@@ -155,10 +156,16 @@ class PluginHost:
                         Outcome(outcome.pod_specs, outcome.config_map, outcome.resources, configs=outcome.configs))
         return Created(outcome, "provisioned", record)
 
+    def _digest(self, path: Path) -> str:
+        with self._lock:  # calls run on the pool's threads
+            if path not in self._digests:
+                self._digests[path] = plugin_digest(path)
+            return self._digests[path]
+
     def _create_flow(self, inv: Invocation, choice: Choice) -> Outcome:
         """A pure plugin's CreateFlow: the stored outcome of the same call when there is one (`reuse`), else run."""
         rt = self.runtime(choice)
-        key = outcome_key(rt, choice, inv) if self.outcomes is not None else None
+        key = outcome_key(rt, choice, inv, self._digest) if self.outcomes is not None else None
         if key is not None and self.outcomes is not None:
             rt.confined(rt.label(inv.operation), Where(plugin=inv.instance))  # this run's sandbox policy still holds
             stored = self.outcomes.get(key)

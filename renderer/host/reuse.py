@@ -27,7 +27,9 @@ import functools
 import hashlib
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, replace
+from pathlib import Path
 
 from ..core import code_version
 from ..core.cache import Cache
@@ -83,8 +85,10 @@ def _interpreter(choice: Choice) -> str | None:
     return f"venv {digest} {st.st_dev} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}"
 
 
-def outcome_key(rt: Runtime, choice: Choice, inv: Invocation) -> str | None:
-    """The key of this call's outcome, or None when it is not one to reuse."""
+def outcome_key(rt: Runtime, choice: Choice, inv: Invocation,
+                digest: Callable[[Path], str] = plugin_digest) -> str | None:
+    """The key of this call's outcome, or None when it is not one to reuse (`digest`: the plugin host's, which reads
+    a plugin's directory once per command)."""
     if rt.kind != "kardinal-python" or rt.network or inv.operation != "CreateFlow":
         return None
     if secret_values(inv.args, choice.manifest.args_schema) or granted_paths():
@@ -92,7 +96,7 @@ def outcome_key(rt: Runtime, choice: Choice, inv: Invocation) -> str | None:
     interpreter = _interpreter(choice)
     if interpreter is None:
         return None
-    given = input_hash(choice.name, plugin_digest(choice.source.path), request_document(inv, 0))
+    given = input_hash(choice.name, digest(choice.source.path), request_document(inv, 0))
     got = confinement()
     sandbox = [got.method, *((la.name, la.enforced) for la in got.layers)]
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIX) or k == "PATH")
