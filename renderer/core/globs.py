@@ -9,6 +9,7 @@ implements git's matching, edge cases included, better than a translation of our
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cache
 
 import pathspec
@@ -53,16 +54,33 @@ def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
 
 def excluded(path: str, excludes: list[str] | tuple[str, ...]) -> bool:
     """Whether `exclude:` leaves out the file `path`, as `.gitignore` lines would."""
-    return bool(excludes) and _ignore_spec(tuple(excludes)).match_file(path)
+    return bool(excludes) and _ignored(tuple(excludes))(path)
 
 
 def dir_excluded(rel_dir: str, excludes: list[str] | tuple[str, ...]) -> bool:
     """Whether `exclude:` leaves out the whole directory `rel_dir` (`dir/`, `dir/**`, `dir`, `/dir`...): nothing under
     it is listed, as git does not descend into an ignored directory."""
-    return bool(excludes) and _ignore_spec(tuple(excludes)).match_file(rel_dir + "/")
+    return bool(excludes) and _ignored(tuple(excludes))(rel_dir + "/")
+
+
+_GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
 
 @cache
-def _ignore_spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    """`.gitignore` lines; `./x` (which devlane took before it read them as git does) is `/x`, rooted."""
-    return pathspec.GitIgnoreSpec.from_lines("/" + p[2:] if p.startswith("./") else p for p in patterns)
+def _ignored(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """The test of a path against `.gitignore` lines; `./x` (which devlane took before it read them as git does) is
+    `/x`, rooted.
+
+    Without a negation (`!keep.yaml`), a path is ignored when any line matches it, so pathspec's own regexes joined
+    into one decide in one match: a listing tests every file of the repository against the same few lines (the
+    output directory and devlane's own always among them), and pathspec tries them one by one. With a negation, the
+    order and kind of the lines that match decide (git's rules), and pathspec does."""
+    spec = pathspec.GitIgnoreSpec.from_lines("/" + p[2:] if p.startswith("./") else p for p in patterns)
+    lines = [p for p in spec.patterns if p.include is not None]
+    if any(not p.include for p in lines):
+        return spec.match_file
+    if not lines:
+        return lambda _path: False
+    # the directory mark's named group recurs in every line: one regex cannot name it twice (and none reads it here)
+    joined = re.compile("|".join(f"(?:{_GROUP_NAME.sub('(?:', p.regex.pattern)})" for p in lines))
+    return lambda path: joined.match(path) is not None

@@ -1,6 +1,6 @@
 """Property tests (hypothesis) of `renderer.core`: dev names (`names.suffixed`), service references in env
 values, command lines and ConfigMap files (`references.find_in_value` / `find_in_args` / `find_in_data` / `apply`)
-and gitignore-like globs (`globs.compile_glob`)."""
+and gitignore-like globs (`globs.compile_glob`, `globs.excluded`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import re
 import string
 from itertools import pairwise
 
+import pathspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from renderer.core.globs import compile_glob, matches
+from renderer.core.globs import compile_glob, dir_excluded, excluded, matches
 from renderer.core.names import suffixed
 from renderer.core.references import Target, Targets, apply, find_in_args, find_in_data, find_in_value
 
@@ -189,3 +190,19 @@ def test_double_star_globs_match_any_depth(parts):
     assert not compile_glob("**/*.yaml").match(path + ".bak")
     assert bool(compile_glob(f"{parts[0]}/**").match(path)) == (len(parts) > 1)
     assert matches(path, ["**/*.yaml"]) and not matches(path + ".bak", ("**/*.yaml",))
+
+
+_word = st.sampled_from(["a", "b", "x.yaml", "rendered", ".devlane.yaml", "*", "**", "*.yaml", "?.yaml", "a*", "."])
+ignore_line = st.builds(lambda neg, lead, words, slash: ("!" if neg else "") + lead + "/".join(words) + slash,
+                        st.booleans(), st.sampled_from(["", "/", "./", "**/"]), st.lists(_word, min_size=1, max_size=3),
+                        st.sampled_from(["", "/", "/**"]))
+plain_path = st.lists(st.sampled_from(["a", "b", "x.yaml", "rendered", ".devlane.yaml", "c.yaml", "ab"]),
+                      min_size=1, max_size=4).map("/".join)
+
+
+@given(st.lists(ignore_line, max_size=5), plain_path)
+def test_exclude_lines_read_as_pathspec_reads_them(lines, path):
+    """The joined regex (no negation) and pathspec (with one) decide as pathspec's GitIgnoreSpec does, line by line."""
+    spec = pathspec.GitIgnoreSpec.from_lines("/" + p[2:] if p.startswith("./") else p for p in lines)
+    assert excluded(path, lines) == bool(lines and spec.match_file(path))
+    assert dir_excluded(path, lines) == bool(lines and spec.match_file(path + "/"))
